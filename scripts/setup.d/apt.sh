@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The Debian packages the build and the tests need on the host (bookworm).
+# Why each one is here:
+#   build-essential cmake pkg-config   the C17 build
+#   clang clang-format libclang-rt-14-dev   the fuzz target (libFuzzer) and formatting checks
+#   libcurl4-openssl-dev   the slurmrestd HTTP client (OpenSSL flavour, to share one TLS stack)
+#   libjansson-dev         JSON: requests, slurmrestd bodies, events
+#   libssl-dev             SHA-256 and TLS
+#   libjwt-dev             minting short-lived HS256 tokens for slurmrestd
+#   libarchive-dev         tar+gzip log archives
+#   libcriterion-dev       unit and integration tests
+#   python3-jsonschema     the schema-vs-C-validator agreement test
+#   curl jq                the stack scripts' readiness probes and the demo
+#   openjdk-17-jre-headless maven   the Kafka 4 broker from Maven jars
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../../tests/e2e/stack.d/common.sh"
+
+stack_apt_install build-essential cmake pkg-config \
+	clang clang-format libclang-rt-14-dev \
+	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
+	libarchive-dev libcriterion-dev python3-jsonschema \
+	curl jq openjdk-17-jre-headless maven

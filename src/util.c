@@ -1,0 +1,77 @@
+/*
+ * util.c - aborting allocators (the out-of-memory policy of util.h) and
+ * small string helpers.
+ */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(size_t n)
+{
+    fprintf(stderr, "forge-worker: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *forge_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+
+    if (!p)
+        out_of_memory(n);
+    return p;
+}
+
+void *forge_xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+
+    if (!p)
+        out_of_memory(n * m);
+    return p;
+}
+
+void *forge_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+
+    if (!q)
+        out_of_memory(n);
+    return q;
+}
+
+char *forge_xstrndup(const char *s, size_t n)
+{
+    char *d = forge_xmalloc(n + 1);
+
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *forge_xstrdup(const char *s)
+{
+    return s ? forge_xstrndup(s, strlen(s)) : NULL;
+}
+
+size_t forge_strlcat(char *dst, const char *src, size_t dstsize)
+{
+    size_t dlen = strnlen(dst, dstsize);
+    size_t slen = strlen(src);
+
+    if (dlen == dstsize)
+        return dstsize + slen;
+    if (slen < dstsize - dlen) {
+        memcpy(dst + dlen, src, slen + 1);
+    } else {
+        memcpy(dst + dlen, src, dstsize - dlen - 1);
+        dst[dstsize - 1] = '\0';
+    }
+    return dlen + slen;
+}
+
+int forge_str_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * util.h - the out-of-memory policy and the few string helpers every module
+ * shares.
+ *
+ * Out-of-memory policy (one, written down): forge-worker is a server whose
+ * every allocation is small next to the machine; when one fails nothing
+ * sensible can follow, so forge_x* allocators print a line and abort(), as
+ * Redis' zmalloc and librdkafka's rd_malloc do. Callers therefore never see
+ * NULL from them and carry no ENOMEM paths.
+ */
+#ifndef FORGE_UTIL_H
+#define FORGE_UTIL_H
+
+#include <stddef.h>
+
+void *forge_xmalloc(size_t n);                 /* new; never NULL */
+void *forge_xcalloc(size_t n, size_t m);       /* new, zeroed; never NULL */
+void *forge_xrealloc(void *p, size_t n);       /* never NULL */
+char *forge_xstrdup(const char *s);            /* new copy; NULL in, NULL out */
+char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
+
+/* BSD strlcat: appends src to dst (of total size dstsize), always
+ * NUL-terminates, returns the length it tried to create. */
+size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
+
+/* True when s starts with prefix. */
+int forge_str_starts_with(const char *s, const char *prefix);
+
+#endif

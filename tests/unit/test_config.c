@@ -1,0 +1,331 @@
+/*
+ * test_config.c - every rule of src/config.c: defaults, each variable's
+ * accepted and refused values, the cross-variable checks, and the
+ * requirements per command. A refused value must name its variable.
+ */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+static forge_config_t *load_ok(char *const *envp)
+{
+    forge_config_t *cfg = NULL;
+    forge_error_t err = {0};
+    forge_rc_t rc = forge_config_load(envp, &cfg, &err);
+
+    cr_assert_eq(rc, FORGE_OK, "load failed: %s (%s)", err.message, err.field);
+    cr_assert_not_null(cfg);
+    return cfg;
+}
+
+Test(config, defaults_when_nothing_is_set)
+{
+    char *envp[] = {"PATH=/usr/bin", NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_str_eq(cfg->fleet_kind, "slurm");
+    cr_assert_eq(cfg->slurm_api_version, FORGE_API_V0_0_43);
+    cr_assert(cfg->slurm_tls_verify);
+    cr_assert_eq(cfg->slurm_default_time_limit_min, 60);
+    cr_assert_eq(cfg->runtime_profile, FORGE_PROFILE_ENROOT_PYXIS);
+    cr_assert_str_eq(cfg->topic_requests, "forge.launch.requests");
+    cr_assert_str_eq(cfg->topic_status, "forge.launch.status");
+    cr_assert_str_eq(cfg->topic_logs, "forge.launch.logs");
+    cr_assert_str_eq(cfg->topic_state, "forge.launch.state");
+    cr_assert_str_eq(cfg->topic_dlq, "forge.launch.dlq");
+    cr_assert_str_eq(cfg->kafka_group_id, "forge-worker");
+    cr_assert_eq(cfg->poll_interval_ms, 5000);
+    cr_assert_eq(cfg->lost_grace_s, 600);
+    cr_assert_eq(cfg->log_level, FORGE_LOG_INFO);
+    cr_assert_eq(cfg->log_format, FORGE_LOG_JSON);
+    cr_assert_null(cfg->storage_root);
+    cr_assert_null(cfg->http_listen);
+    cr_assert_null(cfg->slurm_partition);
+    cr_assert_not_null(cfg->worker_id);
+    cr_assert_eq(cfg->mount_allow_count, 0);
+    forge_config_destroy(cfg);
+}
+
+Test(config, every_value_read)
+{
+    char *envp[] = {
+        "FORGE_SLURM_REST_URL=https://slurm.example:6820/",
+        "FORGE_SLURM_REST_API_VERSION=v0.0.45",
+        "FORGE_SLURM_REST_USER=forge",
+        "FORGE_SLURM_JWT_FILE=/run/secrets/jwt",
+        "FORGE_SLURM_TLS_VERIFY=false",
+        "FORGE_SLURM_TLS_CA_FILE=/etc/ssl/ca.pem",
+        "FORGE_SLURM_PARTITION=gpu",
+        "FORGE_SLURM_ACCOUNT=ml-team",
+        "FORGE_SLURM_QOS=high",
+        "FORGE_SLURM_DEFAULT_TIME_LIMIT=120",
+        "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+        "FORGE_STORAGE_ROOT=/mnt/shared/",
+        "FORGE_SLURM_STORAGE_ROOT=/lustre/forge",
+        "FORGE_MOUNT_ALLOW=/datasets:/models/ro",
+        "FORGE_GPU_SERIES_FILE=/etc/forge/series.json",
+        "FORGE_KAFKA_BROKERS=k1:9092,10.0.0.2:9093,[::1]:9094",
+        "FORGE_KAFKA_GROUP_ID=forge-prod",
+        "FORGE_KAFKA_TOPIC_REQUESTS=a.requests",
+        "FORGE_KAFKA_TOPIC_STATE=a.state",
+        "FORGE_WORKER_ID=worker-7",
+        "FORGE_POLL_INTERVAL_MS=1000",
+        "FORGE_LOST_GRACE_S=30",
+        "FORGE_HTTP_LISTEN=0.0.0.0:8080",
+        "FORGE_LOG_LEVEL=debug",
+        "FORGE_LOG_FORMAT=text",
+        "FORGE_KAFKA_PROP_SOCKET_TIMEOUT_MS=30000",
+        "FORGE_KAFKA_PROP_security_protocol=ssl",
+        NULL,
+    };
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_str_eq(cfg->slurm_rest_url, "https://slurm.example:6820");
+    cr_assert_eq(cfg->slurm_api_version, FORGE_API_V0_0_45);
+    cr_assert_str_eq(cfg->slurm_user, "forge");
+    cr_assert_str_eq(cfg->slurm_jwt_file, "/run/secrets/jwt");
+    cr_assert_not(cfg->slurm_tls_verify);
+    cr_assert_str_eq(cfg->slurm_tls_ca_file, "/etc/ssl/ca.pem");
+    cr_assert_str_eq(cfg->slurm_partition, "gpu");
+    cr_assert_str_eq(cfg->slurm_account, "ml-team");
+    cr_assert_str_eq(cfg->slurm_qos, "high");
+    cr_assert_eq(cfg->slurm_default_time_limit_min, 120);
+    cr_assert_eq(cfg->runtime_profile, FORGE_PROFILE_APPTAINER);
+    cr_assert_str_eq(cfg->storage_root, "/mnt/shared");
+    cr_assert_str_eq(cfg->slurm_storage_root, "/lustre/forge");
+    cr_assert_str_eq(cfg->runtime_root, "/mnt/shared/runtimes");
+    cr_assert_eq(cfg->mount_allow_count, 2);
+    cr_assert_str_eq(cfg->mount_allow[0], "/datasets");
+    cr_assert_str_eq(cfg->mount_allow[1], "/models/ro");
+    cr_assert_null(cfg->mount_allow[2]);
+    cr_assert_str_eq(cfg->gpu_series_file, "/etc/forge/series.json");
+    cr_assert_str_eq(cfg->kafka_brokers, "k1:9092,10.0.0.2:9093,[::1]:9094");
+    cr_assert_str_eq(cfg->kafka_group_id, "forge-prod");
+    cr_assert_str_eq(cfg->topic_requests, "a.requests");
+    cr_assert_str_eq(cfg->topic_state, "a.state");
+    cr_assert_str_eq(cfg->worker_id, "worker-7");
+    cr_assert_eq(cfg->poll_interval_ms, 1000);
+    cr_assert_eq(cfg->lost_grace_s, 30);
+    cr_assert_str_eq(cfg->http_listen, "0.0.0.0:8080");
+    cr_assert_eq(cfg->log_level, FORGE_LOG_DEBUG);
+    cr_assert_eq(cfg->log_format, FORGE_LOG_TEXT);
+    cr_assert_eq(cfg->kafka_prop_count, 2);
+    cr_assert_str_eq(cfg->kafka_props[0].name, "socket.timeout.ms");
+    cr_assert_str_eq(cfg->kafka_props[0].value, "30000");
+    cr_assert_str_eq(cfg->kafka_props[1].name, "security.protocol");
+    forge_config_destroy(cfg);
+}
+
+Test(config, storage_root_defaults_flow_to_cluster_side_and_runtimes)
+{
+    char *envp[] = {"FORGE_STORAGE_ROOT=/srv/forge", NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_str_eq(cfg->slurm_storage_root, "/srv/forge");
+    cr_assert_str_eq(cfg->runtime_root, "/srv/forge/runtimes");
+    forge_config_destroy(cfg);
+}
+
+Test(config, empty_value_means_unset)
+{
+    char *envp[] = {"FORGE_SLURM_PARTITION=", "FORGE_LOG_LEVEL=", NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_null(cfg->slurm_partition);
+    cr_assert_eq(cfg->log_level, FORGE_LOG_INFO);
+    forge_config_destroy(cfg);
+}
+
+Test(config, bool_spellings)
+{
+    const char *yes[] = {"1", "true", "TRUE", "yes", "on"};
+    const char *no[] = {"0", "false", "No", "off"};
+    char var[64];
+
+    for (size_t i = 0; i < 5 + 4; i++) {
+        const char *v = i < 5 ? yes[i] : no[i - 5];
+        char *envp[] = {var, NULL};
+        snprintf(var, sizeof(var), "FORGE_SLURM_TLS_VERIFY=%s", v);
+        forge_config_t *cfg = load_ok(envp);
+        cr_assert_eq(cfg->slurm_tls_verify, i < 5, "%s", v);
+        forge_config_destroy(cfg);
+    }
+}
+
+Test(config, every_api_version_accepted)
+{
+    const char *v[] = {"v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"};
+    char var[64];
+
+    for (int i = 0; i < 5; i++) {
+        char *envp[] = {var, NULL};
+        snprintf(var, sizeof(var), "FORGE_SLURM_REST_API_VERSION=%s", v[i]);
+        forge_config_t *cfg = load_ok(envp);
+        cr_assert_eq((int)cfg->slurm_api_version, i);
+        cr_assert_str_eq(forge_api_version_name(cfg->slurm_api_version), v[i]);
+        forge_config_destroy(cfg);
+    }
+}
+
+Test(config, unknown_forge_variables_are_listed_not_fatal)
+{
+    char *envp[] = {"FORGE_POLL_INTERVAL=100", "FORGE_STACK_RUN=/tmp/x",
+                    "FORGE_TEST_CRASH_POINT=x", "OTHER=1", NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_eq(cfg->unknown_count, 1);
+    cr_assert_str_eq(cfg->unknown_vars[0], "FORGE_POLL_INTERVAL");
+    forge_config_destroy(cfg);
+}
+
+/* ---- refused values: each names its variable ------------------------- */
+
+/* Arrays, not pointers: Criterion runs each case in a fresh process where
+ * the parent's pointers mean nothing. */
+typedef struct bad_case {
+    char env[3][96];
+    char variable[64];
+} bad_case_t;
+
+static bad_case_t bad_cases[] = {
+    {{"FORGE_DEFAULT_FLEET_KIND=kubernetes"}, "FORGE_DEFAULT_FLEET_KIND"},
+    {{"FORGE_SLURM_REST_URL=slurm:6820"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=ftp://slurm"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://h/x?y=1"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://h x"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_API_VERSION=v0.0.40"}, "FORGE_SLURM_REST_API_VERSION"},
+    {{"FORGE_SLURM_REST_API_VERSION=0.0.43"}, "FORGE_SLURM_REST_API_VERSION"},
+    {{"FORGE_SLURM_REST_USER=-root"}, "FORGE_SLURM_REST_USER"},
+    {{"FORGE_SLURM_REST_USER=a b"}, "FORGE_SLURM_REST_USER"},
+    {{"FORGE_SLURM_JWT_FILE=jwt.txt"}, "FORGE_SLURM_JWT_FILE"},
+    {{"FORGE_SLURM_JWT_FILE=/run/a", "FORGE_SLURM_JWT_KEY_FILE=/run/b"},
+     "FORGE_SLURM_JWT_KEY_FILE"},
+    {{"FORGE_SLURM_JWT_KEY_FILE=/run/../etc/key"}, "FORGE_SLURM_JWT_KEY_FILE"},
+    {{"FORGE_SLURM_TLS_VERIFY=maybe"}, "FORGE_SLURM_TLS_VERIFY"},
+    {{"FORGE_SLURM_TLS_CA_FILE=ca.pem"}, "FORGE_SLURM_TLS_CA_FILE"},
+    {{"FORGE_SLURM_PARTITION=gpu;rm"}, "FORGE_SLURM_PARTITION"},
+    {{"FORGE_SLURM_ACCOUNT=$(id)"}, "FORGE_SLURM_ACCOUNT"},
+    {{"FORGE_SLURM_QOS=q q"}, "FORGE_SLURM_QOS"},
+    {{"FORGE_SLURM_DEFAULT_TIME_LIMIT=0"}, "FORGE_SLURM_DEFAULT_TIME_LIMIT"},
+    {{"FORGE_SLURM_DEFAULT_TIME_LIMIT=10m"}, "FORGE_SLURM_DEFAULT_TIME_LIMIT"},
+    {{"FORGE_SLURM_DEFAULT_TIME_LIMIT=99999999999999999999"},
+     "FORGE_SLURM_DEFAULT_TIME_LIMIT"},
+    {{"FORGE_SLURM_RUNTIME_PROFILE=docker"}, "FORGE_SLURM_RUNTIME_PROFILE"},
+    {{"FORGE_STORAGE_ROOT=relative/path"}, "FORGE_STORAGE_ROOT"},
+    {{"FORGE_STORAGE_ROOT=/a/./b"}, "FORGE_STORAGE_ROOT"},
+    {{"FORGE_STORAGE_ROOT=/a//b"}, "FORGE_STORAGE_ROOT"},
+    {{"FORGE_SLURM_STORAGE_ROOT=/lustre"}, "FORGE_STORAGE_ROOT"},
+    {{"FORGE_SLURM_STORAGE_ROOT=lustre", "FORGE_STORAGE_ROOT=/s"},
+     "FORGE_SLURM_STORAGE_ROOT"},
+    {{"FORGE_RUNTIME_ROOT=runtimes"}, "FORGE_RUNTIME_ROOT"},
+    {{"FORGE_MOUNT_ALLOW=/data:models"}, "FORGE_MOUNT_ALLOW"},
+    {{"FORGE_MOUNT_ALLOW=/data/../etc"}, "FORGE_MOUNT_ALLOW"},
+    {{"FORGE_GPU_SERIES_FILE=series.json"}, "FORGE_GPU_SERIES_FILE"},
+    {{"FORGE_KAFKA_BROKERS=localhost"}, "FORGE_KAFKA_BROKERS"},
+    {{"FORGE_KAFKA_BROKERS=k1:9092,k2"}, "FORGE_KAFKA_BROKERS"},
+    {{"FORGE_KAFKA_BROKERS=k1:99999"}, "FORGE_KAFKA_BROKERS"},
+    {{"FORGE_KAFKA_BROKERS=k1:0"}, "FORGE_KAFKA_BROKERS"},
+    {{"FORGE_KAFKA_GROUP_ID=.hidden"}, "FORGE_KAFKA_GROUP_ID"},
+    {{"FORGE_KAFKA_TOPIC_REQUESTS=bad topic"}, "FORGE_KAFKA_TOPIC_REQUESTS"},
+    {{"FORGE_KAFKA_TOPIC_STATUS=.."}, "FORGE_KAFKA_TOPIC_STATUS"},
+    {{"FORGE_KAFKA_TOPIC_LOGS=a/b"}, "FORGE_KAFKA_TOPIC_LOGS"},
+    {{"FORGE_KAFKA_TOPIC_STATE=a:b"}, "FORGE_KAFKA_TOPIC_STATE"},
+    {{"FORGE_KAFKA_TOPIC_DLQ=a b"}, "FORGE_KAFKA_TOPIC_DLQ"},
+    {{"FORGE_KAFKA_PROP_enable_auto_commit=true"},
+     "FORGE_KAFKA_PROP_enable_auto_commit"},
+    {{"FORGE_KAFKA_PROP_TRANSACTIONAL_ID=x"},
+     "FORGE_KAFKA_PROP_TRANSACTIONAL_ID"},
+    {{"FORGE_KAFKA_PROP_isolation_level=read_uncommitted"},
+     "FORGE_KAFKA_PROP_isolation_level"},
+    {{"FORGE_KAFKA_PROP_=x"}, "FORGE_KAFKA_PROP_"},
+    {{"FORGE_KAFKA_PROP_a-b=x"}, "FORGE_KAFKA_PROP_a-b"},
+    {{"FORGE_KAFKA_PROP_acks="}, "FORGE_KAFKA_PROP_acks"},
+    {{"FORGE_WORKER_ID=worker 1"}, "FORGE_WORKER_ID"},
+    {{"FORGE_POLL_INTERVAL_MS=50"}, "FORGE_POLL_INTERVAL_MS"},
+    {{"FORGE_POLL_INTERVAL_MS=1e3"}, "FORGE_POLL_INTERVAL_MS"},
+    {{"FORGE_POLL_INTERVAL_MS= 500"}, "FORGE_POLL_INTERVAL_MS"},
+    {{"FORGE_LOST_GRACE_S=-1"}, "FORGE_LOST_GRACE_S"},
+    {{"FORGE_HTTP_LISTEN=8080"}, "FORGE_HTTP_LISTEN"},
+    {{"FORGE_HTTP_LISTEN=:8080"}, "FORGE_HTTP_LISTEN"},
+    {{"FORGE_LOG_LEVEL=verbose"}, "FORGE_LOG_LEVEL"},
+    {{"FORGE_LOG_FORMAT=xml"}, "FORGE_LOG_FORMAT"},
+    {{"FORGE_SLURM_PARTITION=gpu\nrm"}, "FORGE_SLURM_PARTITION"},
+};
+
+ParameterizedTestParameters(config, refused_values)
+{
+    return cr_make_param_array(bad_case_t, bad_cases,
+                               sizeof(bad_cases) / sizeof(bad_cases[0]));
+}
+
+ParameterizedTest(bad_case_t *c, config, refused_values)
+{
+    char *envp[4] = {c->env[0][0] ? c->env[0] : NULL,
+                     c->env[1][0] ? c->env[1] : NULL,
+                     c->env[2][0] ? c->env[2] : NULL, NULL};
+    forge_config_t *cfg = (forge_config_t *)0x1;
+    forge_error_t err = {0};
+    forge_rc_t rc = forge_config_load(envp, &cfg, &err);
+
+    cr_assert_eq(rc, FORGE_ECONFIG, "%s accepted", c->env[0]);
+    cr_assert_null(cfg);
+    cr_assert_str_eq(err.field, c->variable, "%s: field %s", c->env[0],
+                     err.field);
+    cr_assert(strstr(err.message, c->variable) != NULL,
+              "message must name %s: %s", c->variable, err.message);
+}
+
+Test(config, oversized_value_refused)
+{
+    static char var[8192];
+    char *envp[] = {var, NULL};
+    forge_config_t *cfg = NULL;
+    forge_error_t err = {0};
+
+    memset(var, 'a', sizeof(var) - 1);
+    memcpy(var, "FORGE_SLURM_QOS=", 16);
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_ECONFIG);
+    cr_assert_str_eq(err.field, "FORGE_SLURM_QOS");
+}
+
+/* ---- what each command needs ----------------------------------------- */
+
+Test(config, require_names_the_missing_variable)
+{
+    char *none[] = {NULL};
+    char *no_auth[] = {"FORGE_SLURM_REST_URL=http://h:1",
+                       "FORGE_SLURM_REST_USER=u", NULL};
+    char *full[] = {
+        "FORGE_SLURM_REST_URL=http://h:1", "FORGE_SLURM_REST_USER=u",
+        "FORGE_SLURM_JWT_KEY_FILE=/k",     "FORGE_STORAGE_ROOT=/s",
+        "FORGE_KAFKA_BROKERS=k:1",         NULL};
+    struct {
+        char **envp;
+        unsigned needs;
+        const char *missing;
+    } cases[] = {
+        {none, FORGE_NEED_SLURM, "FORGE_SLURM_REST_URL"},
+        {none, FORGE_NEED_STORAGE, "FORGE_STORAGE_ROOT"},
+        {none, FORGE_NEED_KAFKA, "FORGE_KAFKA_BROKERS"},
+        {no_auth, FORGE_NEED_SLURM, "FORGE_SLURM_JWT_FILE"},
+        {full, FORGE_NEED_SLURM | FORGE_NEED_STORAGE | FORGE_NEED_KAFKA, NULL},
+        {none, 0, NULL},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        forge_config_t *cfg = load_ok(cases[i].envp);
+        forge_error_t err = {0};
+        forge_rc_t rc = forge_config_require(cfg, cases[i].needs, &err);
+        if (cases[i].missing) {
+            cr_assert_eq(rc, FORGE_ECONFIG, "case %zu", i);
+            cr_assert_str_eq(err.field, cases[i].missing);
+        } else {
+            cr_assert_eq(rc, FORGE_OK, "case %zu: %s", i, err.message);
+        }
+        forge_config_destroy(cfg);
+    }
+}

@@ -1,0 +1,302 @@
+/*
+ * test_log.c - src/log.c: line formats, levels, and above all redaction: a
+ * secret passed anywhere into a log call (message, argument, field key or
+ * value, worker id), in any spelling the encoder could produce, never
+ * reaches the output.
+ */
+#include "log.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static FILE *sink;
+
+static void setup(void)
+{
+    sink = tmpfile();
+    cr_assert_not_null(sink);
+    forge_log_reset();
+    forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_JSON, fileno(sink), "w-1");
+}
+
+static void teardown(void)
+{
+    forge_log_reset();
+    fclose(sink);
+}
+
+/* Everything written so far (new, free()). */
+static char *output(void)
+{
+    long n;
+    char *s;
+
+    fflush(sink);
+    n = lseek(fileno(sink), 0, SEEK_END);
+    s = calloc(1, (size_t)n + 1);
+    cr_assert_eq(pread(fileno(sink), s, (size_t)n, 0), n);
+    return s;
+}
+
+static json_t *only_line(void)
+{
+    char *out = output();
+    json_error_t jerr;
+    json_t *line = json_loads(out, 0, &jerr);
+
+    cr_assert_not_null(line, "not one JSON line: %s (%s)", out, jerr.text);
+    free(out);
+    return line;
+}
+
+TestSuite(log, .init = setup, .fini = teardown);
+
+Test(log, json_line_has_time_level_worker_message_fields)
+{
+    forge_log_field_t f[] = {{"launch_id", "L1"}, {"partition", "3"}};
+    json_t *line;
+
+    forge_log_fields(FORGE_LOG_INFO, f, 2, "submitted %d job", 1);
+    line = only_line();
+    cr_assert_str_eq(json_string_value(json_object_get(line, "level")), "info");
+    cr_assert_str_eq(json_string_value(json_object_get(line, "worker")), "w-1");
+    cr_assert_str_eq(json_string_value(json_object_get(line, "msg")),
+                     "submitted 1 job");
+    cr_assert_str_eq(json_string_value(json_object_get(line, "launch_id")),
+                     "L1");
+    cr_assert_str_eq(json_string_value(json_object_get(line, "partition")),
+                     "3");
+    const char *ts = json_string_value(json_object_get(line, "ts"));
+    cr_assert_eq(strlen(ts), strlen("2026-12-02T16:53:56.123Z"), "%s", ts);
+    cr_assert_eq(ts[23], 'Z');
+    json_decref(line);
+}
+
+Test(log, levels_below_the_threshold_are_dropped)
+{
+    char *out;
+
+    forge_log_configure(FORGE_LOG_WARN, FORGE_LOG_JSON, fileno(sink), NULL);
+    forge_log_debug("d");
+    forge_log_info("i");
+    forge_log_warn("w");
+    forge_log_error("e");
+    out = output();
+    cr_assert_null(strstr(out, "\"msg\":\"d\""));
+    cr_assert_null(strstr(out, "\"msg\":\"i\""));
+    cr_assert_not_null(strstr(out, "\"msg\":\"w\""));
+    cr_assert_not_null(strstr(out, "\"msg\":\"e\""));
+    cr_assert_not(forge_log_enabled(FORGE_LOG_INFO));
+    free(out);
+}
+
+Test(log, text_format_escapes_control_characters)
+{
+    forge_log_field_t f[] = {{"k", "v"}};
+    char *out;
+
+    forge_log_configure(FORGE_LOG_INFO, FORGE_LOG_TEXT, fileno(sink), "w-2");
+    forge_log_fields(FORGE_LOG_WARN, f, 1, "line\nbreak");
+    out = output();
+    cr_assert_not_null(strstr(out, " warn  worker=w-2 line\\x0abreak k=v\n"),
+                       "%s", out);
+    cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
+    free(out);
+}
+
+Test(log, invalid_utf8_still_gives_valid_json)
+{
+    json_t *line;
+
+    forge_log_info("bad \xff\xfe bytes \xc3");
+    line = only_line();
+    cr_assert_str_eq(json_string_value(json_object_get(line, "msg")),
+                     "bad \xef\xbf\xbd\xef\xbf\xbd bytes \xef\xbf\xbd");
+    json_decref(line);
+}
+
+/* ---- redaction ------------------------------------------------------- */
+
+/* Asserts neither the secret nor its JSON-escaped spelling is in out. */
+static void assert_absent(const char *out, const char *secret)
+{
+    json_t *s = json_string(secret);
+    char *escaped = json_dumps(s, JSON_ENCODE_ANY);
+
+    cr_assert_null(strstr(out, secret), "secret leaked: %s", out);
+    escaped[strlen(escaped) - 1] = '\0';
+    cr_assert_null(strstr(out, escaped + 1), "escaped secret leaked: %s", out);
+    free(escaped);
+    json_decref(s);
+}
+
+static const char *const secrets[] = {
+    "ingest-tok-3f9a8b7c6d5e",
+    "with\"quote\\and\nnewline",
+    "unicode-\xc3\xa9\xe2\x82\xac-token",
+    "$(rm -rf /)`id`",
+};
+
+Test(log, registered_secret_never_reaches_output_anywhere)
+{
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
+        const char *s = secrets[i];
+        forge_log_field_t f[] = {{"endpoint", s}, {s, "value"}};
+        char *out;
+
+        cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+        forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_JSON, fileno(sink), s);
+        forge_log_fields(FORGE_LOG_INFO, f, 2, "token=%s and again %s.", s, s);
+        forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_TEXT, fileno(sink), s);
+        forge_log_fields(FORGE_LOG_ERROR, f, 2, "%s%s", s, s);
+        out = output();
+        assert_absent(out, s);
+        cr_assert_not_null(strstr(out, FORGE_LOG_REDACTED));
+        free(out);
+        forge_log_secret_remove(s);
+    }
+}
+
+Test(log, text_around_a_secret_is_kept)
+{
+    json_t *line;
+
+    cr_assert_eq(forge_log_secret_add("s3cr3t-value"), FORGE_OK);
+    forge_log_info("before s3cr3t-value after");
+    line = only_line();
+    cr_assert_str_eq(json_string_value(json_object_get(line, "msg")),
+                     "before " FORGE_LOG_REDACTED " after");
+    json_decref(line);
+}
+
+Test(log, jwt_shaped_strings_are_redacted_unregistered)
+{
+    const char *jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJmb3JnZSIsImV4cCI6MX0."
+                      "c2lnbmF0dXJlLWJ5dGVz";
+    forge_log_field_t f[] = {{"header", jwt}};
+    char *out;
+
+    forge_log_fields(FORGE_LOG_INFO, f, 1, "X-SLURM-USER-TOKEN: %s", jwt);
+    out = output();
+    assert_absent(out, jwt);
+    cr_assert_null(strstr(out, "c2lnbmF0dXJlLWJ5dGVz"));
+    free(out);
+}
+
+Test(log, fields_named_like_secrets_are_blanked)
+{
+    forge_log_field_t f[] = {{"token", "short"},
+                             {"Authorization", "Bearer abc"},
+                             {"ingest_credentials", "xyz1"},
+                             {"launch_id", "visible"}};
+    char *out;
+
+    forge_log_fields(FORGE_LOG_INFO, f, 4, "m");
+    out = output();
+    cr_assert_null(strstr(out, "short"));
+    cr_assert_null(strstr(out, "Bearer abc"));
+    cr_assert_null(strstr(out, "xyz1"));
+    cr_assert_not_null(strstr(out, "visible"));
+    free(out);
+}
+
+Test(log, overlapping_secrets_leave_no_fragment)
+{
+    char *out;
+
+    cr_assert_eq(forge_log_secret_add("abcd1234"), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("1234wxyz"), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("abcd"), FORGE_OK);
+    forge_log_info("[abcd1234wxyz]");
+    out = output();
+    cr_assert_null(strstr(out, "1234"), "%s", out);
+    cr_assert_null(strstr(out, "wxyz"), "%s", out);
+    cr_assert_null(strstr(out, "abcd"), "%s", out);
+    cr_assert_not_null(strstr(out, "\"[" FORGE_LOG_REDACTED "]\""), "%s", out);
+    free(out);
+}
+
+Test(log, secret_at_the_truncation_boundary_does_not_leak)
+{
+    size_t n = 64 * 1024 + 100;
+    char *msg = malloc(n + 1), *out;
+    const char *s = "tok-at-the-edge-0123456789";
+
+    memset(msg, 'x', n);
+    memcpy(msg + 64 * 1024 - 5, s, strlen(s));
+    msg[n] = '\0';
+    cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+    forge_log_info("%s", msg);
+    out = output();
+    cr_assert_null(strstr(out, "tok-at"), "prefix of the secret leaked");
+    cr_assert_not_null(strstr(out, "(truncated)"));
+    free(out);
+    free(msg);
+}
+
+Test(log, removed_secret_is_no_longer_redacted_and_short_ones_refused)
+{
+    char *out;
+
+    cr_assert_eq(forge_log_secret_add("abc"), FORGE_EINVAL);
+    cr_assert_eq(forge_log_secret_add(NULL), FORGE_EINVAL);
+    cr_assert_eq(forge_log_secret_add("public-after-all"), FORGE_OK);
+    forge_log_secret_remove("public-after-all");
+    forge_log_info("public-after-all");
+    out = output();
+    cr_assert_not_null(strstr(out, "public-after-all"));
+    free(out);
+}
+
+Test(log, redact_helper_for_other_outputs)
+{
+    char *r;
+
+    cr_assert_eq(forge_log_secret_add("hunter2hunter2"), FORGE_OK);
+    r = forge_log_redact("pw=hunter2hunter2;");
+    cr_assert_str_eq(r, "pw=" FORGE_LOG_REDACTED ";");
+    free(r);
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+static void *log_many(void *arg)
+{
+    forge_log_field_t f[] = {{"thread", arg}};
+
+    for (int i = 0; i < 500; i++)
+        forge_log_fields(FORGE_LOG_INFO, f, 1,
+                         "line %d of a longer message "
+                         "to make interleaving likely if it could happen",
+                         i);
+    return NULL;
+}
+
+Test(log, lines_from_threads_never_interleave)
+{
+    pthread_t t[4];
+    char names[4][8];
+    char *out, *line, *save = NULL;
+    int count = 0;
+
+    for (int i = 0; i < 4; i++) {
+        snprintf(names[i], sizeof(names[i]), "t%d", i);
+        pthread_create(&t[i], NULL, log_many, names[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    out = output();
+    for (line = strtok_r(out, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save), count++) {
+        json_t *j = json_loads(line, 0, NULL);
+        cr_assert_not_null(j, "torn line: %s", line);
+        json_decref(j);
+    }
+    cr_assert_eq(count, 2000);
+    free(out);
+}
