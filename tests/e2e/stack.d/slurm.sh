@@ -1,0 +1,503 @@
+#!/usr/bin/env bash
+# The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
+# on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
+# and slurmrestd with JWT auth on 127.0.0.1:16820. Only `apptainer` is fake
+# (tests/e2e/slurm/apptainer): containers cannot run in this sandbox.
+#
+#   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
+#   slurm.sh up        mount, configure, start, wait for the API, write slurm.env
+#   slurm.sh down      stop by pid, unmount; caches and run state stay
+#   slurm.sh status    one line per daemon and one for the API; 0 when all are up
+#
+# FORGE_STACK_SLURM_SUITE picks the Debian suite: sid (default, Slurm 26.05,
+# API v0.0.42-v0.0.45; slurm.env names v0.0.43) or trixie (Slurm 24.11,
+# API v0.0.40-v0.0.42; slurm.env names v0.0.42).
+#
+# Host side, $FORGE_STACK_RUN/slurm/ holds pids (<daemon>.pid), logs
+# (<daemon>.log), the JWT key copy and token, and cluster/ (slurmctld state,
+# slurmd spools), which is bind-mounted into the chroot at /var/lib/forge-stack.
+# $FORGE_STACK_RUN/storage is bind-mounted at /shared/forge (another path on
+# purpose: the worker sees one storage root, jobs another).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$here/common.sh"
+templates=$(cd "$here/../slurm" && pwd)
+
+suite=${FORGE_STACK_SLURM_SUITE:-sid}
+case "$suite" in
+sid)
+	api=v0.0.43
+	rest_extra=()
+	;;
+trixie)
+	# 24.11's slurmrestd dies at start without accounting storage unless
+	# limited to the slurmctld plugin ("Failure loading plugin path bindings").
+	api=v0.0.42
+	rest_extra=(-s openapi/slurmctld)
+	;;
+*)
+	echo "FORGE_STACK_SLURM_SUITE=$suite: only sid or trixie" >&2
+	exit 2
+	;;
+esac
+
+# Bump when the chroot's recipe changes: a cached chroot of another recipe is rebuilt.
+recipe=1
+packages=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin
+chroot_dir="$FORGE_CACHE_DIR/slurm-$suite"
+marker="$chroot_dir/forge-stack.marker"
+run="$FORGE_STACK_RUN/slurm"
+cluster="$run/cluster"
+storage="$FORGE_STACK_RUN/storage"
+env_file="$FORGE_STACK_RUN/slurm.env"
+in_chroot_cluster=/var/lib/forge-stack
+in_chroot_storage=/shared/forge
+
+ctld_port=16817
+rest_port=16820
+rest_url="http://127.0.0.1:$rest_port"
+nodes=(h200-1 a100-1)
+declare -A node_port=([h200-1]=17001 [a100-1]=17002)
+job_user=forge job_uid=2001
+rest_user=forgerest rest_uid=2002
+daemons=(slurmctld slurmd-h200-1 slurmd-a100-1 slurmrestd)
+token_file="$run/$job_user.jwt"
+key_copy="$run/jwt_hs256.key"
+series_file="$run/gpu-series.json"
+daemon_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+die() {
+	stack_log "slurm: $*"
+	exit 1
+}
+
+# --- mounts ---------------------------------------------------------------
+
+is_mounted() { awk -v p="$1" '$2 == p { f = 1 } END { exit !f }' /proc/mounts; }
+
+# Mount points at or below $1, deepest first.
+mounts_below() {
+	awk -v p="$1" '$2 == p || index($2, p "/") == 1 { print length($2), $2 }' /proc/mounts |
+		sort -rn | cut -d' ' -f2-
+}
+
+unmount_path() {
+	local m=$1 i
+	for ((i = 0; i < 5; i++)); do
+		is_mounted "$m" || return 0
+		umount "$m" 2>/dev/null || umount -l "$m" || true
+	done
+	! is_mounted "$m" || stack_log "slurm: could not unmount $m"
+}
+
+# Bind $1 onto $2 unless that very folder is already mounted there.
+ensure_bind() {
+	local src=$1 dst=$2
+	mkdir -p "$dst"
+	if is_mounted "$dst"; then
+		[ "$(stat -c %d:%i "$src")" = "$(stat -c %d:%i "$dst")" ] && return 0
+		stack_log "slurm: $dst holds another mount; replacing it"
+		unmount_path "$dst"
+	fi
+	mount --bind "$src" "$dst"
+}
+
+ensure_mounts() {
+	local c=$1
+	mkdir -p "$c/proc"
+	if ! awk -v p="$c/proc" '$2 == p && $3 == "proc" { f = 1 } END { exit !f }' /proc/mounts; then
+		unmount_path "$c/proc"
+		mount -t proc proc "$c/proc"
+	fi
+	ensure_bind /dev "$c/dev"
+	ensure_bind "$cluster" "$c$in_chroot_cluster"
+	ensure_bind "$storage" "$c$in_chroot_storage"
+}
+
+unmount_all() {
+	local c=$1 m
+	for m in "$c$in_chroot_storage" "$c$in_chroot_cluster" "$c/dev" "$c/proc"; do
+		unmount_path "$m"
+	done
+}
+
+# Remove a half-built tree, unmounting what a killed debootstrap left inside.
+remove_tree() {
+	local d m
+	[ -e "$1" ] || return 0
+	d=$(readlink -f "$1")
+	while read -r m; do
+		[ -n "$m" ] && unmount_path "$m"
+	done < <(mounts_below "$d")
+	[ -z "$(mounts_below "$d")" ] || die "still mounted below $d; not removing it"
+	rm -rf --one-file-system "$d"
+}
+
+# --- prepare --------------------------------------------------------------
+
+prepare() {
+	if [ -f "$marker" ] && grep -qx "recipe=$recipe" "$marker"; then
+		stack_log "slurm: chroot cached: $(grep -E '^(suite|slurm)=' "$marker" | paste -sd' ')"
+		return 0
+	fi
+	[ -z "$(mounts_below "$(readlink -m "$chroot_dir")")" ] ||
+		die "$chroot_dir is in use (mounted) but stale; run 'slurm.sh down' first"
+	stack_apt_install debootstrap
+	local mirror tmp log version m t0=$SECONDS
+	mirror=$(stack_debian_mirror)
+	tmp="$chroot_dir.partial"
+	log="$FORGE_CACHE_DIR/slurm-$suite.debootstrap.log"
+	remove_tree "$tmp"
+	mkdir -p "$FORGE_CACHE_DIR"
+	stack_log "slurm: debootstrap $suite into $tmp (log: $log)"
+	# debootstrap checks the Release signature but not its Valid-Until date.
+	if ! debootstrap --variant=minbase --include="$packages" "$suite" "$tmp" "$mirror" >"$log" 2>&1; then
+		tail -n 30 "$log" >&2
+		remove_tree "$tmp"
+		die "debootstrap failed (log: $log)"
+	fi
+	# A sid Release file may have expired: let apt inside the chroot use it anyway.
+	echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/99forge-stack"
+	while read -r m; do
+		[ -n "$m" ] && unmount_path "$m"
+	done < <(mounts_below "$(readlink -f "$tmp")")
+	# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
+	version=$(chroot "$tmp" dpkg-query -W -f='${Version}' slurmctld)
+	printf 'suite=%s\nslurm=%s\nrecipe=%s\npackages=%s\nbuilt=%s\n' \
+		"$suite" "$version" "$recipe" "$packages" "$(date -u +%FT%TZ)" >"$tmp/forge-stack.marker"
+	remove_tree "$chroot_dir"
+	mv "$tmp" "$chroot_dir"
+	stack_log "slurm: chroot ready: $suite, slurm $version ($((SECONDS - t0)) s)"
+}
+
+# --- processes ------------------------------------------------------------
+
+# The pid in $1's pid file, if it is a live $1 process rooted in our chroot.
+daemon_pid() {
+	local name=$1 f="$run/$1.pid" pid root
+	[ -s "$f" ] || return 1
+	pid=$(cat "$f")
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	root=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
+	[ "$root" = "$(readlink -f "$chroot_dir")" ] || return 1
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${name%%-*}" ] || return 1
+	echo "$pid"
+}
+
+# Every process whose root is our chroot: the daemons, slurmstepd, job steps.
+chroot_pids() {
+	local real p
+	real=$(readlink -f "$chroot_dir")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+wait_gone() {
+	local secs=$1 i p left
+	shift
+	for ((i = 0; i < secs * 4; i++)); do
+		left=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && left=1; done
+		[ "$left" = 0 ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+
+stop_all() {
+	local d pid pids=()
+	for d in slurmrestd slurmd-a100-1 slurmd-h200-1 slurmctld; do
+		if pid=$(daemon_pid "$d"); then
+			kill -TERM "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+	done
+	if [ ${#pids[@]} -gt 0 ]; then
+		stack_log "slurm: stopping ${pids[*]}"
+		wait_gone 20 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
+	fi
+	# What is left in the chroot (slurmstepd and job processes outlive slurmd,
+	# daemons of a run whose pid files were lost) was started by this stack too.
+	if [ -d "$chroot_dir" ]; then
+		mapfile -t pids < <(chroot_pids)
+		if [ ${#pids[@]} -gt 0 ]; then
+			stack_log "slurm: stopping leftover chroot processes ${pids[*]}"
+			kill -TERM "${pids[@]}" 2>/dev/null || true
+			wait_gone 3 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
+			wait_gone 5 "${pids[@]}" || true
+		fi
+	fi
+	for d in "${daemons[@]}"; do rm -f "$run/$d.pid"; done
+}
+
+# Start "$@" in the chroot in its own session, logging to $run/$name.log.
+start_daemon() {
+	local name=$1
+	shift
+	printf '=== %s started by slurm.sh up\n' "$(date -u +%FT%TZ)" >>"$run/$name.log"
+	setsid env -i PATH="$daemon_path" HOME=/root LANG=C.UTF-8 "$@" \
+		</dev/null >>"$run/$name.log" 2>&1 9>&- &
+	echo $! >"$run/$name.pid"
+}
+
+# --- configuration --------------------------------------------------------
+
+in_chroot() { chroot "$chroot_dir" "$@"; }
+
+ensure_user() {
+	local name=$1 uid=$2
+	shift 2
+	in_chroot getent passwd "$name" >/dev/null && return 0
+	in_chroot groupadd -g "$uid" "$name"
+	in_chroot useradd -u "$uid" -g "$uid" "$@" "$name"
+}
+
+# Raw random bytes, 0600, owned by SlurmUser.
+ensure_key() {
+	local f="$chroot_dir/etc/slurm/$1" bytes=$2
+	if [ ! -s "$f" ]; then
+		(umask 077 && head -c "$bytes" /dev/urandom >"$f")
+	fi
+	chmod 0600 "$f"
+	in_chroot chown slurm:slurm "/etc/slurm/$1"
+}
+
+configure() {
+	local c=$chroot_dir n i host
+	host=$(hostname)
+	cp /etc/hosts "$c/etc/hosts"
+	ensure_user "$job_user" "$job_uid" -m -s /bin/bash
+	ensure_user "$rest_user" "$rest_uid" -M -d /nonexistent -s /usr/sbin/nologin
+	in_chroot getent passwd slurm >/dev/null || die "no slurm user in the chroot"
+	mkdir -p "$c/etc/slurm"
+	ensure_key slurm.key 1024
+	ensure_key jwt_hs256.key 32
+	sed -e "s/@HOST@/$host/g" -e "s/@CTLD_PORT@/$ctld_port/g" \
+		-e "s/@H200_PORT@/${node_port[h200-1]}/g" -e "s/@A100_PORT@/${node_port[a100-1]}/g" \
+		"$templates/slurm.conf.in" >"$c/etc/slurm/slurm.conf"
+	install -m 0644 "$templates/gres.conf" "$templates/cgroup.conf" "$c/etc/slurm/"
+	install -m 0755 "$templates/apptainer" "$c/usr/local/bin/apptainer"
+	# Where Debian's apptainer lives too: found with a job's minimal PATH.
+	ln -sfn /usr/local/bin/apptainer "$c/usr/bin/apptainer"
+	# Fake GPUs: character devices with NVIDIA's major and no driver behind
+	# them (opening one fails with ENXIO). Plain files work as well, but make
+	# slurmd log "is not a valid character or block device" for each.
+	for n in "${nodes[@]}"; do
+		mkdir -p "$c/var/lib/fakegpu/$n" "$cluster/spool/$n"
+		for i in 0 1 2 3 4 5 6 7; do
+			[ -c "$c/var/lib/fakegpu/$n/nvidia$i" ] && continue
+			rm -f "$c/var/lib/fakegpu/$n/nvidia$i"
+			mknod -m 0666 "$c/var/lib/fakegpu/$n/nvidia$i" c 195 "$i"
+		done
+	done
+	in_chroot chown slurm:slurm "$in_chroot_cluster/state"
+}
+
+# The storage root belongs to the job user; a default ACL gives the job user
+# rwx on whatever the worker (root) creates below it later.
+prepare_storage() {
+	mkdir -p "$storage/runtimes"
+	chown "$job_uid:$job_uid" "$storage" "$storage/runtimes"
+	chmod 0755 "$storage" "$storage/runtimes"
+	if ! setfacl -m "u:$job_uid:rwx,d:u:$job_uid:rwx,d:u::rwx,d:g::rx,d:o::rx" \
+		"$storage" "$storage/runtimes" 2>/dev/null; then
+		stack_log "slurm: no ACLs on $storage; making it 1777 instead"
+		chmod 1777 "$storage" "$storage/runtimes"
+	fi
+}
+
+# --- the API --------------------------------------------------------------
+
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+
+# An HS256 token for user $1 valid $2 seconds, signed with the cluster's key.
+mint_token() {
+	local user=$1 life=$2 now head body sig key
+	now=$(date +%s)
+	key=$(od -An -v -tx1 "$chroot_dir/etc/slurm/jwt_hs256.key" | tr -d ' \n')
+	head=$(printf '{"alg":"HS256","typ":"JWT"}' | b64url)
+	body=$(printf '{"exp":%d,"iat":%d,"sun":"%s"}' $((now + life)) "$now" "$user" | b64url)
+	sig=$(printf '%s.%s' "$head" "$body" |
+		openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key" -binary | b64url)
+	printf '%s.%s.%s' "$head" "$body" "$sig"
+}
+
+# GET /slurm/<api>/$1 with a fresh short-lived token of our own.
+rest_get() {
+	local token
+	[ -s "$chroot_dir/etc/slurm/jwt_hs256.key" ] || return 1
+	token=$(mint_token "$job_user" 300)
+	curl -sS --max-time 15 -H "X-SLURM-USER-NAME: $job_user" \
+		-H "X-SLURM-USER-TOKEN: $token" "$rest_url/slurm/$api/$1"
+}
+
+api_ping_ok() {
+	rest_get ping 2>/dev/null | jq -e '(.pings | length > 0) and all(.pings[]; .responding == true)' >/dev/null
+}
+
+# Both nodes usable: IDLE, MIXED or ALLOCATED, and neither DOWN, DRAIN nor unreachable.
+nodes_ok() {
+	rest_get nodes 2>/dev/null | jq -e --arg a "${nodes[0]}" --arg b "${nodes[1]}" '
+		[.nodes[] | select(.name == $a or .name == $b)
+			| select(any(.state[]; . == "IDLE" or . == "MIXED" or . == "ALLOCATED"))
+			| select(all(.state[]; . != "DOWN" and . != "DRAIN" and . != "NOT_RESPONDING"
+				and . != "FAIL" and . != "INVALID" and . != "INVALID_REG"))]
+		| length == 2' >/dev/null
+}
+
+drained_nodes() {
+	rest_get nodes 2>/dev/null | jq -r '.nodes[] | select(any(.state[]; . == "DRAIN")) | .name' || true
+}
+
+write_token() {
+	local tmp="$token_file.tmp"
+	(umask 077 && mint_token "$job_user" 86400 >"$tmp")
+	mv "$tmp" "$token_file"
+	(umask 077 && cp "$chroot_dir/etc/slurm/jwt_hs256.key" "$key_copy.tmp")
+	mv "$key_copy.tmp" "$key_copy"
+}
+
+# The worker gets the token file (FORGE_SLURM_JWT_FILE); the key is offered
+# as FORGE_STACK_SLURM_JWT_KEY_FILE for tests that mint tokens, since a worker
+# refuses to be given both.
+write_env() {
+	local tmp="$env_file.tmp"
+	cat >"$series_file" <<-'EOF'
+		{"series": {"h200": {"slurm_constraint": "h200", "gpus_per_node": 8}, "a100": {"slurm_constraint": "a100", "gpus_per_node": 8}}}
+	EOF
+	{
+		printf 'export %s=%q\n' \
+			FORGE_SLURM_REST_URL "$rest_url" \
+			FORGE_SLURM_REST_API_VERSION "$api" \
+			FORGE_SLURM_REST_USER "$job_user" \
+			FORGE_SLURM_JWT_FILE "$token_file" \
+			FORGE_STACK_SLURM_JWT_KEY_FILE "$key_copy" \
+			FORGE_SLURM_PARTITION batch \
+			FORGE_SLURM_RUNTIME_PROFILE apptainer \
+			FORGE_STORAGE_ROOT "$storage" \
+			FORGE_SLURM_STORAGE_ROOT "$in_chroot_storage" \
+			FORGE_GPU_SERIES_FILE "$series_file" \
+			FORGE_STACK_SLURM_CHROOT "$chroot_dir" \
+			FORGE_SLURM_TLS_VERIFY 0
+	} >"$tmp"
+	mv "$tmp" "$env_file"
+}
+
+all_daemons_up() {
+	local d
+	for d in "${daemons[@]}"; do daemon_pid "$d" >/dev/null || return 1; done
+}
+
+log_tails() {
+	local d
+	for d in "${daemons[@]}"; do
+		[ -f "$run/$d.log" ] || continue
+		echo "--- $run/$d.log (last 15 lines)" >&2
+		tail -n 15 "$run/$d.log" >&2
+	done
+}
+
+wait_ready() {
+	local secs=$1 t0=$SECONDS resumed=0 d bad
+	while ((SECONDS - t0 < secs)); do
+		for d in "${daemons[@]}"; do
+			if ! daemon_pid "$d" >/dev/null; then
+				log_tails
+				die "$d exited during start"
+			fi
+		done
+		if api_ping_ok; then
+			nodes_ok && return 0
+			# A drain survives restarts (slurmctld's saved node state).
+			if [ "$resumed" = 0 ]; then
+				bad=$(drained_nodes | paste -sd, -)
+				if [ -n "$bad" ]; then
+					stack_log "slurm: resuming drained nodes $bad"
+					in_chroot scontrol update nodename="$bad" state=resume || true
+					resumed=1
+				fi
+			fi
+		fi
+		sleep 0.5
+	done
+	log_tails
+	die "not ready after ${secs}s: GET $rest_url/slurm/$api/ping must show responding and both nodes usable"
+}
+
+# --- verbs ----------------------------------------------------------------
+
+up() {
+	prepare
+	mkdir -p "$run"
+	# Up means the daemons and the API; node states are the tests' business.
+	if all_daemons_up && api_ping_ok; then
+		write_token
+		write_env
+		stack_log "slurm: already up ($rest_url)"
+		return 0
+	fi
+	local t0=$SECONDS d
+	stop_all
+	mkdir -p "$cluster/state" "$cluster/spool"
+	chmod 0755 "$run" "$cluster"
+	stack_apt_install acl curl jq openssl
+	prepare_storage
+	ensure_mounts "$(readlink -f "$chroot_dir")"
+	configure
+	write_token
+	start_daemon slurmctld chroot "$chroot_dir" slurmctld -D
+	for d in "${nodes[@]}"; do
+		start_daemon "slurmd-$d" chroot "$chroot_dir" slurmd -D -N "$d"
+	done
+	start_daemon slurmrestd env SLURM_JWT=daemon chroot "$chroot_dir" slurmrestd \
+		-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
+		"127.0.0.1:$rest_port"
+	wait_ready 120
+	write_env
+	stack_log "slurm: up in $((SECONDS - t0)) s ($rest_url, $(grep '^slurm=' "$marker"))"
+}
+
+down() {
+	mkdir -p "$run"
+	stop_all
+	[ -d "$chroot_dir" ] && unmount_all "$(readlink -f "$chroot_dir")"
+	rm -f "$env_file"
+	stack_log "slurm: down"
+}
+
+status() {
+	local d pid rc=0
+	for d in "${daemons[@]}"; do
+		if pid=$(daemon_pid "$d"); then
+			echo "slurm $d: up (pid $pid)"
+		else
+			echo "slurm $d: down"
+			rc=1
+		fi
+	done
+	if api_ping_ok; then
+		echo "slurm api: up ($rest_url/slurm/$api/ping responding)"
+	else
+		echo "slurm api: down ($rest_url)"
+		rc=1
+	fi
+	return "$rc"
+}
+
+verb=${1:-status}
+case "$verb" in
+prepare | up | down)
+	mkdir -p "$FORGE_CACHE_DIR"
+	exec 9>"$FORGE_CACHE_DIR/slurm-$suite.lock"
+	flock 9
+	"$verb"
+	;;
+status) status ;;
+*)
+	echo "usage: $0 prepare|up|down|status" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,126 @@
+/*
+ * test_worker_cli.c - the forge-worker executable as an operator meets it:
+ * --version names librdkafka >= 2.11.1 and the API versions; a bad
+ * environment variable stops `run` with exit 78 and a message naming it.
+ */
+#include "version.h"
+
+#include <criterion/criterion.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct run_result {
+    int exit_code;
+    char out[8192];
+    char err[8192];
+} run_result_t;
+
+static void drain(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    ssize_t r;
+
+    while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = '\0';
+}
+
+/* Runs forge-worker with argv and exactly envp; stdout/stderr captured. */
+static void run_worker(char *const argv[], char *const envp[],
+                       run_result_t *res)
+{
+    int out[2], err[2], status;
+    pid_t pid;
+
+    cr_assert_eq(pipe(out), 0);
+    cr_assert_eq(pipe(err), 0);
+    pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        execve(FORGE_WORKER_BIN, argv, envp);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    drain(out[0], res->out, sizeof(res->out));
+    drain(err[0], res->err, sizeof(res->err));
+    close(out[0]);
+    close(err[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "forge-worker died: %s", res->err);
+    res->exit_code = WEXITSTATUS(status);
+}
+
+Test(worker_cli, version_names_librdkafka_and_api_versions)
+{
+    char *argv[] = {"forge-worker", "--version", NULL};
+    char *envp[] = {NULL};
+    run_result_t r;
+    int major, minor, patch;
+    const char *lib;
+
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 0);
+    cr_assert(strstr(r.out, "forge-worker "), "%s", r.out);
+    lib = strstr(r.out, "librdkafka ");
+    cr_assert_not_null(lib, "%s", r.out);
+    cr_assert_eq(sscanf(lib, "librdkafka %d.%d.%d", &major, &minor, &patch), 3);
+    cr_assert((major << 16 | minor << 8 | patch) >=
+                  (FORGE_RDKAFKA_MIN_VERSION >> 8),
+              "librdkafka %d.%d.%d is older than %s", major, minor, patch,
+              FORGE_RDKAFKA_MIN_VERSION_STR);
+    for (const char *v = "v0.0.41\0v0.0.42\0v0.0.43\0v0.0.44\0v0.0.45\0"; *v;
+         v += strlen(v) + 1)
+        cr_assert(strstr(r.out, v), "%s missing from: %s", v, r.out);
+}
+
+static void assert_config_exit(char *const envp[], const char *variable)
+{
+    char *argv[] = {"forge-worker", "run", NULL};
+    run_result_t r;
+
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 78, "exit %d, stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.err, variable), "stderr must name %s: %s", variable,
+              r.err);
+}
+
+Test(worker_cli, bad_variable_stops_run_with_78_naming_it)
+{
+    char *bad_poll[] = {"FORGE_POLL_INTERVAL_MS=fast", NULL};
+    char *bad_version[] = {"FORGE_SLURM_REST_API_VERSION=v9", NULL};
+    char *bad_prop[] = {"FORGE_KAFKA_PROP_enable_auto_commit=true", NULL};
+
+    assert_config_exit(bad_poll, "FORGE_POLL_INTERVAL_MS");
+    assert_config_exit(bad_version, "FORGE_SLURM_REST_API_VERSION");
+    assert_config_exit(bad_prop, "FORGE_KAFKA_PROP_enable_auto_commit");
+}
+
+Test(worker_cli, missing_required_variable_stops_run_with_78)
+{
+    char *no_brokers[] = {"FORGE_SLURM_REST_URL=http://127.0.0.1:1",
+                          "FORGE_SLURM_REST_USER=forge",
+                          "FORGE_SLURM_JWT_FILE=/nonexistent/jwt",
+                          "FORGE_STORAGE_ROOT=/tmp", NULL};
+
+    assert_config_exit(no_brokers, "FORGE_KAFKA_BROKERS");
+}
+
+Test(worker_cli, unknown_command_is_a_usage_error)
+{
+    char *argv[] = {"forge-worker", "frobnicate", NULL};
+    char *envp[] = {NULL};
+    run_result_t r;
+
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 64);
+    cr_assert(strstr(r.err, "frobnicate"), "%s", r.err);
+}
