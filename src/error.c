@@ -17,6 +17,13 @@ static const char *const rc_names[FORGE_RC__COUNT] = {
     [FORGE_EINVALID_JSON] = "invalid_json",
     [FORGE_ESCHEMA] = "schema",
     [FORGE_ETOO_LARGE] = "too_large",
+    [FORGE_EIMAGE_FORMAT] = "image_format",
+    [FORGE_EIMAGE_MISSING] = "image_missing",
+    [FORGE_EOCI_IMAGE_REFUSED] = "oci_image_refused",
+    [FORGE_ESERIES_UNKNOWN] = "series_unknown",
+    [FORGE_ESERIES_UNCONSTRAINED] = "series_unconstrained",
+    [FORGE_EMOUNT_REFUSED] = "mount_refused",
+    [FORGE_EENV_REFUSED] = "env_refused",
 };
 
 const char *forge_rc_name(forge_rc_t rc)

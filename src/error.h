@@ -27,9 +27,17 @@ typedef enum forge_rc {
     FORGE_EINVAL,  /* a caller passed something impossible */
     FORGE_ECONFIG, /* a FORGE_* variable is wrong: exit 78 */
     FORGE_EIO,     /* file or socket I/O failed */
+    /* A request refused (docs/CONTRACT.md section 4): exit 2, REJECTED. */
     FORGE_EINVALID_JSON,
     FORGE_ESCHEMA,
     FORGE_ETOO_LARGE,
+    FORGE_EIMAGE_FORMAT,
+    FORGE_EIMAGE_MISSING,
+    FORGE_EOCI_IMAGE_REFUSED,
+    FORGE_ESERIES_UNKNOWN,
+    FORGE_ESERIES_UNCONSTRAINED,
+    FORGE_EMOUNT_REFUSED,
+    FORGE_EENV_REFUSED,
     FORGE_RC__COUNT
 } forge_rc_t;
 
