@@ -615,6 +615,7 @@ forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
         {FORGE_NEED_SLURM, AT(slurm_user), "FORGE_SLURM_REST_USER"},
         {FORGE_NEED_STORAGE, AT(storage_root), "FORGE_STORAGE_ROOT"},
         {FORGE_NEED_KAFKA, AT(kafka_brokers), "FORGE_KAFKA_BROKERS"},
+        {FORGE_NEED_SERIES, AT(gpu_series_file), "FORGE_GPU_SERIES_FILE"},
     };
 
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {

@@ -103,6 +103,7 @@ enum {
     FORGE_NEED_SLURM = 1 << 0,   /* REST URL, user, one auth source */
     FORGE_NEED_STORAGE = 1 << 1, /* storage root */
     FORGE_NEED_KAFKA = 1 << 2,   /* brokers */
+    FORGE_NEED_SERIES = 1 << 3,  /* the GPU series catalogue file */
 };
 
 /*

@@ -417,8 +417,12 @@ static forge_rc_t command_array(json_t *v, void *target, jpath_t *p,
     for (size_t i = 0; i < n; i++) {
         size_t old = jpath_index(p, i);
         rc = take_string(json_array_get(v, i), &arg, &l->command[i], p, err);
-        if (!rc && i == 0 && l->command[0][0] == '\0')
-            rc = fail(err, FORGE_ESCHEMA, p, "must not be empty");
+        if (!rc && i == 0 &&
+            (l->command[0][0] == '\0' || l->command[0][0] == '-' ||
+             strchr(l->command[0], '=')))
+            rc = fail(err, FORGE_ESCHEMA, p,
+                      "(the program) must be non-empty, must not start "
+                      "with '-' and must not contain '='");
         jpath_pop(p, old);
         if (rc)
             return rc;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
+
 static void out_of_memory(size_t n)
 {
     fprintf(stderr, "forge-worker: out of memory allocating %zu bytes\n", n);
@@ -74,4 +76,42 @@ size_t forge_strlcat(char *dst, const char *src, size_t dstsize)
 int forge_str_starts_with(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int forge_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = FORGE_EIO;
+
+    *out = NULL;
+    *len = 0;
+    if (!f)
+        return FORGE_EIO;
+    for (;;) {
+        if (cap - n < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = forge_xrealloc(buf, cap + 1);
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n > max) {
+            rc = FORGE_ETOO_LARGE;
+            goto out;
+        }
+        if (r == 0)
+            break;
+    }
+    if (ferror(f))
+        goto out;
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+    rc = FORGE_OK;
+out:
+    free(buf);
+    fclose(f);
+    return rc;
 }

@@ -23,6 +23,11 @@ char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
  * NUL-terminates, returns the length it tried to create. */
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
 
+/* Reads a whole file of at most max bytes into *out (new, NUL-terminated;
+ * *len excludes the NUL). FORGE_EIO when it cannot be read, FORGE_ETOO_LARGE
+ * when it is bigger than max. */
+int forge_read_file(const char *path, size_t max, char **out, size_t *len);
+
 /* True when s starts with prefix. */
 int forge_str_starts_with(const char *s, const char *prefix);
 

@@ -1,0 +1,68 @@
+/*
+ * paths.c - host and cluster paths of a launch's files (paths.h).
+ */
+#include "paths.h"
+#include "buf.h"
+#include "util.h"
+
+#include <string.h>
+
+bool forge_path_is_under(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+
+    if (n == 1 && root[0] == '/')
+        return path[0] == '/';
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+char *forge_path_join(const char *a, const char *b)
+{
+    forge_buf_t out = FORGE_BUF_INIT;
+    size_t n = strlen(a);
+
+    forge_buf_append(&out, a, n && a[n - 1] == '/' ? n - 1 : n);
+    forge_buf_putc(&out, '/');
+    forge_buf_puts(&out, b[0] == '/' ? b + 1 : b);
+    return forge_buf_take(&out);
+}
+
+char *forge_path_to_cluster(const forge_config_t *cfg, const char *host_path)
+{
+    forge_buf_t out = FORGE_BUF_INIT;
+    size_t n;
+
+    if (!cfg->storage_root ||
+        !forge_path_is_under(host_path, cfg->storage_root))
+        return forge_xstrdup(host_path);
+    n = strcmp(cfg->storage_root, "/") ? strlen(cfg->storage_root) : 0;
+    forge_buf_puts(&out, cfg->slurm_storage_root);
+    if (host_path[n])
+        forge_buf_puts(&out, host_path + n);
+    return forge_buf_take(&out);
+}
+
+char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
+                         int attempt)
+{
+    forge_buf_t out = FORGE_BUF_INIT;
+
+    forge_buf_printf(&out, "%s/staging/%s/%d",
+                     strcmp(cfg->storage_root, "/") ? cfg->storage_root : "",
+                     launch_id, attempt);
+    return forge_buf_take(&out);
+}
+
+char *forge_path_image(const forge_config_t *cfg, const forge_launch_t *l)
+{
+    if (l->image_path[0] == '/')
+        return forge_xstrdup(l->image_path);
+    return forge_path_join(cfg->runtime_root, l->image_path);
+}
+
+char *forge_path_mount_source(const forge_config_t *cfg, const forge_mount_t *m)
+{
+    if (m->source[0] == '/')
+        return forge_xstrdup(m->source);
+    return forge_path_join(cfg->storage_root, m->source);
+}

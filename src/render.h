@@ -1,0 +1,48 @@
+/*
+ * render.h - a valid LaunchRequest and this worker's configuration into (a)
+ * the batch script and (b) the complete slurmrestd submit body.
+ *
+ * The script follows the runtime profile (enroot-pyxis: srun's Pyxis
+ * options; apptainer: srun apptainer exec with a clean environment), and
+ * launches one srun step across every pool (one het component per pool).
+ * Request values reach the script only through shell.h's quoting; the
+ * ingest token never appears: the script reads it from the 0600
+ * `credentials` file in the staging folder. Paths are cluster-side.
+ *
+ * Both functions expect a request that passed forge_request_parse() and
+ * forge_request_check() with the same configuration and catalogue.
+ */
+#ifndef FORGE_RENDER_H
+#define FORGE_RENDER_H
+
+#include "config.h"
+#include "request.h"
+#include "series.h"
+
+#include <jansson.h>
+
+/* Name of the credentials file in the staging folder. */
+#define FORGE_CREDENTIALS_FILE "credentials"
+
+/* The batch script (new, free()). */
+char *forge_render_script(const forge_launch_t *launch,
+                          const forge_config_t *cfg);
+
+/*
+ * The submit body for cfg->slurm_api_version: {"job": {...}} for one pool,
+ * {"jobs": [...]} for several, with `script` in the (first) job. New
+ * reference (json_decref). FORGE_ESERIES_* if a pool's series is not
+ * usable (forge_request_check() would have said so first).
+ */
+forge_rc_t forge_render_payload(const forge_launch_t *launch,
+                                const forge_config_t *cfg,
+                                const forge_series_catalog_t *catalog,
+                                const char *script, json_t **out,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* "forge-<launch_id>-<attempt>" and "forge:<launch_id>:<attempt>" (new):
+ * how the worker finds its jobs again. */
+char *forge_render_job_name(const char *launch_id, int attempt);
+char *forge_render_job_comment(const char *launch_id, int attempt);
+
+#endif

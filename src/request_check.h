@@ -1,0 +1,24 @@
+/*
+ * request_check.h - the LaunchRequest rules that need this worker's
+ * configuration: the image exists under the runtime root and matches the
+ * runtime profile's format; mounts stay under the storage root or an allowed
+ * prefix; every pool's GPU series is known and pinned by a constraint.
+ *
+ * Run after forge_request_parse(); the error's field is a JSON path into the
+ * document as received. Reads the file system (image existence), nothing
+ * else.
+ */
+#ifndef FORGE_REQUEST_CHECK_H
+#define FORGE_REQUEST_CHECK_H
+
+#include "config.h"
+#include "request.h"
+#include "series.h"
+
+/* FORGE_OK for a cancel request: it has nothing to check here. */
+forge_rc_t forge_request_check(const forge_request_t *req,
+                               const forge_config_t *cfg,
+                               const forge_series_catalog_t *catalog,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif
