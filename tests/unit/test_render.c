@@ -1,0 +1,238 @@
+/*
+ * test_render.c - golden files for each runtime profile x single/het
+ * (tests/data/render/<case>/{request.json, profile, expected.sh,
+ * expected.payload.json}), plus the properties every rendering must have:
+ * bash -n passes, paths are cluster-side, every het component carries
+ * environment and working directory, the ingest token is nowhere.
+ *
+ * FORGE_UPDATE_GOLDEN=1 rewrites the expected files (review the diff!).
+ */
+#include "prepare.h"
+#include "render.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GOLDEN_DIR   FORGE_SOURCE_DIR "/tests/data/render"
+#define HOST_ROOT    "/tmp/forge-golden/storage"
+#define CLUSTER_ROOT "/cluster/forge"
+
+static const char catalog_json[] =
+    "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+    "\"gpus_per_node\": 8}, \"a100\": {\"slurm_constraint\": \"a100\", "
+    "\"gpus_per_node\": 8}}}";
+
+static void make_images(void)
+{
+    const char *files[] = {HOST_ROOT "/runtimes/images/pytorch-24.01.sif",
+                           HOST_ROOT "/runtimes/images/pytorch-24.01.sqsh"};
+
+    cr_assert_eq(system("mkdir -p " HOST_ROOT "/runtimes/images"), 0);
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "a");
+        cr_assert_not_null(f);
+        fclose(f);
+    }
+}
+
+static char *slurp(const char *path)
+{
+    char *buf = NULL;
+    size_t len;
+
+    cr_assert_eq(forge_read_file(path, 1 << 24, &buf, &len), 0, "read %s",
+                 path);
+    return buf;
+}
+
+static void spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert_not_null(f, "write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Renders a case; cfg and catalogue built for its profile. */
+static forge_prepared_t *render_case(const char *name)
+{
+    char path[512], env_profile[64];
+    char *request, *profile;
+    forge_config_t *cfg = NULL;
+    forge_series_catalog_t *cat = NULL;
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    make_images();
+    snprintf(path, sizeof(path), "%s/%s/profile", GOLDEN_DIR, name);
+    profile = slurp(path);
+    profile[strcspn(profile, "\n")] = '\0';
+    snprintf(env_profile, sizeof(env_profile), "FORGE_SLURM_RUNTIME_PROFILE=%s",
+             profile);
+    char *envp[] = {"FORGE_STORAGE_ROOT=" HOST_ROOT,
+                    "FORGE_SLURM_STORAGE_ROOT=" CLUSTER_ROOT,
+                    "FORGE_SLURM_PARTITION=batch", env_profile, NULL};
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), 0, "%s", err.message);
+    cr_assert_eq(
+        forge_series_parse(catalog_json, strlen(catalog_json), &cat, &err), 0);
+    snprintf(path, sizeof(path), "%s/%s/request.json", GOLDEN_DIR, name);
+    request = slurp(path);
+    cr_assert_eq(forge_prepare(request, strlen(request), cfg, cat, &p, &err), 0,
+                 "%s: %s %s", name, forge_rc_name(err.code), err.message);
+    free(request);
+    free(profile);
+    forge_series_catalog_destroy(cat);
+    forge_config_destroy(cfg);
+    return p;
+}
+
+static void assert_bash_syntax(const char *script)
+{
+    char path[] = "/tmp/forge-render-XXXXXX";
+    int fd = mkstemp(path), status;
+    FILE *f = fdopen(fd, "w");
+    pid_t pid;
+
+    fputs(script, f);
+    fclose(f);
+    pid = fork();
+    if (pid == 0) {
+        execl("/bin/bash", "bash", "-n", path, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    unlink(path);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "bash -n refused the script:\n%s", script);
+}
+
+static void check_golden(const char *name, const char *file, const char *actual)
+{
+    char path[512];
+    char *expected;
+
+    snprintf(path, sizeof(path), "%s/%s/%s", GOLDEN_DIR, name, file);
+    if (getenv("FORGE_UPDATE_GOLDEN")) {
+        spit(path, actual);
+        return;
+    }
+    expected = slurp(path);
+    cr_assert_str_eq(actual, expected,
+                     "%s/%s differs from the golden file (FORGE_UPDATE_GOLDEN"
+                     "=1 rewrites it)",
+                     name, file);
+    free(expected);
+}
+
+static void golden(const char *name)
+{
+    forge_prepared_t *p = render_case(name);
+    char *payload = json_dumps(p->payload, JSON_INDENT(2) | JSON_SORT_KEYS);
+    size_t len = strlen(payload);
+
+    payload = forge_xrealloc(payload, len + 2);
+    memcpy(payload + len, "\n", 2);
+    assert_bash_syntax(p->script);
+    check_golden(name, "expected.sh", p->script);
+    check_golden(name, "expected.payload.json", payload);
+    free(payload);
+    forge_prepared_destroy(p);
+}
+
+Test(render, golden_apptainer_single)
+{
+    golden("apptainer-single");
+}
+Test(render, golden_apptainer_het)
+{
+    golden("apptainer-het");
+}
+Test(render, golden_pyxis_single)
+{
+    golden("pyxis-single");
+}
+Test(render, golden_pyxis_het)
+{
+    golden("pyxis-het");
+}
+Test(render, golden_pyxis_64_nodes_by_8_gpus)
+{
+    golden("pyxis-64x8");
+}
+Test(render, golden_apptainer_8_pools)
+{
+    golden("apptainer-8pools");
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static const char *const all_cases[] = {
+    "apptainer-single", "apptainer-het", "pyxis-single",
+    "pyxis-het",        "pyxis-64x8",    "apptainer-8pools",
+};
+
+Test(render, every_path_is_cluster_side_and_the_token_is_nowhere)
+{
+    for (size_t i = 0; i < sizeof(all_cases) / sizeof(all_cases[0]); i++) {
+        forge_prepared_t *p = render_case(all_cases[i]);
+        char *payload = json_dumps(p->payload, 0);
+        cr_assert_null(strstr(p->script, HOST_ROOT), "%s", all_cases[i]);
+        cr_assert_null(strstr(payload, HOST_ROOT), "%s", all_cases[i]);
+        cr_assert_null(strstr(p->script, "tok-9f8e7d6c5b4a"));
+        cr_assert_null(strstr(payload, "tok-9f8e7d6c5b4a"));
+        free(payload);
+        forge_prepared_destroy(p);
+    }
+}
+
+Test(render, every_component_has_what_slurmctld_demands)
+{
+    for (size_t i = 0; i < sizeof(all_cases) / sizeof(all_cases[0]); i++) {
+        forge_prepared_t *p = render_case(all_cases[i]);
+        const forge_launch_t *l = &p->request->launch;
+        json_t *jobs = json_object_get(p->payload, "jobs");
+        size_t n = jobs ? json_array_size(jobs) : 1;
+
+        cr_assert_eq(n, l->pool_count, "%s: one component per pool",
+                     all_cases[i]);
+        cr_assert(l->pool_count == 1
+                      ? json_object_get(p->payload, "job") && !jobs
+                      : jobs != NULL);
+        for (size_t c = 0; c < n; c++) {
+            json_t *job = jobs ? json_array_get(jobs, c)
+                               : json_object_get(p->payload, "job");
+            cr_assert_gt(json_array_size(json_object_get(job, "environment")),
+                         0);
+            cr_assert(
+                forge_str_starts_with(json_string_value(json_object_get(
+                                          job, "current_working_directory")),
+                                      CLUSTER_ROOT "/staging/"));
+            cr_assert_str_eq(
+                json_string_value(json_object_get(job, "constraints")),
+                l->pools[c].series, "pinned by the series' constraint");
+            cr_assert_eq(json_object_get(job, "script") != NULL, c == 0);
+        }
+        forge_prepared_destroy(p);
+    }
+}
+
+Test(render, job_name_and_comment_tag_the_launch)
+{
+    forge_prepared_t *p = render_case("apptainer-het");
+    json_t *job = json_array_get(json_object_get(p->payload, "jobs"), 1);
+
+    cr_assert_str_eq(json_string_value(json_object_get(job, "name")),
+                     "forge-rlhf-7-2");
+    cr_assert_str_eq(json_string_value(json_object_get(job, "comment")),
+                     "forge:rlhf-7:2");
+    cr_assert_str_eq(json_string_value(json_object_get(job, "partition")),
+                     "gpu-large", "the request overrides the default");
+    forge_prepared_destroy(p);
+}
