@@ -1,0 +1,331 @@
+/*
+ * test_request.c - request parsing and validation: both envelopes, every
+ * error code of the contract with its JSON path, the configuration-dependent
+ * checks, unknown fields, cancel requests, and salvaging a launch_id from a
+ * refused message.
+ */
+#include "prepare.h"
+#include "request.h"
+#include "request_check.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROOT "/tmp/forge-request-test"
+
+static forge_config_t *cfg;
+static forge_series_catalog_t *cat;
+
+static void setup(void)
+{
+    static const char series[] =
+        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+        "\"gpus_per_node\": 8}, \"l4\": {\"gpus_per_node\": 4}}}";
+    char *envp[] = {"FORGE_STORAGE_ROOT=" ROOT, "FORGE_MOUNT_ALLOW=/datasets",
+                    "FORGE_SLURM_RUNTIME_PROFILE=apptainer", NULL};
+    forge_error_t err = {0};
+
+    cr_assert_eq(system("mkdir -p " ROOT "/runtimes/images && touch " ROOT
+                        "/runtimes/images/a.sif " ROOT
+                        "/runtimes/images/a.sqsh && mkdir -p " ROOT
+                        "/outside && touch " ROOT
+                        "/outside/b.sif && ln -sf " ROOT "/outside/b.sif " ROOT
+                        "/runtimes/images/escape.sif"),
+                 0);
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), 0, "%s", err.message);
+    cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
+}
+
+static void teardown(void)
+{
+    forge_series_catalog_destroy(cat);
+    forge_config_destroy(cfg);
+}
+
+TestSuite(request, .init = setup, .fini = teardown);
+
+#define BASE                                                                   \
+    "\"launch_id\": \"L1\", \"image\": {\"path\": \"images/a.sif\", "          \
+    "\"format\": \"sif\"}, \"command\": [\"run\"], \"pools\": "                \
+    "[{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]"
+
+static forge_prepared_t *prepare_ok(const char *json)
+{
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_prepare(json, strlen(json), cfg, cat, &p, &err), 0,
+                 "%s: %s", forge_rc_name(err.code), err.message);
+    return p;
+}
+
+Test(request, bare_launch_with_defaults)
+{
+    forge_prepared_t *p = prepare_ok("{\"kind\": \"launch\", " BASE "}");
+    const forge_launch_t *l = &p->request->launch;
+
+    cr_assert_eq(p->request->kind, FORGE_REQUEST_LAUNCH);
+    cr_assert_not(p->request->cloudevent);
+    cr_assert_str_eq(l->launch_id, "L1");
+    cr_assert_eq(l->attempt, 1);
+    cr_assert_eq(l->pools[0].tasks_per_node, 1);
+    cr_assert_eq(l->pools[0].gpus_per_node, 0);
+    cr_assert_eq(l->time_limit_minutes, 0);
+    cr_assert_eq(l->command_count, 1);
+    cr_assert_null(l->command[1]);
+    forge_prepared_destroy(p);
+}
+
+Test(request, cloudevent_launch_and_unknown_fields_ignored)
+{
+    forge_prepared_t *p = prepare_ok(
+        "{\"specversion\": \"1.0\", \"id\": \"e1\", \"source\": \"x\", "
+        "\"type\": \"forge.launch.requested\", \"future\": 1, \"data\": {" BASE
+        ", \"attempt\": 3.0, \"not_in_v1\": {\"x\": [1]}}}");
+
+    cr_assert(p->request->cloudevent);
+    cr_assert_str_eq(p->request->event_id, "e1");
+    cr_assert_eq(p->request->launch.attempt, 3, "3.0 is an integer");
+    cr_assert_null(strstr(p->script, "not_in_v1"));
+    forge_prepared_destroy(p);
+}
+
+Test(request, cancel_bare_and_cloudevent)
+{
+    forge_prepared_t *p =
+        prepare_ok("{\"kind\": \"cancel\", \"launch_id\": \"L1\"}");
+
+    cr_assert_eq(p->request->kind, FORGE_REQUEST_CANCEL);
+    cr_assert_eq(p->request->cancel.attempt, 0, "absent = latest");
+    cr_assert_null(p->script);
+    forge_prepared_destroy(p);
+    p = prepare_ok("{\"specversion\": \"1.0\", \"id\": \"c\", \"type\": "
+                   "\"forge.launch.cancel_requested\", \"data\": "
+                   "{\"launch_id\": \"L1\", \"attempt\": 2, \"reason\": "
+                   "\"user asked\"}}");
+    cr_assert_eq(p->request->cancel.attempt, 2);
+    cr_assert_str_eq(p->request->cancel.reason, "user asked");
+    forge_prepared_destroy(p);
+}
+
+/* ---- every refusal: code and JSON path -------------------------------- */
+
+typedef struct bad_request {
+    char json[600];
+    char code[32];
+    char field[64];
+} bad_request_t;
+
+#define LAUNCH(extra) "{\"kind\": \"launch\", " BASE extra "}"
+#define REPLACE_POOLS(pools)                                                   \
+    "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "     \
+    "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"run\"], "         \
+    "\"pools\": " pools "}"
+
+static bad_request_t bad[] = {
+    {"{\"kind\": \"launch\",", "invalid_json", "$"},
+    {"[1, 2]", "schema", "$"},
+    {"{\"launch_id\": \"L1\"}", "schema", "$.kind"},
+    {"{\"kind\": \"launch\", \"kind\": \"cancel\"}", "invalid_json", "$"},
+    {"{\"specversion\": \"0.3\", \"type\": \"forge.launch.requested\"}",
+     "schema", "$.specversion"},
+    {"{\"specversion\": \"1.0\", \"type\": \"other\"}", "schema", "$.type"},
+    {"{\"specversion\": \"1.0\", \"type\": \"forge.launch.requested\", "
+     "\"data\": {\"launch_id\": \"L1\"}}",
+     "schema", "$.data.image"},
+    {"{\"specversion\": \"1.0\", \"type\": \"forge.launch.requested\", "
+     "\"data\": {\"kind\": \"cancel\", \"launch_id\": \"L1\"}}",
+     "schema", "$.data.kind"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"-bad\"}", "schema",
+     "$.launch_id"},
+    {LAUNCH(", \"attempt\": 0"), "schema", "$.attempt"},
+    {LAUNCH(", \"attempt\": 1.5"), "schema", "$.attempt"},
+    {LAUNCH(", \"project\": \"a b\""), "schema", "$.project"},
+    {LAUNCH(", \"framework\": {\"kind\": \"PyTorch\"}"), "schema",
+     "$.framework.kind"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"docker://nvcr.io/nvidia/pytorch:24.01\", \"format\": \"sif\"}}",
+     "oci_image_refused", "$.image.path"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"nvcr.io/nvidia/pytorch:24.01\", \"format\": \"sif\"}}",
+     "oci_image_refused", "$.image.path"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"ubuntu@sha256:abc\", \"format\": \"sif\"}}",
+     "oci_image_refused", "$.image.path"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"a.sif\", \"format\": \"docker\"}}",
+     "schema", "$.image.format"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"../a.sif\", \"format\": \"sif\"}}",
+     "schema", "$.image.path"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sif\", \"format\": \"sif\"}, \"command\": \"run --x\"}",
+     "schema", "$.command"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sif\", \"format\": \"sif\"}, \"command\": []}",
+     "schema", "$.command"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"a\", "
+     "\"b\\u0000c\"]}",
+     "schema", "$.command[1]"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"-rf\"]}",
+     "schema", "$.command[0]"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"A=B\"]}",
+     "schema", "$.command[0]"},
+    {LAUNCH(", \"workdir\": \"relative\""), "schema", "$.workdir"},
+    {LAUNCH(", \"env\": {\"SLURM_JOB_ID\": \"1\"}"), "env_refused",
+     "$.env.SLURM_JOB_ID"},
+    {LAUNCH(", \"env\": {\"FORGE_POOL\": \"x\"}"), "env_refused",
+     "$.env.FORGE_POOL"},
+    {LAUNCH(", \"env\": {\"BAD-NAME\": \"x\"}"), "env_refused",
+     "$.env.BAD-NAME"},
+    {LAUNCH(", \"env\": {\"A\": \"x\\u0000y\"}"), "env_refused", "$.env.A"},
+    {LAUNCH(", \"env\": {\"A\": 1}"), "env_refused", "$.env.A"},
+    {LAUNCH(", \"mounts\": [{\"source\": \"a:b\", \"target\": \"/x\"}]"),
+     "mount_refused", "$.mounts[0].source"},
+    {LAUNCH(", \"mounts\": [{\"source\": \"a\", \"target\": \"/x,/y\"}]"),
+     "mount_refused", "$.mounts[0].target"},
+    {LAUNCH(", \"mounts\": [{\"source\": \"a/../../etc\", \"target\": "
+            "\"/x\"}]"),
+     "mount_refused", "$.mounts[0].source"},
+    {LAUNCH(", \"mounts\": [{\"source\": \"a\", \"target\": \"x\"}]"),
+     "mount_refused", "$.mounts[0].target"},
+    {LAUNCH(", \"mounts\": [{\"source\": \"/etc\", \"target\": \"/x\"}]"),
+     "mount_refused", "$.mounts[0].source"},
+    {LAUNCH(", \"mounts\": [{\"target\": \"/x\"}]"), "schema",
+     "$.mounts[0].source"},
+    {REPLACE_POOLS("[]"), "schema", "$.pools"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 0}]"),
+     "schema", "$.pools[0].nodes"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1, "
+                   "\"gpus_per_node\": 65}]"),
+     "schema", "$.pools[0].gpus_per_node"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}, "
+                   "{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]"),
+     "schema", "$.pools[1].name"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"b300\", \"nodes\": 1}]"),
+     "series_unknown", "$.pools[0].series"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"l4\", \"nodes\": 1}]"),
+     "series_unconstrained", "$.pools[0].series"},
+    {REPLACE_POOLS("[{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1, "
+                   "\"gpus_per_node\": 9}]"),
+     "schema", "$.pools[0].gpus_per_node"},
+    {LAUNCH(", \"roles\": {\"actor\": \"nope\"}"), "schema", "$.roles.actor"},
+    {LAUNCH(", \"time_limit_minutes\": 0"), "schema", "$.time_limit_minutes"},
+    {LAUNCH(", \"partition\": \"a;b\""), "schema", "$.partition"},
+    {LAUNCH(", \"ingest\": {\"endpoint\": \"https://x\"}"), "schema",
+     "$.ingest.token"},
+    {LAUNCH(", \"ingest\": {\"endpoint\": \"ftp://x\", \"token\": \"t\"}"),
+     "schema", "$.ingest.endpoint"},
+    {LAUNCH(", \"labels\": {\"a\": 5}"), "schema", "$.labels.a"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/a.sqsh\", \"format\": \"sqsh\"}, \"command\": [\"run\"], "
+     "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
+     "image_format", "$.image.format"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/missing.sif\", \"format\": \"sif\"}, \"command\": [\"run\"], "
+     "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
+     "image_missing", "$.image.path"},
+    {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+     "\"images/escape.sif\", \"format\": \"sif\"}, \"command\": [\"run\"], "
+     "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
+     "image_missing", "$.image.path"},
+    {"{\"kind\": \"cancel\"}", "schema", "$.launch_id"},
+    {"{\"kind\": \"cancel\", \"launch_id\": \"L1\", \"attempt\": -1}", "schema",
+     "$.attempt"},
+};
+
+ParameterizedTestParameters(request, refused)
+{
+    return cr_make_param_array(bad_request_t, bad,
+                               sizeof(bad) / sizeof(bad[0]));
+}
+
+ParameterizedTest(bad_request_t *c, request, refused)
+{
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+    forge_rc_t rc = forge_prepare(c->json, strlen(c->json), cfg, cat, &p, &err);
+
+    cr_assert_neq(rc, 0, "accepted: %s", c->json);
+    cr_assert_null(p);
+    cr_assert_str_eq(forge_rc_name(err.code), c->code, "%s\n-> %s", c->json,
+                     err.message);
+    cr_assert_str_eq(err.field, c->field, "%s\n-> %s", c->json, err.message);
+}
+
+Test(request, too_large_refused_before_parsing)
+{
+    size_t n = FORGE_REQUEST_MAX_BYTES + 1;
+    char *big = malloc(n);
+    forge_request_t *r = NULL;
+    forge_error_t err = {0};
+
+    memset(big, '{', n); /* not even JSON: size is checked first */
+    cr_assert_eq(forge_request_parse(big, n, &r, &err), FORGE_ETOO_LARGE);
+    cr_assert_str_eq(forge_rc_name(err.code), "too_large");
+    free(big);
+}
+
+Test(request, error_json_is_the_contract_shape)
+{
+    forge_error_t err = {0};
+    char *text;
+    json_t *o;
+
+    forge_error_set(&err, FORGE_EENV_REFUSED, "$.env.SLURM_X", "no \xff");
+    text = forge_error_json(&err);
+    o = json_loads(text, 0, NULL);
+    cr_assert_not_null(o, "%s", text);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "error")),
+                     "env_refused");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "field")),
+                     "$.env.SLURM_X");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "message")), "no ?");
+    json_decref(o);
+    free(text);
+}
+
+Test(request, salvage_finds_the_launch_of_a_refused_message)
+{
+    const char ok[] = "{\"kind\": \"launch\", \"launch_id\": \"L9\", "
+                      "\"attempt\": 4, \"command\": \"sh -c x\"}";
+    const char ce[] = "{\"specversion\": \"1.0\", \"data\": {\"launch_id\": "
+                      "\"L8\"}}";
+    const char *none[] = {"garbage", "{\"launch_id\": \"$(x)\"}", "[]",
+                          "{\"launch_id\": 5}"};
+    int attempt = 0;
+    char *id = forge_request_salvage_id(ok, strlen(ok), &attempt);
+
+    cr_assert_str_eq(id, "L9");
+    cr_assert_eq(attempt, 4);
+    free(id);
+    id = forge_request_salvage_id(ce, strlen(ce), &attempt);
+    cr_assert_str_eq(id, "L8");
+    cr_assert_eq(attempt, 1);
+    free(id);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_null(
+            forge_request_salvage_id(none[i], strlen(none[i]), &attempt), "%s",
+            none[i]);
+}
+
+Test(request, roles_map_to_pools)
+{
+    forge_prepared_t *p = prepare_ok(
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
+        "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"run\"], "
+        "\"pools\": [{\"name\": \"a\", \"series\": \"h200\", \"nodes\": 1}, "
+        "{\"name\": \"b\", \"series\": \"h200\", \"nodes\": 2}], "
+        "\"roles\": {\"actor\": \"b\"}}");
+
+    cr_assert_str_eq(forge_launch_role_pool(&p->request->launch, "actor")->name,
+                     "b");
+    cr_assert_null(forge_launch_role_pool(&p->request->launch, "critic"));
+    forge_prepared_destroy(p);
+}
