@@ -11,7 +11,7 @@
 #   libcriterion-dev       unit and integration tests
 #   python3-jsonschema     the schema-vs-C-validator agreement test
 #   curl jq                the stack scripts' readiness probes and the demo
-#   openjdk-17-jre-headless maven   the Kafka 4 broker from Maven jars
+#   openjdk-17-jdk-headless maven   the Kafka 4 broker from Maven jars
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../../tests/e2e/stack.d/common.sh"
@@ -20,4 +20,4 @@ stack_apt_install build-essential cmake pkg-config \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
 	libarchive-dev libcriterion-dev python3-jsonschema \
-	curl jq openjdk-17-jre-headless maven
+	curl jq openjdk-17-jdk-headless maven

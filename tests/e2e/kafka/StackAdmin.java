@@ -1,0 +1,287 @@
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.CreateTopicsResult;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidReplicationFactorException;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.TopicExistsException;
+
+/**
+ * The e2e stack's Kafka admin work in one JVM (used by tests/e2e/stack.d/kafka.sh;
+ * compiled once into $FORGE_CACHE_DIR/kafka/tools):
+ *
+ *   StackAdmin BOOTSTRAP ready TIMEOUT_S
+ *   StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS NAME[:KEY=VALUE[,KEY=VALUE...]]...
+ *
+ * ready:  wait until the broker answers a metadata request that lists at least
+ *         one (unfenced) broker; print "CLUSTER_ID BROKERS".
+ * ensure: ready, then create the missing topics (PARTITIONS partitions,
+ *         replication factor 1), check the partition count of existing ones,
+ *         set the given topic configs where they differ, and wait until every
+ *         partition has a leader.
+ *
+ * Exit 0 on success, 1 when the broker does not answer metadata in time,
+ * 3 when the topics cannot be set up (reason on stderr), 2 on bad usage.
+ */
+public final class StackAdmin {
+    private static final class Failure extends Exception {
+        Failure(String message) {
+            super(message);
+        }
+    }
+
+    private final Admin admin;
+    private final long deadline;
+
+    private StackAdmin(String bootstrap, int timeoutS) {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "forge-stack-admin");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5000);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Math.max(timeoutS, 5) * 1000);
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 100);
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 500);
+        p.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 100);
+        p.put(AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 500);
+        // The default ("rebootstrap") spins, logging a line each time, while
+        // the only broker is not listening yet.
+        p.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
+        admin = Admin.create(p);
+        deadline = System.currentTimeMillis() + timeoutS * 1000L;
+    }
+
+    private int left() throws Failure {
+        long ms = deadline - System.currentTimeMillis();
+        if (ms <= 0) {
+            throw new Failure("timed out");
+        }
+        return (int) Math.min(ms, 5000);
+    }
+
+    private static Throwable cause(ExecutionException e) {
+        return e.getCause() != null ? e.getCause() : e;
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(200);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Wait until the broker answers metadata naming at least one broker. */
+    String ready() throws Failure, InterruptedException {
+        Throwable last = null;
+        while (System.currentTimeMillis() < deadline) {
+            try {
+                DescribeClusterResult r = admin.describeCluster(new DescribeClusterOptions().timeoutMs(left()));
+                Collection<Node> nodes = r.nodes().get();
+                String id = r.clusterId().get();
+                if (!nodes.isEmpty()) {
+                    return id + " " + nodes.size();
+                }
+                last = new Exception("the metadata lists no broker yet");
+            } catch (ExecutionException e) {
+                last = cause(e);
+            }
+            pause();
+        }
+        throw new Failure("no metadata answer from the broker: " + last);
+    }
+
+    /** Create, check and configure the topics; wait for their leaders. */
+    void ensure(int partitions, Map<String, Map<String, String>> topics) throws Failure, InterruptedException {
+        List<String> pending = new ArrayList<>(topics.keySet());
+        while (!pending.isEmpty()) {
+            List<NewTopic> create = new ArrayList<>();
+            for (String name : pending) {
+                create.add(new NewTopic(name, partitions, (short) 1).configs(topics.get(name)));
+            }
+            CreateTopicsResult r = admin.createTopics(create, new CreateTopicsOptions().timeoutMs(left()));
+            List<String> retry = new ArrayList<>();
+            Throwable last = null;
+            for (String name : pending) {
+                try {
+                    r.values().get(name).get();
+                    System.out.println("topic " + name + ": created");
+                } catch (ExecutionException e) {
+                    Throwable c = cause(e);
+                    if (c instanceof TopicExistsException) {
+                        System.out.println("topic " + name + ": exists");
+                    } else if (c instanceof RetriableException || c instanceof InvalidReplicationFactorException) {
+                        // InvalidReplicationFactor: the broker is not registered/unfenced yet.
+                        retry.add(name);
+                        last = c;
+                    } else {
+                        throw new Failure("create topic " + name + ": " + c);
+                    }
+                }
+            }
+            pending = retry;
+            if (!pending.isEmpty()) {
+                if (System.currentTimeMillis() >= deadline) {
+                    throw new Failure("create topics " + pending + ": " + last);
+                }
+                pause();
+            }
+        }
+
+        List<String> problems = new ArrayList<>();
+        Map<String, TopicDescription> described = describe(topics.keySet());
+        for (TopicDescription d : described.values()) {
+            int n = d.partitions().size();
+            if (n != partitions) {
+                problems.add("topic " + d.name() + " has " + n + " partitions, want " + partitions);
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new Failure(String.join("; ", problems));
+        }
+
+        Map<ConfigResource, Collection<AlterConfigOp>> alter = new LinkedHashMap<>();
+        List<ConfigResource> withConfigs = new ArrayList<>();
+        for (Map.Entry<String, Map<String, String>> t : topics.entrySet()) {
+            if (!t.getValue().isEmpty()) {
+                withConfigs.add(new ConfigResource(ConfigResource.Type.TOPIC, t.getKey()));
+            }
+        }
+        if (!withConfigs.isEmpty()) {
+            Map<ConfigResource, Config> current;
+            try {
+                current = admin.describeConfigs(withConfigs).all().get();
+            } catch (ExecutionException e) {
+                throw new Failure("describe topic configs: " + cause(e));
+            }
+            for (ConfigResource res : withConfigs) {
+                List<AlterConfigOp> ops = new ArrayList<>();
+                for (Map.Entry<String, String> kv : topics.get(res.name()).entrySet()) {
+                    ConfigEntry have = current.get(res).get(kv.getKey());
+                    if (have == null || !kv.getValue().equals(have.value())) {
+                        ops.add(new AlterConfigOp(new ConfigEntry(kv.getKey(), kv.getValue()), AlterConfigOp.OpType.SET));
+                        System.out.println("topic " + res.name() + ": set " + kv.getKey() + "=" + kv.getValue());
+                    }
+                }
+                if (!ops.isEmpty()) {
+                    alter.put(res, ops);
+                }
+            }
+            if (!alter.isEmpty()) {
+                try {
+                    admin.incrementalAlterConfigs(alter).all().get();
+                } catch (ExecutionException e) {
+                    throw new Failure("alter topic configs: " + cause(e));
+                }
+            }
+        }
+
+        while (true) {
+            List<String> leaderless = new ArrayList<>();
+            for (TopicDescription d : described.values()) {
+                for (TopicPartitionInfo p : d.partitions()) {
+                    if (p.leader() == null || p.leader().isEmpty()) {
+                        leaderless.add(d.name() + "-" + p.partition());
+                    }
+                }
+            }
+            if (leaderless.isEmpty()) {
+                return;
+            }
+            if (System.currentTimeMillis() >= deadline) {
+                throw new Failure("partitions without a leader: " + leaderless);
+            }
+            pause();
+            described = describe(topics.keySet());
+        }
+    }
+
+    private Map<String, TopicDescription> describe(Collection<String> names) throws Failure, InterruptedException {
+        try {
+            return admin.describeTopics(names).allTopicNames().get();
+        } catch (ExecutionException e) {
+            throw new Failure("describe topics: " + cause(e));
+        }
+    }
+
+    private static int usage() {
+        System.err.println("usage: StackAdmin BOOTSTRAP ready TIMEOUT_S\n"
+                + "       StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS NAME[:KEY=VALUE[,KEY=VALUE...]]...");
+        return 2;
+    }
+
+    private static int run(String[] args) throws InterruptedException {
+        if (args.length < 3) {
+            return usage();
+        }
+        String verb = args[1];
+        int timeoutS;
+        int partitions = 0;
+        Map<String, Map<String, String>> topics = new LinkedHashMap<>();
+        try {
+            timeoutS = Integer.parseInt(args[2]);
+            if (verb.equals("ensure")) {
+                if (args.length < 5) {
+                    return usage();
+                }
+                partitions = Integer.parseInt(args[3]);
+                for (int i = 4; i < args.length; i++) {
+                    String[] spec = args[i].split(":", 2);
+                    Map<String, String> configs = new LinkedHashMap<>();
+                    if (spec.length == 2) {
+                        for (String kv : spec[1].split(",")) {
+                            String[] pair = kv.split("=", 2);
+                            if (pair.length != 2) {
+                                return usage();
+                            }
+                            configs.put(pair[0], pair[1]);
+                        }
+                    }
+                    topics.put(spec[0], configs);
+                }
+            } else if (!verb.equals("ready")) {
+                return usage();
+            }
+        } catch (NumberFormatException e) {
+            return usage();
+        }
+
+        StackAdmin a = new StackAdmin(args[0], timeoutS);
+        int failure = 1;
+        try {
+            System.out.println("cluster " + a.ready());
+            if (verb.equals("ensure")) {
+                failure = 3;
+                a.ensure(partitions, topics);
+            }
+            return 0;
+        } catch (Failure f) {
+            System.err.println("StackAdmin " + verb + " " + args[0] + ": " + f.getMessage());
+            return failure;
+        } finally {
+            a.admin.close(Duration.ofSeconds(2));
+        }
+    }
+
+    public static void main(String[] args) throws InterruptedException {
+        System.exit(run(args));
+    }
+}

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# The e2e stack's Kafka: one Apache Kafka 4 broker (KRaft, combined broker and
+# controller, node 1) bound to 127.0.0.1, run from the Maven Central jars that
+# tests/e2e/pom.xml pins.
+#
+#   kafka.sh prepare  copy the jars to $FORGE_CACHE_DIR/kafka/libs and compile
+#                     tests/e2e/kafka/StackAdmin.java (each only when missing)
+#   kafka.sh up       prepare, start the broker unless it runs, wait until it
+#                     answers metadata, create the project's topics, write
+#                     $FORGE_STACK_RUN/kafka.env
+#   kafka.sh down     stop the broker by pid (TERM, KILL after 30 s); the data
+#                     directory and the caches stay
+#   kafka.sh status   one line; exit 0 only when the broker answers metadata
+#
+# Files: $FORGE_STACK_RUN/kafka/{kafka.pid,server.properties,cluster.id,data/,logs/}
+# (logs/server.log is the broker's log, logs/tools.log the admin tools' log).
+#
+# Environment: FORGE_STACK_PARTITIONS (default 6) partitions per topic;
+# FORGE_STACK_KAFKA_HEAP (default 512m) the broker's -Xmx.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+e2e=$(dirname "$here")
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$here/common.sh"
+
+pom=$e2e/pom.xml
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
+cache=$FORGE_CACHE_DIR/kafka
+libs=$cache/libs
+tools=$cache/tools
+m2=$FORGE_CACHE_DIR/m2
+run=$FORGE_STACK_RUN/kafka
+data=$run/data
+pidfile=$run/kafka.pid
+port=19092
+cport=19093
+bootstrap=127.0.0.1:$port
+partitions=${FORGE_STACK_PARTITIONS:-6}
+heap=${FORGE_STACK_KAFKA_HEAP:-512m}
+ready_timeout=${FORGE_STACK_KAFKA_TIMEOUT:-120}
+
+topic_requests=forge.launch.requests
+topic_state=forge.launch.state
+topic_status=forge.launch.status
+topic_logs=forge.launch.logs
+topic_dlq=forge.launch.dlq
+# NAME[:KEY=VALUE,...] for StackAdmin ensure. The state topic is compacted and
+# co-partitioned with the requests (all topics get the same partition count).
+topic_specs=(
+	"$topic_requests"
+	"$topic_state:cleanup.policy=compact"
+	"$topic_status"
+	"$topic_logs"
+	"$topic_dlq"
+)
+
+die() {
+	stack_log "kafka: $*"
+	exit 1
+}
+
+# --- prepare ------------------------------------------------------------------
+
+prepare() {
+	[ -n "$kafka_version" ] || die "no <kafka.version> in $pom"
+	if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
+		stack_apt_install openjdk-17-jdk-headless maven
+	fi
+	mkdir -p "$cache"
+	exec 8>"$cache/.lock"
+	flock 8
+
+	local want have
+	want="kafka $kafka_version pom $(sha256sum "$pom" | cut -d' ' -f1)"
+	have=$(cat "$libs/.forge-prepared" 2>/dev/null || true)
+	if [ "$have" != "$want" ]; then
+		stack_log "kafka: copying the jars of Kafka $kafka_version to $libs (maven local repository: $m2)"
+		rm -rf "$libs.tmp"
+		# The local repository lives in the stack's cache, like everything
+		# else the stack downloads: one directory to keep or to wipe.
+		mvn -B -q -Dstyle.color=never -f "$pom" -Dmaven.repo.local="$m2" \
+			dependency:copy-dependencies -DincludeScope=runtime \
+			-DoutputDirectory="$libs.tmp" >"$cache/mvn.log" 2>&1 || {
+			cat "$cache/mvn.log" >&2
+			die "mvn dependency:copy-dependencies failed"
+		}
+		echo "$want" >"$libs.tmp/.forge-prepared"
+		rm -rf "$libs"
+		mv "$libs.tmp" "$libs"
+	fi
+
+	local src=$e2e/kafka/StackAdmin.java
+	want="$want src $(sha256sum "$src" | cut -d' ' -f1)"
+	have=$(cat "$tools/.forge-prepared" 2>/dev/null || true)
+	if [ "$have" != "$want" ]; then
+		stack_log "kafka: compiling $src"
+		rm -rf "$tools.tmp"
+		mkdir -p "$tools.tmp"
+		javac -nowarn -cp "$libs/*" -d "$tools.tmp" "$src" || die "javac $src failed"
+		echo "$want" >"$tools.tmp/.forge-prepared"
+		rm -rf "$tools"
+		mv "$tools.tmp" "$tools"
+	fi
+	exec 8>&-
+}
+
+# --- helpers ------------------------------------------------------------------
+
+# A short-lived JVM for the Kafka tools; it logs to logs/tools.log.
+kafka_java() {
+	mkdir -p "$run/logs"
+	java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
+		-Dlog4j2.configurationFile="$e2e/kafka/log4j2.yaml" \
+		-Dforge.kafka.log="$run/logs/tools.log" \
+		-cp "$tools:$libs/*" "$@"
+}
+
+stack_admin() { kafka_java StackAdmin "$bootstrap" "$@"; }
+
+# The pid of our broker, if it runs (the pid file names a live kafka.Kafka).
+broker_pid() {
+	local pid
+	stack_pid_alive "$pidfile" || return 1
+	pid=$(cat "$pidfile")
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ' kafka\.Kafka ' || return 1
+	echo "$pid"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# The tail of the broker's logs since the last start (start_broker marks it).
+show_logs() {
+	local f from
+	for f in "$run/logs/server.log" "$run/logs/kafka.out"; do
+		[ -s "$f" ] || continue
+		from=$(grep -n '^=== .* kafka\.sh up$' "$f" | tail -n1 | cut -d: -f1)
+		echo "--- $f (last 40 lines since this start)" >&2
+		tail -n "+${from:-1}" "$f" | tail -n 40 >&2
+	done
+}
+
+write_config() {
+	cat >"$run/server.properties" <<-EOF
+		# written by tests/e2e/stack.d/kafka.sh up
+		process.roles=broker,controller
+		node.id=1
+		controller.quorum.voters=1@127.0.0.1:$cport
+		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+		advertised.listeners=PLAINTEXT://127.0.0.1:$port
+		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+		inter.broker.listener.name=PLAINTEXT
+		controller.listener.names=CONTROLLER
+		log.dirs=$data
+		num.partitions=$partitions
+		default.replication.factor=1
+		min.insync.replicas=1
+		offsets.topic.replication.factor=1
+		offsets.topic.num.partitions=10
+		transaction.state.log.replication.factor=1
+		transaction.state.log.min.isr=1
+		transaction.state.log.num.partitions=10
+		share.coordinator.state.topic.replication.factor=1
+		share.coordinator.state.topic.min.isr=1
+		group.initial.rebalance.delay.ms=0
+		num.network.threads=2
+		num.io.threads=4
+		num.recovery.threads.per.data.dir=1
+		log.cleaner.threads=1
+	EOF
+}
+
+# Reuse the data directory when it was formatted with the cluster id we stored;
+# otherwise wipe and format it with a new id.
+ensure_storage() {
+	local id=
+	[ -s "$run/cluster.id" ] && id=$(cat "$run/cluster.id")
+	if [ -n "$id" ] && grep -qx "cluster.id=$id" "$data/meta.properties" 2>/dev/null; then
+		return 0
+	fi
+	# A Kafka Uuid: 16 random bytes, URL-safe base64 without padding.
+	id=-
+	while [ "${id:0:1}" = - ]; do
+		id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
+	done
+	stack_log "kafka: formatting $data (cluster id $id)"
+	rm -rf "$data"
+	kafka_java kafka.tools.StorageTool format -t "$id" -c "$run/server.properties" >"$run/logs/format.log" 2>&1 || {
+		cat "$run/logs/format.log" >&2
+		die "formatting $data failed"
+	}
+	echo "$id" >"$run/cluster.id"
+}
+
+start_broker() {
+	stack_log "kafka: starting Kafka $kafka_version on $bootstrap (log: $run/logs/server.log)"
+	local mark
+	mark="=== $(date -u +%FT%TZ) kafka.sh up"
+	echo "$mark" >>"$run/logs/kafka.out"
+	echo "$mark" >>"$run/logs/server.log"
+	# In its own session, cwd $run, without our lock fds; $! is the JVM's pid
+	# (setsid execs it: a background child of a script leads no process group).
+	cd "$run"
+	setsid nohup java "-Xmx$heap" -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$e2e/kafka/log4j2.yaml" \
+		-Dforge.kafka.log="$run/logs/server.log" \
+		-Dkafka.logs.dir="$run/logs" \
+		-cp "$libs/*" kafka.Kafka "$run/server.properties" \
+		>>"$run/logs/kafka.out" 2>&1 </dev/null 8>&- 9>&- &
+	echo $! >"$pidfile"
+}
+
+write_env() {
+	local tmp=$FORGE_STACK_RUN/kafka.env.tmp
+	cat >"$tmp" <<-EOF
+		export FORGE_KAFKA_BROKERS=$bootstrap
+		export FORGE_KAFKA_TOPIC_REQUESTS=$topic_requests
+		export FORGE_KAFKA_TOPIC_STATUS=$topic_status
+		export FORGE_KAFKA_TOPIC_LOGS=$topic_logs
+		export FORGE_KAFKA_TOPIC_STATE=$topic_state
+		export FORGE_KAFKA_TOPIC_DLQ=$topic_dlq
+		export FORGE_STACK_KAFKA_PARTITIONS=$partitions
+		export FORGE_STACK_KAFKA_LIBS=$libs
+		export FORGE_STACK_KAFKA_LOG=$run/logs/server.log
+	EOF
+	mv "$tmp" "$FORGE_STACK_RUN/kafka.env"
+}
+
+# --- verbs --------------------------------------------------------------------
+
+up() {
+	prepare
+	mkdir -p "$run/logs"
+	exec 9>"$run/.lock"
+	flock 9
+	local pid admin_pid out rc line
+	if pid=$(broker_pid); then
+		stack_log "kafka: running (pid $pid)"
+	else
+		rm -f "$pidfile"
+		port_in_use "$port" && die "127.0.0.1:$port is in use by a process that is not our broker"
+		port_in_use "$cport" && die "127.0.0.1:$cport is in use by a process that is not our broker"
+		write_config
+		ensure_storage
+		start_broker
+		pid=$(cat "$pidfile")
+	fi
+
+	# One JVM waits for metadata and creates the topics; stop waiting early
+	# when the broker dies.
+	out=$run/logs/admin.out
+	stack_admin ensure "$ready_timeout" "$partitions" "${topic_specs[@]}" >"$out" 2>&1 9>&- &
+	admin_pid=$!
+	while kill -0 "$admin_pid" 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			kill "$admin_pid" 2>/dev/null || true
+			wait "$admin_pid" || true
+			show_logs
+			die "the broker (pid $pid) exited during startup"
+		fi
+		sleep 0.2
+	done
+	rc=0
+	wait "$admin_pid" || rc=$?
+	if [ "$rc" -eq 3 ]; then
+		cat "$out" >&2
+		die "topic setup failed on $bootstrap (a changed FORGE_STACK_PARTITIONS needs a fresh data directory: kafka.sh down; rm -rf $data; kafka.sh up)"
+	elif [ "$rc" -ne 0 ]; then
+		cat "$out" >&2
+		show_logs
+		die "broker on $bootstrap (pid $pid) did not answer metadata within ${ready_timeout}s"
+	fi
+	while read -r line; do stack_log "kafka: $line"; done <"$out"
+	write_env
+	stack_log "kafka: up on $bootstrap (pid $pid)"
+}
+
+down() {
+	local pid i
+	if pid=$(broker_pid); then
+		stack_log "kafka: stopping pid $pid"
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 300; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			stack_log "kafka: pid $pid still alive after 30 s; KILL"
+			kill -KILL "$pid" 2>/dev/null || true
+			while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+		fi
+	else
+		stack_log "kafka: not running"
+	fi
+	rm -f "$pidfile"
+}
+
+status() {
+	local pid out id n
+	pid=$(broker_pid) || pid=none
+	if port_in_use "$port" && [ -d "$tools" ] && out=$(stack_admin ready 5 2>/dev/null); then
+		read -r _ id n <<<"$out"
+		echo "kafka: up on $bootstrap (pid $pid, cluster $id, $n broker)"
+		return 0
+	fi
+	echo "kafka: down (pid $pid; $bootstrap does not answer metadata)"
+	return 1
+}
+
+case "${1:-status}" in
+prepare) prepare ;;
+up) up ;;
+down) down ;;
+status) status ;;
+*)
+	echo "usage: $0 prepare|up|down|status" >&2
+	exit 2
+	;;
+esac
