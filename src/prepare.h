@@ -25,8 +25,7 @@ typedef struct forge_prepared {
 /* Parses, checks and (for a launch) renders. On success *out is new
  * (forge_prepared_destroy). On failure err has the contract's code and the
  * JSON path. */
-forge_rc_t forge_prepare(const char *buf, size_t len,
-                         const forge_config_t *cfg,
+forge_rc_t forge_prepare(const char *buf, size_t len, const forge_config_t *cfg,
                          const forge_series_catalog_t *catalog,
                          forge_prepared_t **out,
                          forge_error_t *err) FORGE_WARN_UNUSED;
