@@ -41,7 +41,7 @@ typedef enum forge_rc {
     FORGE_RC__COUNT
 } forge_rc_t;
 
-#define FORGE_ERROR_FIELD_MAX   128
+#define FORGE_ERROR_FIELD_MAX   256
 #define FORGE_ERROR_MESSAGE_MAX 512
 
 typedef struct forge_error {

@@ -109,7 +109,8 @@ static size_t find_spans(const char *s, size_t n, span_t **out)
             i += len - 1;
         }
     }
-    qsort(spans, count, sizeof(*spans), span_cmp);
+    if (count > 1)
+        qsort(spans, count, sizeof(*spans), span_cmp);
     *out = spans;
     return count;
 }

@@ -432,7 +432,7 @@ static forge_rc_t command_array(json_t *v, void *target, jpath_t *p,
 }
 
 /* A JSON object of string values into a forge_kv_t array; names checked
- * against name_pattern, values against value_field. */
+ * against name_pattern (a bad name is `code`), values against value_field. */
 static forge_rc_t string_map(json_t *v, forge_kv_t **out, size_t *count,
                              size_t max, const pattern_t *name_pattern,
                              const field_t *value_field, forge_rc_t code,
@@ -443,9 +443,9 @@ static forge_rc_t string_map(json_t *v, forge_kv_t **out, size_t *count,
     forge_rc_t rc = FORGE_OK;
 
     if (!json_is_object(v))
-        return fail(err, code, p, "must be an object");
+        return fail(err, FORGE_ESCHEMA, p, "must be an object");
     if (json_object_size(v) > max)
-        return fail(err, code, p, "has too many entries");
+        return fail(err, FORGE_ESCHEMA, p, "has too many entries");
     *out = forge_xcalloc(json_object_size(v) + 1, sizeof(**out));
     json_object_foreach(v, key, value)
     {
@@ -470,8 +470,8 @@ static forge_rc_t string_map(json_t *v, forge_kv_t **out, size_t *count,
 static forge_rc_t env_map(json_t *v, void *target, jpath_t *p,
                           forge_error_t *err)
 {
-    static const field_t value = {
-        "", F_STR, 0, true, NULL, 0, 0, 65536, 0, FORGE_EENV_REFUSED, NULL};
+    static const field_t value = {"", F_STR, 0, true, NULL, 0,
+                                  0,  65536, 0, 0,    NULL};
     forge_launch_t *l = target;
     forge_rc_t rc = string_map(v, &l->env, &l->env_count, 1024, &pat_env,
                                &value, FORGE_EENV_REFUSED, p, err);
@@ -704,6 +704,15 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
     }
     req->kind = request_kinds[i].request_kind;
     *body = root;
+    for (size_t k = 0; spec && k < 2; k++) {
+        static const char *const required[] = {"id", "source"};
+        const char *v = json_string_value(json_object_get(root, required[k]));
+        if (!v || !*v) {
+            jpath_key(p, required[k]);
+            return fail(err, FORGE_ESCHEMA, p,
+                        "is required in a CloudEvent (non-empty string)");
+        }
+    }
     if (spec) {
         req->event_id =
             forge_xstrdup(json_string_value(json_object_get(root, "id")));

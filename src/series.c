@@ -54,14 +54,15 @@ static forge_rc_t parse_entry(const char *name, json_t *v, forge_series_t *s,
                                "series %s: slurm_constraint must be a Slurm "
                                "constraint expression (or null)",
                                name);
-    if (g && (!json_is_integer(g) || json_integer_value(g) < 0 ||
-              json_integer_value(g) > 64))
+    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+        json_integer_value(g) > 64)
         return forge_error_set(err, FORGE_ESCHEMA, "$.series",
-                               "series %s: gpus_per_node must be 0..64", name);
+                               "series %s: gpus_per_node is required, 0..64",
+                               name);
     s->name = forge_xstrdup(name);
     s->constraint =
         json_is_string(c) ? forge_xstrdup(json_string_value(c)) : NULL;
-    s->gpus_per_node = g ? (int)json_integer_value(g) : 0;
+    s->gpus_per_node = (int)json_integer_value(g);
     return FORGE_OK;
 }
 

@@ -9,7 +9,7 @@
 #   libjwt-dev             minting short-lived HS256 tokens for slurmrestd
 #   libarchive-dev         tar+gzip log archives
 #   libcriterion-dev       unit and integration tests
-#   python3-jsonschema     the schema-vs-C-validator agreement test
+#   python3-jsonschema python3-yaml   the schemas checked against their examples
 #   curl jq                the stack scripts' readiness probes and the demo
 #   openjdk-17-jdk-headless maven   the Kafka 4 broker from Maven jars
 set -euo pipefail
@@ -19,5 +19,5 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 stack_apt_install build-essential cmake pkg-config \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
-	libarchive-dev libcriterion-dev python3-jsonschema \
+	libarchive-dev libcriterion-dev python3-jsonschema python3-yaml \
 	curl jq openjdk-17-jdk-headless maven
