@@ -40,7 +40,7 @@ void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
 
 /* Registers a secret (copied). Secrets shorter than 4 bytes are refused
  * with FORGE_EINVAL: redacting them would garble every line. */
-forge_rc_t forge_log_secret_add(const char *secret) FORGE_WARN_UNUSED;
+forge_rc_t forge_log_secret_add(const char *secret);
 
 /* Forgets a secret registered earlier (no-op if unknown). */
 void forge_log_secret_remove(const char *secret);

@@ -32,5 +32,7 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len);
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_ping(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
 
 #endif

@@ -1,0 +1,191 @@
+/*
+ * slurm/auth.c - token file watching and HS256 minting (auth.h).
+ */
+#include "slurm/auth.h"
+#include "log.h"
+#include "util.h"
+
+#include <jwt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define TOKEN_MAX_BYTES 16384
+#define KEY_MAX_BYTES   4096
+
+struct forge_slurm_auth {
+    char *user;
+    char *token_file; /* or ... */
+    char *key_file;   /* ... this */
+    int lifetime_s;
+    unsigned char *key;
+    size_t key_len;
+    char *token;      /* current token, registered for redaction */
+    time_t expires;   /* minted: when to mint again */
+    struct stat seen; /* token file: the version `token` came from */
+};
+
+/* Refuses a secret file that group or others may read. */
+static forge_rc_t check_private(const char *path, const char *what,
+                                struct stat *st, forge_error_t *err)
+{
+    if (stat(path, st) != 0)
+        return forge_error_set(err, FORGE_ECONFIG, what, "%s %s cannot be read",
+                               what, path);
+    if (st->st_mode & (S_IRWXG | S_IRWXO))
+        return forge_error_set(err, FORGE_ECONFIG, what,
+                               "%s %s is readable by group or others (mode "
+                               "%03o): chmod 600 it",
+                               what, path, (unsigned)(st->st_mode & 0777));
+    return FORGE_OK;
+}
+
+static void set_token(forge_slurm_auth_t *a, char *token)
+{
+    if (a->token)
+        forge_log_secret_remove(a->token);
+    free(a->token);
+    a->token = token;
+    if (token)
+        (void)forge_log_secret_add(token); /* short strings are no JWT */
+}
+
+static forge_rc_t read_token(forge_slurm_auth_t *a, forge_error_t *err)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    forge_rc_t rc;
+
+    if ((rc = check_private(a->token_file, "FORGE_SLURM_JWT_FILE", &st, err)))
+        return rc;
+    if (forge_read_file(a->token_file, TOKEN_MAX_BYTES, &buf, &len))
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
+                               "cannot read the token file %s", a->token_file);
+    while (len > 0 && strchr("\r\n \t", buf[len - 1]))
+        buf[--len] = '\0';
+    if (!strncmp(buf, "SLURM_JWT=", 10)) /* scontrol token's own format */
+        memmove(buf, buf + 10, len - 9);
+    if (!*buf) {
+        free(buf);
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
+                               "the token file %s is empty", a->token_file);
+    }
+    set_token(a, buf);
+    a->seen = st;
+    return FORGE_OK;
+}
+
+static bool token_file_changed(const forge_slurm_auth_t *a)
+{
+    struct stat st;
+
+    if (stat(a->token_file, &st) != 0)
+        return true; /* being replaced: try again */
+    return st.st_ino != a->seen.st_ino || st.st_size != a->seen.st_size ||
+           st.st_mtim.tv_sec != a->seen.st_mtim.tv_sec ||
+           st.st_mtim.tv_nsec != a->seen.st_mtim.tv_nsec;
+}
+
+static forge_rc_t mint(forge_slurm_auth_t *a, forge_error_t *err)
+{
+    time_t now = time(NULL);
+    jwt_t *jwt = NULL;
+    char *encoded = NULL;
+    forge_rc_t rc = FORGE_ECONFIG;
+
+    if (jwt_new(&jwt) != 0 ||
+        jwt_set_alg(jwt, JWT_ALG_HS256, a->key, (int)a->key_len) != 0 ||
+        jwt_add_grant(jwt, "sun", a->user) != 0 ||
+        jwt_add_grant_int(jwt, "iat", (long)now) != 0 ||
+        jwt_add_grant_int(jwt, "exp", (long)now + a->lifetime_s) != 0 ||
+        !(encoded = jwt_encode_str(jwt))) {
+        forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_KEY_FILE",
+                        "cannot mint an HS256 token with %s", a->key_file);
+        goto out;
+    }
+    set_token(a, forge_xstrdup(encoded));
+    /* Mint again when a fifth of the lifetime is left. */
+    a->expires = now + a->lifetime_s - a->lifetime_s / 5;
+    rc = FORGE_OK;
+out:
+    free(encoded);
+    jwt_free(jwt);
+    return rc;
+}
+
+static forge_rc_t load_key(forge_slurm_auth_t *a, forge_error_t *err)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    forge_rc_t rc;
+
+    if ((rc = check_private(a->key_file, "FORGE_SLURM_JWT_KEY_FILE", &st, err)))
+        return rc;
+    if (forge_read_file(a->key_file, KEY_MAX_BYTES, &buf, &len) || len < 16) {
+        free(buf);
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_KEY_FILE",
+                               "the key file %s must hold 16 to %d bytes",
+                               a->key_file, KEY_MAX_BYTES);
+    }
+    a->key = (unsigned char *)buf;
+    a->key_len = len;
+    return FORGE_OK;
+}
+
+forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
+                                const char *key_file, int lifetime_s,
+                                forge_slurm_auth_t **out, forge_error_t *err)
+{
+    forge_slurm_auth_t *a = forge_xcalloc(1, sizeof(*a));
+    forge_rc_t rc;
+
+    *out = NULL;
+    a->user = forge_xstrdup(user);
+    a->token_file = forge_xstrdup(token_file);
+    a->key_file = forge_xstrdup(key_file);
+    a->lifetime_s = lifetime_s > 30 ? lifetime_s : 30;
+    if (!!token_file == !!key_file)
+        rc = forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
+                             "set FORGE_SLURM_JWT_FILE or "
+                             "FORGE_SLURM_JWT_KEY_FILE (one of them)");
+    else if (token_file)
+        rc = read_token(a, err);
+    else if (!(rc = load_key(a, err)))
+        rc = mint(a, err);
+    if (rc) {
+        forge_slurm_auth_destroy(a);
+        return rc;
+    }
+    *out = a;
+    return FORGE_OK;
+}
+
+const char *forge_slurm_auth_token(forge_slurm_auth_t *a, bool force,
+                                   forge_error_t *err)
+{
+    forge_rc_t rc = FORGE_OK;
+
+    if (a->token_file && (force || token_file_changed(a)))
+        rc = read_token(a, err);
+    else if (a->key_file && (force || time(NULL) >= a->expires))
+        rc = mint(a, err);
+    return rc ? NULL : a->token;
+}
+
+void forge_slurm_auth_destroy(forge_slurm_auth_t *a)
+{
+    if (!a)
+        return;
+    set_token(a, NULL);
+    if (a->key) {
+        memset(a->key, 0, a->key_len);
+        free(a->key);
+    }
+    free(a->user);
+    free(a->token_file);
+    free(a->key_file);
+    free(a);
+}

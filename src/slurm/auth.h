@@ -1,0 +1,36 @@
+/*
+ * slurm/auth.h - the JWT a slurmrestd request carries: read from a token
+ * file (re-read when the file changes, and on demand after an auth failure)
+ * or minted as short-lived HS256 tokens from the cluster's key file (claims
+ * sun, iat, exp; re-minted before expiry). Either file must not be readable
+ * by group or others. Tokens are registered with the log's redaction, and
+ * never appear in an error message.
+ *
+ * Not thread-safe: one per client object.
+ */
+#ifndef FORGE_SLURM_AUTH_H
+#define FORGE_SLURM_AUTH_H
+
+#include "error.h"
+
+#include <stdbool.h>
+
+typedef struct forge_slurm_auth forge_slurm_auth_t;
+
+/* Exactly one of token_file and key_file. lifetime_s: minted tokens. */
+forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
+                                const char *key_file, int lifetime_s,
+                                forge_slurm_auth_t **out,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+void forge_slurm_auth_destroy(forge_slurm_auth_t *a); /* NULL-safe */
+
+/*
+ * The current token (borrowed until the next call). force: the server
+ * refused the last one - re-read the file / mint anew even if nothing
+ * seems to have changed. NULL with err set when no token can be had.
+ */
+const char *forge_slurm_auth_token(forge_slurm_auth_t *a, bool force,
+                                   forge_error_t *err);
+
+#endif

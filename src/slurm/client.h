@@ -1,0 +1,184 @@
+/*
+ * slurm/client.h - forge-worker's slurmrestd client: one object per thread
+ * that talks to Slurm (connection reuse is per object; objects are not
+ * shared between threads), JWT auth, bounded retries, and the operations the
+ * worker needs. Nothing here ever runs sbatch or ssh: REST + JWT only.
+ *
+ * Every call returns a forge_slurm_status_t and fills a caller-owned
+ * forge_slurm_result_t with the HTTP status, Slurm's first error and a
+ * message. The status says what the caller may do next:
+ *   TRANSPORT  nothing reached slurmrestd (connect refused, reset before the
+ *              request was sent) - retried here; safe to retry later
+ *   TIMED_OUT  sent, no complete answer: the outcome is unknown. Reads were
+ *              retried; a submit never is - look its tag up first
+ *   AUTH       the token was refused even after one reload/re-mint: stop
+ *   REJECTED   4xx: Slurm said no (bad partition, invalid field): never
+ *              retried; message carries Slurm's errors[] text
+ *   NOT_FOUND  404 for a job id (error 2017): unknown or aged out
+ *   SERVER     5xx after the bounded retries (e.g. slurmctld unreachable)
+ *   PROTOCOL   2xx whose body is not what this API version returns
+ */
+#ifndef FORGE_SLURM_CLIENT_H
+#define FORGE_SLURM_CLIENT_H
+
+#include "config.h"
+#include "error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum forge_slurm_status {
+    FORGE_SLURM_OK = 0,
+    FORGE_SLURM_TRANSPORT,
+    FORGE_SLURM_TIMED_OUT,
+    FORGE_SLURM_AUTH,
+    FORGE_SLURM_REJECTED,
+    FORGE_SLURM_NOT_FOUND,
+    FORGE_SLURM_SERVER,
+    FORGE_SLURM_PROTOCOL,
+} forge_slurm_status_t;
+
+typedef struct forge_slurm_result {
+    forge_slurm_status_t status;
+    long http_status;  /* 0 when no answer came */
+    int slurm_error;   /* errors[0].error_number, 0 if none */
+    int attempts;      /* HTTP requests made for this call */
+    char message[512]; /* errors[] text, or what went wrong */
+} forge_slurm_result_t;
+
+const char *forge_slurm_status_name(forge_slurm_status_t s);
+
+/* Whether the same call may be made again later. */
+bool forge_slurm_status_retriable(forge_slurm_status_t s);
+
+typedef struct forge_slurm_options {
+    const char *base_url; /* http(s)://host:port, no trailing '/' */
+    forge_api_version_t version;
+    const char *user;
+    const char *jwt_file;     /* exactly one of jwt_file ...   */
+    const char *jwt_key_file; /* ... and jwt_key_file          */
+    bool tls_verify;
+    const char *ca_file; /* NULL: the system's */
+    long connect_timeout_ms;
+    long request_timeout_ms;
+    int max_attempts;      /* per call, for retriable outcomes */
+    long backoff_base_ms;  /* first retry delay; doubles, with jitter */
+    long backoff_max_ms;   /* cap of one delay */
+    int token_lifetime_s;  /* minted tokens */
+    size_t max_body_bytes; /* responses larger than this are refused */
+} forge_slurm_options_t;
+
+/* Options from the worker's configuration, with production defaults
+ * (connect 5 s, request 30 s, 4 attempts, 200 ms .. 5 s backoff, 300 s
+ * tokens, 64 MiB bodies). Strings are borrowed from cfg. */
+void forge_slurm_options_from_config(const forge_config_t *cfg,
+                                     forge_slurm_options_t *opts);
+
+typedef struct forge_slurm_client forge_slurm_client_t;
+
+/*
+ * New client (strings copied). Checks the auth source now: the token or
+ * key file must exist and must not be readable by group or others.
+ */
+forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
+                                  forge_slurm_client_t **out,
+                                  forge_error_t *err) FORGE_WARN_UNUSED;
+
+void forge_slurm_client_destroy(forge_slurm_client_t *c); /* NULL-safe */
+
+const char *forge_slurm_client_version_name(const forge_slurm_client_t *c);
+
+/* ---- operations ------------------------------------------------------- */
+
+typedef struct forge_slurm_ping {
+    bool responding; /* slurmctld answered the ping */
+    char server[64]; /* the Slurm release slurmrestd reports, if any */
+    long latency_us; /* the controller's ping latency, -1 unknown */
+} forge_slurm_ping_t;
+
+forge_slurm_status_t forge_slurm_ping(forge_slurm_client_t *c,
+                                      forge_slurm_ping_t *out,
+                                      forge_slurm_result_t *res);
+
+/* GET /openapi/v3: OK when the server serves this client's API version;
+ * REJECTED (with the versions it does serve in res->message) otherwise. */
+forge_slurm_status_t forge_slurm_check_version(forge_slurm_client_t *c,
+                                               forge_slurm_result_t *res);
+
+typedef struct forge_slurm_submit {
+    uint32_t job_id;    /* the het leader for several components */
+    char warnings[512]; /* Slurm's warnings[] text, "" for none */
+} forge_slurm_submit_t;
+
+/* POST job/submit with body (borrowed). Never retried once the request may
+ * have reached slurmrestd: TIMEOUT means "look the tag up". */
+forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
+                                        const json_t *body,
+                                        forge_slurm_submit_t *out,
+                                        forge_slurm_result_t *res);
+
+/* One job (or het component) as Slurm reports it. */
+typedef struct forge_slurm_job {
+    uint32_t job_id;
+    uint32_t het_job_id; /* 0: not het */
+    int het_offset;
+    char **state; /* job_state names, NULL-terminated */
+    size_t state_count;
+    int exit_code;      /* -1 unknown */
+    int signal;         /* 0 none */
+    char *state_reason; /* NULL: "None" */
+    char *nodes;
+    char *constraints;
+    char *comment;
+    char *name;
+    int restart_count;
+} forge_slurm_job_t;
+
+typedef struct forge_slurm_job_list {
+    forge_slurm_job_t *jobs;
+    size_t count;
+} forge_slurm_job_list_t;
+
+void forge_slurm_job_list_free(forge_slurm_job_list_t *l);
+
+/*
+ * Cheap batched poll: the states of many job ids in as few calls as the
+ * chunk size allows (GET jobs/state?job_id=..&job_id=..). Only job_id,
+ * het fields and state are filled. Ids Slurm does not know are simply
+ * missing from the answer: absence is never a verdict.
+ */
+forge_slurm_status_t forge_slurm_job_states(forge_slurm_client_t *c,
+                                            const uint32_t *ids, size_t n,
+                                            forge_slurm_job_list_t *out,
+                                            forge_slurm_result_t *res);
+
+/* Details of one job: for a het leader, every component, in het_offset
+ * order. NOT_FOUND when Slurm no longer knows it. */
+forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
+                                             uint32_t job_id,
+                                             forge_slurm_job_list_t *out,
+                                             forge_slurm_result_t *res);
+
+/* Accounting (slurmdbd) view of a job that aged out of slurmctld.
+ * NOT_FOUND when accounting does not know it or is not configured. */
+forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
+                                                uint32_t job_id,
+                                                forge_slurm_job_list_t *out,
+                                                forge_slurm_result_t *res);
+
+/* Jobs whose comment is exactly `comment` (one full listing: for the rare
+ * interrupted submit, never for a poll tick). */
+forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
+                                                 const char *comment,
+                                                 forge_slurm_job_list_t *out,
+                                                 forge_slurm_result_t *res);
+
+/* Cancels a job (het-aware: the whole job). signal NULL: Slurm's default
+ * (KILL). OK also when the job had already finished (error 2021). */
+forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
+                                        uint32_t job_id, const char *signal,
+                                        forge_slurm_result_t *res);
+
+#endif

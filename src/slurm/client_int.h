@@ -1,0 +1,50 @@
+/*
+ * slurm/client_int.h - the client object and the HTTP call every operation
+ * goes through; shared by the files of src/slurm/ only.
+ */
+#ifndef FORGE_SLURM_CLIENT_INT_H
+#define FORGE_SLURM_CLIENT_INT_H
+
+#include "slurm/auth.h"
+#include "slurm/client.h"
+
+#include <curl/curl.h>
+
+struct forge_slurm_client {
+    forge_slurm_options_t opts; /* strings below are owned copies */
+    char *base_url;
+    char *user;
+    char *ca_file;
+    forge_slurm_auth_t *auth;
+    CURL *curl;
+    bool fresh_connection; /* the last answer was an error: slurmrestd
+                              closes such connections */
+    unsigned rand_state;   /* backoff jitter */
+};
+
+/* How a call may be retried once it may have reached slurmrestd. */
+typedef enum slurm_retry {
+    SLURM_RETRY_READ,  /* idempotent: timeouts and 5xx retried */
+    SLURM_RETRY_NEVER, /* submit: only a refused connection is retried */
+} slurm_retry_t;
+
+/*
+ * One call: method, path below the base URL (e.g. "/slurm/v0.0.43/ping"),
+ * optional JSON body. *json is the parsed answer whenever it had a JSON body,
+ * whatever the status (new: the caller always json_decref()s it); errors[0]
+ * is in res.
+ */
+forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
+                                const char *path, const char *body,
+                                slurm_retry_t retry, json_t **json,
+                                forge_slurm_result_t *res);
+
+/* "/slurm/<version>/<rest>" or "/slurmdb/<version>/<rest>" (new). */
+char *slurm_path(const forge_slurm_client_t *c, const char *plugin,
+                 const char *rest);
+
+/* Slurm numbers: plain, or {"set", "infinite", "number"}. false when unset
+ * or infinite. */
+bool slurm_number(const json_t *v, long long *out);
+
+#endif

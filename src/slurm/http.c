@@ -1,0 +1,285 @@
+/*
+ * slurm/http.c - one slurmrestd call with auth, classification and bounded
+ * retries (client_int.h).
+ *
+ * Retry policy: a refused or failed connection (nothing sent) is retried
+ * for every call; timeouts, resets after sending, 5xx and unreadable 2xx
+ * bodies only for reads. Delays grow exponentially from backoff_base_ms to
+ * backoff_max_ms with "equal jitter" (half fixed, half random), and a call
+ * makes at most max_attempts requests. An auth refusal makes the token be
+ * re-read or re-minted once, then the call fails with AUTH.
+ */
+#include "buf.h"
+#include "log.h"
+#include "slurm/client_int.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct response {
+    forge_buf_t body;
+    size_t cap;
+    bool too_large;
+} response_t;
+
+static size_t collect(char *p, size_t size, size_t n, void *userdata)
+{
+    response_t *r = userdata;
+
+    if (r->body.len + size * n > r->cap) {
+        r->too_large = true;
+        return 0;
+    }
+    forge_buf_append(&r->body, p, size * n);
+    return size * n;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static long backoff_ms(forge_slurm_client_t *c, int attempt)
+{
+    long delay = c->opts.backoff_base_ms;
+
+    for (int i = 1; i < attempt && delay < c->opts.backoff_max_ms; i++)
+        delay *= 2;
+    if (delay > c->opts.backoff_max_ms)
+        delay = c->opts.backoff_max_ms;
+    return delay / 2 +
+           (long)(rand_r(&c->rand_state) % (unsigned)(delay / 2 + 1));
+}
+
+/* errors[0] of a Slurm answer into res (message: "error: description"). */
+static void take_errors(const json_t *json, forge_slurm_result_t *res)
+{
+    const json_t *e = json_array_get(json_object_get(json, "errors"), 0);
+    const char *text, *desc;
+
+    if (!e)
+        return;
+    res->slurm_error =
+        (int)json_integer_value(json_object_get(e, "error_number"));
+    text = json_string_value(json_object_get(e, "error"));
+    desc = json_string_value(json_object_get(e, "description"));
+    snprintf(res->message, sizeof(res->message), "slurm error %d: %s%s%s",
+             res->slurm_error, text ? text : "", desc && *desc ? ": " : "",
+             desc ? desc : "");
+}
+
+static void set_message(forge_slurm_result_t *res, const char *fmt, ...)
+    FORGE_PRINTF(2, 3);
+
+static void set_message(forge_slurm_result_t *res, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(res->message, sizeof(res->message), fmt, ap);
+    va_end(ap);
+}
+
+/* Prepares the handle for one request; returns the header list (new). */
+static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
+                                  const char *method, const char *body,
+                                  const char *token, response_t *r)
+{
+    struct curl_slist *h = NULL;
+    forge_buf_t line = FORGE_BUF_INIT;
+    CURL *curl = c->curl;
+
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     c->opts.connect_timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, c->opts.request_timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER,
+                     c->opts.tls_verify ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST,
+                     c->opts.tls_verify ? 2L : 0L);
+    if (c->ca_file)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file);
+    curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT,
+                     c->fresh_connection ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (body) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)strlen(body));
+    }
+    forge_buf_printf(&line, "X-SLURM-USER-NAME: %s", c->user);
+    h = curl_slist_append(h, forge_buf_str(&line));
+    forge_buf_truncate(&line, 0);
+    forge_buf_printf(&line, "X-SLURM-USER-TOKEN: %s", token);
+    h = curl_slist_append(h, forge_buf_str(&line));
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json");
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    memset(line.data, 0, line.len); /* the token */
+    forge_buf_free(&line);
+    return h;
+}
+
+/* Transport outcome of curl_easy_perform. */
+static forge_slurm_status_t classify_curl(CURLcode rc, bool *sent)
+{
+    switch (rc) {
+    case CURLE_OK:
+        return FORGE_SLURM_OK;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+        *sent = false;
+        return FORGE_SLURM_TRANSPORT;
+    case CURLE_OPERATION_TIMEDOUT:
+        return FORGE_SLURM_TIMED_OUT;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+        return FORGE_SLURM_TIMED_OUT; /* reset after sending: outcome unknown */
+    default:
+        return FORGE_SLURM_TRANSPORT;
+    }
+}
+
+/* HTTP outcome: status code and body. */
+static forge_slurm_status_t classify_http(long code, const response_t *r,
+                                          json_t **json,
+                                          forge_slurm_result_t *res)
+{
+    json_error_t jerr;
+
+    *json = json_loadb(forge_buf_str(&r->body), r->body.len, 0, &jerr);
+    if (*json)
+        take_errors(*json, res);
+    if (code >= 200 && code < 300) {
+        if (!*json) {
+            set_message(res,
+                        "slurmrestd answered 2xx with a body that is "
+                        "not JSON: %s",
+                        jerr.text);
+            return FORGE_SLURM_PROTOCOL;
+        }
+        return FORGE_SLURM_OK;
+    }
+    if (code == 401 || code == 403 || code == 511)
+        return FORGE_SLURM_AUTH;
+    if (code == 404 && *json)
+        return FORGE_SLURM_NOT_FOUND;
+    if (code >= 400 && code < 500) {
+        if (!res->message[0])
+            set_message(res, "slurmrestd refused the request: %.300s",
+                        forge_buf_str(&r->body));
+        return FORGE_SLURM_REJECTED;
+    }
+    if (!res->message[0])
+        snprintf(res->message, sizeof(res->message),
+                 "slurmrestd answered HTTP %ld", code);
+    return FORGE_SLURM_SERVER;
+}
+
+static bool should_retry(forge_slurm_status_t st, bool sent,
+                         slurm_retry_t retry)
+{
+    if (st == FORGE_SLURM_TRANSPORT && !sent)
+        return true;
+    if (retry == SLURM_RETRY_NEVER)
+        return false;
+    return st == FORGE_SLURM_TRANSPORT || st == FORGE_SLURM_TIMED_OUT ||
+           st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
+}
+
+/* One request. *json set only for answers with a JSON body. */
+static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
+                                    const char *method, const char *body,
+                                    bool force_token, json_t **json, bool *sent,
+                                    forge_slurm_result_t *res)
+{
+    response_t r = {FORGE_BUF_INIT, c->opts.max_body_bytes, false};
+    forge_error_t err = {0};
+    const char *token = forge_slurm_auth_token(c->auth, force_token, &err);
+    struct curl_slist *headers;
+    forge_slurm_status_t st;
+    CURLcode rc;
+
+    *json = NULL;
+    *sent = true;
+    res->http_status = 0;
+    res->slurm_error = 0;
+    res->message[0] = '\0';
+    if (!token) {
+        set_message(res, "no token: %.400s", err.message);
+        return FORGE_SLURM_AUTH;
+    }
+    headers = prepare(c, url, method, body, token, &r);
+    rc = curl_easy_perform(c->curl);
+    curl_slist_free_all(headers);
+    res->attempts++;
+    if (r.too_large) {
+        set_message(res, "the answer is larger than %s",
+                    "the configured maximum");
+        st = FORGE_SLURM_PROTOCOL;
+    } else if ((st = classify_curl(rc, sent)) != FORGE_SLURM_OK) {
+        set_message(res, "%s", curl_easy_strerror(rc));
+    } else {
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &res->http_status);
+        st = classify_http(res->http_status, &r, json, res);
+    }
+    c->fresh_connection = st != FORGE_SLURM_OK;
+    forge_buf_free(&r.body);
+    return st;
+}
+
+forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
+                                const char *path, const char *body,
+                                slurm_retry_t retry, json_t **json,
+                                forge_slurm_result_t *res)
+{
+    forge_buf_t url = FORGE_BUF_INIT;
+    forge_slurm_status_t st = FORGE_SLURM_TRANSPORT;
+    bool sent = false, reauthed = false, reauth_pending = false;
+
+    forge_buf_printf(&url, "%s%s", c->base_url, path);
+    *json = NULL;
+    res->attempts = 0;
+    while (res->attempts < c->opts.max_attempts) {
+        bool force = reauth_pending;
+        json_decref(*json);
+        *json = NULL;
+        reauth_pending = false;
+        st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
+                     res);
+        if (st == FORGE_SLURM_AUTH && !reauthed) {
+            reauthed = reauth_pending = true; /* re-read / re-mint once */
+            continue;
+        }
+        if (st == FORGE_SLURM_OK || !should_retry(st, sent, retry) ||
+            res->attempts >= c->opts.max_attempts)
+            break;
+        sleep_ms(backoff_ms(c, res->attempts));
+    }
+    if (st != FORGE_SLURM_OK) {
+        forge_log_field_t f[] = {{"path", path},
+                                 {"status", forge_slurm_status_name(st)}};
+        forge_log_fields(FORGE_LOG_DEBUG, f, 2, "slurmrestd %s: %s", method,
+                         res->message);
+    }
+    res->status = st;
+    forge_buf_free(&url);
+    return st;
+}

@@ -1,0 +1,444 @@
+/*
+ * slurm/ops.c - the operations of client.h on top of slurm_call(): request
+ * paths and bodies, and reading the answers of API versions v0.0.41 to
+ * v0.0.45 (their job and ping objects share the fields read here; numbers
+ * may be plain or {set, infinite, number}, and both are read).
+ */
+#include "buf.h"
+#include "slurm/client_int.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATES_CHUNK 256 /* job ids per jobs/state call */
+
+/* ---- jobs ------------------------------------------------------------- */
+
+static char *dup_str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+
+    return s && *s ? forge_xstrdup(s) : NULL;
+}
+
+static void take_states(forge_slurm_job_t *j, const json_t *states)
+{
+    size_t i;
+    json_t *s;
+
+    if (json_is_string(states)) { /* older spellings: one string */
+        j->state = forge_xcalloc(2, sizeof(char *));
+        j->state[j->state_count++] = forge_xstrdup(json_string_value(states));
+        return;
+    }
+    j->state = forge_xcalloc(json_array_size(states) + 1, sizeof(char *));
+    json_array_foreach(states, i, s) if (json_is_string(s))
+        j->state[j->state_count++] = forge_xstrdup(json_string_value(s));
+}
+
+/* exit_code: plain, or {status[], return_code, signal{id, name}}. */
+static void take_exit(forge_slurm_job_t *j, const json_t *ec)
+{
+    long long v;
+
+    j->exit_code = -1;
+    if (slurm_number(ec, &v)) {
+        j->exit_code = (int)v;
+        return;
+    }
+    if (slurm_number(json_object_get(ec, "return_code"), &v))
+        j->exit_code = (int)v;
+    if (slurm_number(json_object_get(json_object_get(ec, "signal"), "id"), &v))
+        j->signal = (int)v;
+}
+
+/* One job object of job/{id}, jobs, or slurmdb job/{id}. */
+static void parse_job(const json_t *o, forge_slurm_job_t *j)
+{
+    const json_t *state = json_object_get(o, "job_state");
+    long long v;
+
+    memset(j, 0, sizeof(*j));
+    if (slurm_number(json_object_get(o, "job_id"), &v))
+        j->job_id = (uint32_t)v;
+    if (slurm_number(json_object_get(o, "het_job_id"), &v))
+        j->het_job_id = (uint32_t)v;
+    if (slurm_number(json_object_get(o, "het_job_offset"), &v))
+        j->het_offset = (int)v;
+    if (!state) /* slurmdb: state: {current: [...], reason} */
+        state = json_object_get(json_object_get(o, "state"), "current");
+    take_states(j, state);
+    take_exit(j, json_object_get(o, "exit_code"));
+    j->state_reason = dup_str(o, "state_reason");
+    if (j->state_reason && !strcmp(j->state_reason, "None")) {
+        free(j->state_reason);
+        j->state_reason = NULL;
+    }
+    j->nodes = dup_str(o, "nodes");
+    j->constraints = dup_str(o, "features");
+    if (!j->constraints)
+        j->constraints = dup_str(o, "constraints");
+    j->comment = dup_str(o, "comment");
+    if (!j->comment) /* slurmdb: comment: {job, administrator, system} */
+        j->comment = dup_str(json_object_get(o, "comment"), "job");
+    j->name = dup_str(o, "name");
+    if (slurm_number(json_object_get(o, "restart_cnt"), &v))
+        j->restart_count = (int)v;
+}
+
+static void list_add(forge_slurm_job_list_t *l, const forge_slurm_job_t *j)
+{
+    l->jobs = forge_xrealloc(l->jobs, (l->count + 1) * sizeof(*l->jobs));
+    l->jobs[l->count++] = *j;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const forge_slurm_job_t *x = a, *y = b;
+
+    return x->het_offset - y->het_offset;
+}
+
+void forge_slurm_job_list_free(forge_slurm_job_list_t *l)
+{
+    for (size_t i = 0; l && i < l->count; i++) {
+        forge_slurm_job_t *j = &l->jobs[i];
+        for (size_t k = 0; k < j->state_count; k++)
+            free(j->state[k]);
+        free(j->state);
+        free(j->state_reason);
+        free(j->nodes);
+        free(j->constraints);
+        free(j->comment);
+        free(j->name);
+    }
+    if (l) {
+        free(l->jobs);
+        l->jobs = NULL;
+        l->count = 0;
+    }
+}
+
+/* Reads "jobs": [...] of an answer into out; PROTOCOL if it is missing. */
+static forge_slurm_status_t take_jobs(const json_t *json,
+                                      forge_slurm_job_list_t *out,
+                                      forge_slurm_result_t *res)
+{
+    const json_t *jobs = json_object_get(json, "jobs");
+    size_t i;
+    json_t *o;
+
+    if (!json_is_array(jobs)) {
+        snprintf(res->message, sizeof(res->message),
+                 "the answer has no jobs[] array");
+        return res->status = FORGE_SLURM_PROTOCOL;
+    }
+    json_array_foreach(jobs, i, o)
+    {
+        forge_slurm_job_t j;
+        parse_job(o, &j);
+        list_add(out, &j);
+    }
+    if (out->count > 1)
+        qsort(out->jobs, out->count, sizeof(*out->jobs), by_offset);
+    return FORGE_SLURM_OK;
+}
+
+/* GET <plugin>/<rest> → jobs[]. */
+static forge_slurm_status_t get_jobs(forge_slurm_client_t *c,
+                                     const char *plugin, const char *rest,
+                                     forge_slurm_job_list_t *out,
+                                     forge_slurm_result_t *res)
+{
+    char *path = slurm_path(c, plugin, rest);
+    json_t *json = NULL;
+    forge_slurm_status_t st =
+        slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+
+    out->jobs = NULL;
+    out->count = 0;
+    if (st == FORGE_SLURM_OK)
+        st = take_jobs(json, out, res);
+    json_decref(json);
+    free(path);
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
+                                             uint32_t job_id,
+                                             forge_slurm_job_list_t *out,
+                                             forge_slurm_result_t *res)
+{
+    char rest[32];
+
+    snprintf(rest, sizeof(rest), "job/%u", job_id);
+    return get_jobs(c, "slurm", rest, out, res);
+}
+
+forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
+                                                uint32_t job_id,
+                                                forge_slurm_job_list_t *out,
+                                                forge_slurm_result_t *res)
+{
+    char rest[32];
+    forge_slurm_status_t st;
+
+    snprintf(rest, sizeof(rest), "job/%u", job_id);
+    st = get_jobs(c, "slurmdb", rest, out, res);
+    if (st == FORGE_SLURM_REJECTED && res->http_status == 404)
+        st = res->status = FORGE_SLURM_NOT_FOUND; /* no accounting here */
+    if (st == FORGE_SLURM_OK && out->count == 0)
+        st = res->status = FORGE_SLURM_NOT_FOUND;
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
+                                                 const char *comment,
+                                                 forge_slurm_job_list_t *out,
+                                                 forge_slurm_result_t *res)
+{
+    forge_slurm_job_list_t all = {NULL, 0};
+    forge_slurm_status_t st = get_jobs(c, "slurm", "jobs", &all, res);
+
+    out->jobs = NULL;
+    out->count = 0;
+    for (size_t i = 0; st == FORGE_SLURM_OK && i < all.count; i++) {
+        if (all.jobs[i].comment && !strcmp(all.jobs[i].comment, comment)) {
+            list_add(out, &all.jobs[i]);
+            memset(&all.jobs[i], 0, sizeof(all.jobs[i])); /* moved */
+        }
+    }
+    forge_slurm_job_list_free(&all);
+    return st;
+}
+
+/* "123" or "123+1" (a het component: its own id, then its offset). */
+static void parse_state_entry(const json_t *o, forge_slurm_job_t *j)
+{
+    const json_t *id = json_object_get(o, "job_id");
+    const char *s = json_string_value(id);
+    long long v;
+
+    memset(j, 0, sizeof(*j));
+    j->exit_code = -1;
+    if (s) {
+        char *end;
+        j->job_id = (uint32_t)strtoul(s, &end, 10);
+        if (*end == '+') {
+            j->het_offset = (int)strtol(end + 1, NULL, 10);
+            j->het_job_id = (uint32_t)-1; /* het, leader not told */
+        }
+    } else if (slurm_number(id, &v)) {
+        j->job_id = (uint32_t)v;
+    }
+    take_states(j, json_object_get(o, "state"));
+}
+
+static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
+                                         const uint32_t *ids, size_t n,
+                                         forge_slurm_job_list_t *out,
+                                         forge_slurm_result_t *res)
+{
+    forge_buf_t rest = FORGE_BUF_INIT;
+    json_t *json = NULL, *o;
+    forge_slurm_status_t st;
+    char *path;
+    size_t i;
+
+    /* Repeated job_id=: a comma list answers 500 on 26.05 (seen). */
+    forge_buf_puts(&rest, "jobs/state");
+    for (i = 0; i < n; i++)
+        forge_buf_printf(&rest, "%cjob_id=%u", i ? '&' : '?', ids[i]);
+    path = slurm_path(c, "slurm", forge_buf_str(&rest));
+    st = slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+    if (st == FORGE_SLURM_OK && !json_is_array(json_object_get(json, "jobs"))) {
+        snprintf(res->message, sizeof(res->message),
+                 "jobs/state answered without jobs[]");
+        st = res->status = FORGE_SLURM_PROTOCOL;
+    }
+    if (st == FORGE_SLURM_OK) {
+        json_array_foreach(json_object_get(json, "jobs"), i, o)
+        {
+            forge_slurm_job_t j;
+            parse_state_entry(o, &j);
+            list_add(out, &j);
+        }
+    }
+    json_decref(json);
+    free(path);
+    forge_buf_free(&rest);
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_job_states(forge_slurm_client_t *c,
+                                            const uint32_t *ids, size_t n,
+                                            forge_slurm_job_list_t *out,
+                                            forge_slurm_result_t *res)
+{
+    forge_slurm_status_t st = FORGE_SLURM_OK;
+
+    out->jobs = NULL;
+    out->count = 0;
+    res->status = FORGE_SLURM_OK;
+    for (size_t at = 0; at < n && st == FORGE_SLURM_OK; at += STATES_CHUNK)
+        st = states_chunk(c, ids + at,
+                          n - at < STATES_CHUNK ? n - at : STATES_CHUNK, out,
+                          res);
+    if (st != FORGE_SLURM_OK) /* all or nothing: a partial answer misleads */
+        forge_slurm_job_list_free(out);
+    return st;
+}
+
+/* ---- ping, version, submit, cancel ------------------------------------ */
+
+forge_slurm_status_t forge_slurm_ping(forge_slurm_client_t *c,
+                                      forge_slurm_ping_t *out,
+                                      forge_slurm_result_t *res)
+{
+    char *path = slurm_path(c, "slurm", "ping");
+    json_t *json = NULL, *ping;
+    forge_slurm_status_t st =
+        slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+    const char *release, *pinged;
+    long long v;
+
+    memset(out, 0, sizeof(*out));
+    out->latency_us = -1;
+    if (st == FORGE_SLURM_OK) {
+        /* v0.0.42+: responding; v0.0.41: pinged == "UP". */
+        ping = json_array_get(json_object_get(json, "pings"), 0);
+        pinged = json_string_value(json_object_get(ping, "pinged"));
+        out->responding = json_is_true(json_object_get(ping, "responding")) ||
+                          (pinged && !strcmp(pinged, "UP"));
+        if (slurm_number(json_object_get(ping, "latency"), &v))
+            out->latency_us = (long)v;
+        release = json_string_value(json_object_get(
+            json_object_get(json_object_get(json, "meta"), "slurm"),
+            "release"));
+        snprintf(out->server, sizeof(out->server), "%s",
+                 release ? release : "");
+    }
+    json_decref(json);
+    free(path);
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_check_version(forge_slurm_client_t *c,
+                                               forge_slurm_result_t *res)
+{
+    json_t *json = NULL, *v;
+    const char *key;
+    char want[32], served[128] = "";
+    forge_slurm_status_t st =
+        slurm_call(c, "GET", "/openapi/v3", NULL, SLURM_RETRY_READ, &json, res);
+    bool found = false;
+
+    snprintf(want, sizeof(want), "/slurm/%s/",
+             forge_slurm_client_version_name(c));
+    json_object_foreach(json_object_get(json, "paths"), key, v)
+    {
+        const char *ver = strstr(key, "/slurm/v");
+        found = found || !strncmp(key, want, strlen(want));
+        if (ver && strlen(ver) >= 15) {
+            char one[16];
+            snprintf(one, sizeof(one), "%.7s ", ver + 7);
+            if (!strstr(served, one))
+                forge_strlcat(served, one, sizeof(served));
+        }
+    }
+    if (st == FORGE_SLURM_OK && !found) {
+        snprintf(res->message, sizeof(res->message),
+                 "slurmrestd does not serve %s; it serves: %s",
+                 forge_slurm_client_version_name(c),
+                 served[0] ? served : "(nothing recognisable)");
+        st = res->status = FORGE_SLURM_REJECTED;
+    }
+    json_decref(json);
+    return st;
+}
+
+/* warnings[] descriptions, "; "-joined. */
+static void take_warnings(const json_t *json, char *out, size_t cap)
+{
+    size_t i;
+    json_t *w;
+
+    out[0] = '\0';
+    json_array_foreach(json_object_get(json, "warnings"), i, w)
+    {
+        const char *d = json_string_value(json_object_get(w, "description"));
+        if (!d)
+            continue;
+        if (out[0])
+            forge_strlcat(out, "; ", cap);
+        forge_strlcat(out, d, cap);
+    }
+}
+
+forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
+                                        const json_t *body,
+                                        forge_slurm_submit_t *out,
+                                        forge_slurm_result_t *res)
+{
+    char *path = slurm_path(c, "slurm", "job/submit");
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_t *json = NULL;
+    forge_slurm_status_t st;
+    long long v;
+
+    memset(out, 0, sizeof(*out));
+    st = slurm_call(c, "POST", path, text, SLURM_RETRY_NEVER, &json, res);
+    if (st == FORGE_SLURM_OK) {
+        take_warnings(json, out->warnings, sizeof(out->warnings));
+        if (slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {
+            out->job_id = (uint32_t)v;
+        } else {
+            /* 200 without a job id: Slurm said no in errors[]. */
+            if (!res->message[0])
+                snprintf(res->message, sizeof(res->message),
+                         "submit answered without a job id");
+            st = res->status = FORGE_SLURM_REJECTED;
+        }
+    }
+    json_decref(json);
+    free(text);
+    free(path);
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
+                                        uint32_t job_id, const char *signal,
+                                        forge_slurm_result_t *res)
+{
+    char rest[64];
+    char *path;
+    json_t *json = NULL, *e;
+    forge_slurm_status_t st;
+
+    snprintf(rest, sizeof(rest), "job/%u%s%s", job_id, signal ? "?signal=" : "",
+             signal ? signal : "");
+    path = slurm_path(c, "slurm", rest);
+    st = slurm_call(c, "DELETE", path, NULL, SLURM_RETRY_READ, &json, res);
+    /* v0.0.42+: per-job outcomes in status[] with HTTP 200. */
+    e = json_object_get(json_array_get(json_object_get(json, "status"), 0),
+                        "error");
+    if (st == FORGE_SLURM_OK && e) {
+        int code = (int)json_integer_value(json_object_get(e, "code"));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        res->slurm_error = code;
+        snprintf(res->message, sizeof(res->message), "slurm error %d: %s", code,
+                 msg ? msg : "");
+        if (code == 2017)
+            st = FORGE_SLURM_NOT_FOUND;
+        else if (code != 0 && code != 2021) /* 2021: already finished */
+            st = FORGE_SLURM_REJECTED;
+    } else if (st == FORGE_SLURM_NOT_FOUND && res->slurm_error == 2021) {
+        st = FORGE_SLURM_OK;
+    }
+    res->status = st;
+    json_decref(json);
+    free(path);
+    return st;
+}

@@ -1,0 +1,71 @@
+/*
+ * slurm/verdict.c - job lists to platform states and to the `slurm` part
+ * of events (verdict.h).
+ */
+#include "slurm/verdict.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+forge_slurm_verdict_t forge_slurm_verdict(const forge_slurm_job_list_t *list,
+                                          int cancel_requested, int *exit_code)
+{
+    forge_slurm_component_state_t *c;
+    forge_slurm_verdict_t v = {FORGE_STATE_NONE, NULL};
+
+    *exit_code = -1;
+    if (!list || list->count == 0)
+        return v;
+    c = forge_xcalloc(list->count, sizeof(*c));
+    for (size_t i = 0; i < list->count; i++) {
+        const forge_slurm_job_t *j = &list->jobs[i];
+        c[i].set = forge_slurm_state_parse((const char *const *)j->state,
+                                           j->state_count);
+        c[i].exit_code = j->exit_code;
+        c[i].signal = j->signal;
+    }
+    v = forge_slurm_state_aggregate(c, list->count, cancel_requested);
+    *exit_code = list->jobs[0].exit_code;
+    free(c);
+    return v;
+}
+
+static json_t *string_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *forge_slurm_verdict_json(const forge_slurm_job_list_t *list)
+{
+    json_t *components = json_array();
+    const forge_slurm_job_t *lead = list->count ? &list->jobs[0] : NULL;
+    int restarts = 0;
+
+    for (size_t i = 0; i < list->count; i++) {
+        const forge_slurm_job_t *j = &list->jobs[i];
+        json_t *states = json_array();
+        for (size_t k = 0; k < j->state_count; k++)
+            json_array_append_new(states, json_string(j->state[k]));
+        json_array_append_new(components,
+                              json_pack("{s:I, s:i, s:o, s:o, s:o}", "job_id",
+                                        (json_int_t)j->job_id, "het_offset",
+                                        j->het_offset, "state", states, "nodes",
+                                        string_or_null(j->nodes), "constraint",
+                                        string_or_null(j->constraints)));
+        if (j->restart_count > restarts)
+            restarts = j->restart_count;
+    }
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:i}", "job_id",
+        lead ? json_integer(lead->het_job_id && lead->het_job_id != (uint32_t)-1
+                                ? lead->het_job_id
+                                : lead->job_id)
+             : json_null(),
+        "components", components, "exit_code",
+        lead && lead->exit_code >= 0 ? json_integer(lead->exit_code)
+                                     : json_null(),
+        "signal",
+        lead && lead->signal ? json_integer(lead->signal) : json_null(),
+        "state_reason", string_or_null(lead ? lead->state_reason : NULL),
+        "restart_count", restarts);
+}
