@@ -1,0 +1,131 @@
+/*
+ * test_events.c - status_changed CloudEvents: deterministic ids and bytes,
+ * the contract's fields, and every event the builder makes is valid under
+ * schemas/status-changed.v1.json (checked with a real JSON Schema
+ * validator, tests/schema/validate.py).
+ */
+#include "events.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const forge_kv_t labels[] = {{"team", "nlp"}, {"cost-center", "cc1"}};
+
+static json_t *sample_slurm(void)
+{
+    return json_pack("{s:i, s:[{s:i, s:i, s:[s], s:s, s:s}], s:i, s:n, s:n, "
+                     "s:i}",
+                     "job_id", 77, "components", "job_id", 77, "het_offset", 0,
+                     "state", "FAILED", "nodes", "h200-1", "constraint", "h200",
+                     "exit_code", 3, "signal", "state_reason", "restart_count",
+                     0);
+}
+
+static forge_status_event_t base_event(void)
+{
+    forge_status_event_t e = {0};
+
+    e.launch_id = "llama-ft-0042";
+    e.attempt = 2;
+    e.seq = 1;
+    e.state = FORGE_STATE_ACCEPTED;
+    e.previous = FORGE_STATE_NONE;
+    e.worker_id = "worker-1";
+    e.labels = labels;
+    e.label_count = 2;
+    e.at_ms = 1796233479123LL;
+    return e;
+}
+
+Test(events, status_event_has_the_contract_fields)
+{
+    forge_status_event_t e = base_event();
+    json_t *ev = forge_event_status(&e), *data = json_object_get(ev, "data");
+
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")),
+                     "llama-ft-0042/2/1");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "specversion")),
+                     "1.0");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "source")),
+                     "forge-worker/worker-1");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "type")),
+                     "forge.launch.status_changed");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "subject")),
+                     "llama-ft-0042");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "time")),
+                     "2026-12-02T17:44:39.123Z");
+    cr_assert(json_is_null(json_object_get(data, "previous_state")));
+    cr_assert_str_eq(json_string_value(json_object_get(data, "state")),
+                     "ACCEPTED");
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(data, "labels"), "team")),
+                     "nlp");
+    cr_assert(json_is_null(
+        json_object_get(json_object_get(data, "slurm"), "job_id")));
+    json_decref(ev);
+}
+
+Test(events, same_inputs_same_bytes)
+{
+    forge_status_event_t e = base_event();
+    json_t *a = forge_event_status(&e), *b = forge_event_status(&e);
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+
+    cr_assert_str_eq(x, y);
+    free(x);
+    free(y);
+    json_decref(a);
+    json_decref(b);
+}
+
+static void write_event(const char *path, const forge_status_event_t *e)
+{
+    json_t *ev = forge_event_status(e);
+
+    cr_assert_eq(json_dump_file(ev, path, JSON_INDENT(1)), 0);
+    json_decref(ev);
+}
+
+Test(events, every_kind_of_event_is_valid_under_the_schema)
+{
+    char dir[] = "/tmp/forge-events-XXXXXX", cmd[2048], p[4][64];
+    forge_status_event_t e = base_event();
+    json_t *slurm = sample_slurm();
+
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 4; i++)
+        snprintf(p[i], sizeof(p[i]), "%s/e%d.json", dir, i);
+    write_event(p[0], &e); /* ACCEPTED, no job */
+    e.seq = 2;
+    e.previous = FORGE_STATE_ACCEPTED;
+    e.state = FORGE_STATE_SUBMITTED;
+    e.slurm = slurm;
+    write_event(p[1], &e);
+    e.seq = 3;
+    e.previous = FORGE_STATE_SUBMITTED;
+    e.state = FORGE_STATE_FAILED;
+    e.reason = "failed";
+    write_event(p[2], &e);
+    e = base_event();
+    e.state = FORGE_STATE_REJECTED;
+    e.reason = "env_refused";
+    e.error_code = "env_refused";
+    e.error_field = "$.env.SLURM_X";
+    e.error_message = "$.env.SLURM_X: names starting SLURM_ are reserved";
+    e.label_count = 0;
+    write_event(p[3], &e);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tests/schema/validate.py "
+             "status-changed.v1.json %s %s %s %s",
+             FORGE_SOURCE_DIR, p[0], p[1], p[2], p[3]);
+    cr_assert_eq(system(cmd), 0,
+                 "an event the worker makes breaks the "
+                 "schema (see above)");
+    for (int i = 0; i < 4; i++)
+        unlink(p[i]);
+    rmdir(dir);
+    json_decref(slurm);
+}
