@@ -29,7 +29,8 @@ void forge_buf_append(forge_buf_t *b, const void *p, size_t n);
 void forge_buf_puts(forge_buf_t *b, const char *s);
 void forge_buf_putc(forge_buf_t *b, char c);
 void forge_buf_printf(forge_buf_t *b, const char *fmt, ...) FORGE_PRINTF(2, 3);
-void forge_buf_vprintf(forge_buf_t *b, const char *fmt, va_list ap);
+void forge_buf_vprintf(forge_buf_t *b, const char *fmt, va_list ap)
+    FORGE_PRINTF(2, 0);
 void forge_buf_truncate(forge_buf_t *b, size_t len); /* len <= b->len */
 
 /* Returns the text ("" when empty); the buffer keeps ownership. */

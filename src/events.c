@@ -16,7 +16,8 @@ void forge_event_time(long long at_ms, char *out, size_t size)
 
     gmtime_r(&secs, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, size, "%.19s.%03dZ", stamp, (int)(at_ms % 1000 + 1000) % 1000);
+    snprintf(out, size, "%.19s.%03dZ", stamp,
+             (int)(at_ms % 1000 + 1000) % 1000);
 }
 
 long long forge_event_now_ms(void)

@@ -24,6 +24,16 @@ forge_rc_t forge_prepare(const char *buf, size_t len, const forge_config_t *cfg,
         goto out;
     if (p->request->kind == FORGE_REQUEST_LAUNCH) {
         p->script = forge_render_script(&p->request->launch, cfg);
+        /* srun's argv carries the command once per pool: past this the
+         * kernel would refuse to start it (ARG_MAX is 2 MiB). */
+        if (strlen(p->script) > FORGE_SCRIPT_MAX_BYTES) {
+            rc = forge_error_set(err, FORGE_ETOO_LARGE, "$.command",
+                                 "the rendered script would be %zu bytes; "
+                                 "the limit is %d (command and env are "
+                                 "repeated once per pool)",
+                                 strlen(p->script), FORGE_SCRIPT_MAX_BYTES);
+            goto out;
+        }
         rc = forge_render_payload(&p->request->launch, cfg, catalog, p->script,
                                   &p->payload, err);
         if (rc)

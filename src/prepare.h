@@ -16,6 +16,9 @@
 
 #include <jansson.h>
 
+/* The largest batch script forge_prepare() renders (too_large past it). */
+#define FORGE_SCRIPT_MAX_BYTES (1536 * 1024)
+
 typedef struct forge_prepared {
     forge_request_t *request; /* new */
     char *script;             /* new; NULL for a cancel */

@@ -19,16 +19,18 @@
 
 /* The wrapper each apptainer task runs (a constant: no request data). It
  * hands Slurm's per-task variables (SLURM_PROCID, ..., and the GPU binding
- * slurmd sets) and the pool's identity into the clean container environment
- * through APPTAINERENV_, which no host program reads. $1 pool, $2 roles,
+ * slurmd sets, unless the request set the same name) and the pool's identity
+ * into the clean container environment through APPTAINERENV_, which no host
+ * program reads. $1 pool, $2 roles,
  * then the apptainer argv. */
 static const char apptainer_task_wrapper[] =
     "export APPTAINERENV_FORGE_POOL=\"$1\" APPTAINERENV_FORGE_ROLES=\"$2\"; "
     "shift 2; "
     "for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES "
     "GPU_DEVICE_ORDINAL; do "
-    "[ -n \"${!forge_v+set}\" ] && "
-    "export \"APPTAINERENV_${forge_v}=${!forge_v}\"; done; "
+    "forge_a=APPTAINERENV_$forge_v; "
+    "[ -n \"${!forge_v+set}\" ] && [ -z \"${!forge_a+set}\" ] && "
+    "export \"$forge_a=${!forge_v}\"; done; "
     "exec \"$@\"";
 
 /* Host-side variables the job's tasks also see. */

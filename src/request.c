@@ -113,11 +113,12 @@ static const pattern_t pat_label = {
 
 /* String flags. */
 enum {
-    S_NO_CONTROL = 1 << 0,   /* no U+0000..U+001F, U+007F */
-    S_ABSOLUTE = 1 << 1,     /* starts with '/' */
-    S_NO_DOTDOT = 1 << 2,    /* no ".." path component */
-    S_NO_MOUNT_SEP = 1 << 3, /* no ':' or ',' (mount spec separators) */
-    S_HTTP_URL = 1 << 4,     /* ^https?://[^\s]+$ */
+    S_NO_CONTROL = 1 << 0,  /* no U+0000..U+001F, U+007F */
+    S_ABSOLUTE = 1 << 1,    /* starts with '/' */
+    S_NO_DOTDOT = 1 << 2,   /* no ".." path component */
+    S_MOUNT_CHARS = 1 << 3, /* [A-Za-z0-9._/+@=-] only: no separator or
+                               character a mount spec gives a meaning */
+    S_HTTP_URL = 1 << 4,    /* ^https?://[^\s]+$ */
 };
 
 /* Code points in a UTF-8 string (jansson guarantees valid UTF-8). */
@@ -161,6 +162,14 @@ static bool is_http_url(const char *s)
     return true;
 }
 
+static bool mount_chars_only(const char *s)
+{
+    for (; *s; s++)
+        if (!in_class((unsigned char)*s, P_ALNUM, "._/+@=-"))
+            return false;
+    return true;
+}
+
 /* Why a string breaks its flags, or NULL when it does not. */
 static const char *string_flag_problem(const char *s, unsigned flags)
 {
@@ -170,8 +179,9 @@ static const char *string_flag_problem(const char *s, unsigned flags)
         return "must be an absolute path";
     if ((flags & S_NO_DOTDOT) && has_dotdot(s))
         return "must not contain a '..' component";
-    if ((flags & S_NO_MOUNT_SEP) && strpbrk(s, ":,"))
-        return "must not contain ':' or ',' (mount separators)";
+    if ((flags & S_MOUNT_CHARS) && !mount_chars_only(s))
+        return "may hold only letters, digits and . _ / + @ = - (Pyxis, "
+               "enroot and Apptainer give other characters a meaning)";
     if ((flags & S_HTTP_URL) && !is_http_url(s))
         return "must be an http:// or https:// URL without spaces";
     return NULL;
@@ -404,8 +414,8 @@ static forge_rc_t check_array(json_t *v, size_t min, size_t max, jpath_t *p,
 static forge_rc_t command_array(json_t *v, void *target, jpath_t *p,
                                 forge_error_t *err)
 {
-    static const field_t arg = {"", F_STR, 0, true, NULL, 0,
-                                0,  65536, 0, 0,    NULL};
+    static const field_t arg = {
+        "", F_STR, 0, true, NULL, 0, 0, FORGE_ARG_MAX_CHARS, 0, 0, NULL};
     forge_launch_t *l = target;
     forge_rc_t rc;
     size_t n;
@@ -417,6 +427,10 @@ static forge_rc_t command_array(json_t *v, void *target, jpath_t *p,
     for (size_t i = 0; i < n; i++) {
         size_t old = jpath_index(p, i);
         rc = take_string(json_array_get(v, i), &arg, &l->command[i], p, err);
+        if (!rc && !strcmp(l->command[i], ":"))
+            rc = fail(err, FORGE_ESCHEMA, p,
+                      "must not be a lone ':' (srun splits its command "
+                      "line there)");
         if (!rc && i == 0 &&
             (l->command[0][0] == '\0' || l->command[0][0] == '-' ||
              strchr(l->command[0], '=')))
@@ -467,22 +481,46 @@ static forge_rc_t string_map(json_t *v, forge_kv_t **out, size_t *count,
     return FORGE_OK;
 }
 
+/*
+ * Names a request may not set: Slurm's and the worker's own, and those the
+ * container runtimes take for themselves (apptainer drops HOME and its own
+ * APPTAINER_/SINGULARITY_ names, and reads APPEND_PATH/PREPEND_PATH as edits
+ * of PATH): a value must reach the job as written or be refused.
+ */
+static const char *const reserved_env_prefixes[] = {
+    "SLURM_", "FORGE_", "APPTAINER", "SINGULARITY", NULL};
+static const char *const reserved_env_names[] = {"HOME", "APPEND_PATH",
+                                                 "PREPEND_PATH", NULL};
+
+static bool env_name_reserved(const char *name)
+{
+    for (size_t i = 0; reserved_env_prefixes[i]; i++)
+        if (forge_str_starts_with(name, reserved_env_prefixes[i]))
+            return true;
+    for (size_t i = 0; reserved_env_names[i]; i++)
+        if (!strcmp(name, reserved_env_names[i]))
+            return true;
+    return false;
+}
+
 static forge_rc_t env_map(json_t *v, void *target, jpath_t *p,
                           forge_error_t *err)
 {
-    static const field_t value = {"", F_STR, 0, true, NULL, 0,
-                                  0,  65536, 0, 0,    NULL};
+    static const field_t value = {
+        "", F_STR, 0, true, NULL, 0, 0, FORGE_ARG_MAX_CHARS, 0, 0, NULL};
     forge_launch_t *l = target;
     forge_rc_t rc = string_map(v, &l->env, &l->env_count, 1024, &pat_env,
                                &value, FORGE_EENV_REFUSED, p, err);
 
     for (size_t i = 0; !rc && i < l->env_count; i++) {
         const char *name = l->env[i].key;
-        if (forge_str_starts_with(name, "SLURM_") ||
-            forge_str_starts_with(name, "FORGE_")) {
+        if (env_name_reserved(name)) {
             size_t old = jpath_key(p, name);
             rc = fail(err, FORGE_EENV_REFUSED, p,
-                      "names starting SLURM_ or FORGE_ are reserved%s", "");
+                      "is reserved: names starting SLURM_, FORGE_, "
+                      "APPTAINER*, SINGULARITY*, and HOME, APPEND_PATH, "
+                      "PREPEND_PATH belong to Slurm, the worker or the "
+                      "container runtime");
             jpath_pop(p, old);
         }
     }
@@ -511,7 +549,7 @@ static forge_rc_t labels_map(json_t *v, void *target, jpath_t *p,
                       FORGE_ESCHEMA, p, err);
 }
 
-#define MOUNT_STR (S_NO_CONTROL | S_NO_DOTDOT | S_NO_MOUNT_SEP)
+#define MOUNT_STR (S_NO_CONTROL | S_NO_DOTDOT | S_MOUNT_CHARS)
 #define MT(field) offsetof(forge_mount_t, field)
 static const field_t mount_fields[] = {
     {"source", F_STR, MT(source), true, NULL, MOUNT_STR, 1, 4096, 0,

@@ -21,6 +21,9 @@
 
 #define FORGE_REQUEST_MAX_BYTES (1024 * 1024)
 #define FORGE_POOLS_MAX         8
+/* One command argument or env value, in characters: at most 64 KiB of
+ * UTF-8, well below the kernel's 128 KiB limit on one argv string. */
+#define FORGE_ARG_MAX_CHARS 16384
 
 typedef enum forge_image_format {
     FORGE_IMAGE_SQSH,

@@ -26,7 +26,7 @@ export APPTAINERENV_MASTER_PORT="$MASTER_PORT"
 export APPTAINERENV_WORLD_SIZE="$WORLD_SIZE"
 export APPTAINERENV_NNODES="$NNODES"
 export APPTAINERENV_RLHF_MODE='ppo'
-forge_task='export APPTAINERENV_FORGE_POOL="$1" APPTAINERENV_FORGE_ROLES="$2"; shift 2; for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES GPU_DEVICE_ORDINAL; do [ -n "${!forge_v+set}" ] && export "APPTAINERENV_${forge_v}=${!forge_v}"; done; exec "$@"'
+forge_task='export APPTAINERENV_FORGE_POOL="$1" APPTAINERENV_FORGE_ROLES="$2"; shift 2; for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES GPU_DEVICE_ORDINAL; do forge_a=APPTAINERENV_$forge_v; [ -n "${!forge_v+set}" ] && [ -z "${!forge_a+set}" ] && export "$forge_a=${!forge_v}"; done; exec "$@"'
 
 # One step across every pool; its exit status is the job's.
 exec srun --het-group=0 --nodes=4 --ntasks-per-node=8 --kill-on-bad-exit=1 \

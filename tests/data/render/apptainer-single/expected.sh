@@ -34,7 +34,7 @@ export APPTAINERENV_FORGE_INGEST_ENDPOINT="$FORGE_INGEST_ENDPOINT"
 export APPTAINERENV_FORGE_INGEST_TOKEN="$FORGE_INGEST_TOKEN"
 export APPTAINERENV_NCCL_DEBUG='WARN'
 export APPTAINERENV_WANDB_PROJECT='llm ft'
-forge_task='export APPTAINERENV_FORGE_POOL="$1" APPTAINERENV_FORGE_ROLES="$2"; shift 2; for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES GPU_DEVICE_ORDINAL; do [ -n "${!forge_v+set}" ] && export "APPTAINERENV_${forge_v}=${!forge_v}"; done; exec "$@"'
+forge_task='export APPTAINERENV_FORGE_POOL="$1" APPTAINERENV_FORGE_ROLES="$2"; shift 2; for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES GPU_DEVICE_ORDINAL; do forge_a=APPTAINERENV_$forge_v; [ -n "${!forge_v+set}" ] && [ -z "${!forge_a+set}" ] && export "$forge_a=${!forge_v}"; done; exec "$@"'
 
 # One step across every pool; its exit status is the job's.
 exec srun --nodes=2 --ntasks-per-node=1 --cpus-per-task=32 --kill-on-bad-exit=1 \

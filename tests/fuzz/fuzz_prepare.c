@@ -1,0 +1,558 @@
+/*
+ * fuzz_prepare.c - libFuzzer target over forge_prepare(): any bytes, in both
+ * runtime profiles (each input is tried with an apptainer and an
+ * enroot-pyxis configuration; the image format decides which one renders).
+ *
+ * Besides what AddressSanitizer and UBSan report, it abort()s when
+ *  - a rendered script does not pass `bash -n`;
+ *  - running the script with stand-ins (srun that prints its argv,
+ *    hostname, cat) does not hand srun exactly the argv the request asks
+ *    for: every request value one word, byte for byte;
+ *  - a lone ":" reaches srun's argv outside the component separators (srun
+ *    splits heterogeneous components on it anywhere); set
+ *    FORGE_FUZZ_ALLOW_LONE_COLON=1 to skip this one check;
+ *  - the ingest token reaches the script or the submit body: the request is
+ *    rendered again with another token and nothing may change;
+ *  - a refusal's error (what `forge-worker validate` prints) is not one JSON
+ *    object with "error", "field" and "message" strings.
+ *
+ * Built by tests/fuzz/CMakeLists.txt (FORGE_FUZZ=ON, clang); run by
+ * scripts/fuzz. Temporary files go under $TMPDIR (default /tmp).
+ */
+#include "paths.h"
+#include "prepare.h"
+#include "render.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CLUSTER_ROOT "/cluster/forge"
+
+static const char catalog_json[] =
+    "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+    "\"gpus_per_node\": 8}, \"a100\": {\"slurm_constraint\": \"a100&ib\", "
+    "\"gpus_per_node\": 4}, \"l40s\": {\"slurm_constraint\": null, "
+    "\"gpus_per_node\": 4}}}";
+
+static char root[256];
+static char bin_path[300];
+static forge_config_t *configs[2];
+static forge_series_catalog_t *catalog;
+static bool allow_lone_colon;
+
+/* ---- setup ------------------------------------------------------------ */
+
+static void die(const char *what)
+{
+    perror(what);
+    abort();
+}
+
+static void put_file(const char *rel, const char *text, mode_t mode)
+{
+    char path[512];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        die(path);
+    close(fd);
+}
+
+static void put_dir(const char *rel)
+{
+    char path[512];
+
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    if (mkdir(path, 0755) != 0)
+        die(path);
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag,
+                      struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void cleanup(void)
+{
+    if (root[0])
+        nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    for (size_t i = 0; i < 2; i++)
+        forge_config_destroy(configs[i]);
+    forge_series_catalog_destroy(catalog);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *profiles[] = {"apptainer", "enroot-pyxis"};
+    forge_error_t err = {0};
+    char storage[300], link_target[300], path[512];
+
+    (void)argc;
+    (void)argv;
+    snprintf(root, sizeof(root), "%s/forge-fuzz-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(root))
+        die(root);
+    atexit(cleanup);
+    put_dir("storage");
+    put_dir("storage/runtimes");
+    put_dir("storage/runtimes/images");
+    put_file("storage/runtimes/images/x.sif", "", 0644);
+    put_file("storage/runtimes/images/x.sqsh", "", 0644);
+    put_dir("storage/data");
+    /* An image link that leads outside the runtime root (image_missing). */
+    snprintf(link_target, sizeof(link_target), "%s/outside.sif", root);
+    put_file("outside.sif", "", 0644);
+    snprintf(path, sizeof(path), "%s/storage/runtimes/images/out.sif", root);
+    if (symlink(link_target, path) != 0)
+        die(path);
+    /* Stand-ins for running a script: srun prints its argv. */
+    put_dir("bin");
+    put_file("bin/srun", "#!/bin/sh\nprintf '%s\\0' \"$@\"\n", 0755);
+    put_file("bin/hostname", "#!/bin/sh\necho fuzzhost\n", 0755);
+    put_file("bin/cat", "#!/bin/sh\nprintf 'not-the-token'\n", 0755);
+    snprintf(bin_path, sizeof(bin_path), "PATH=%s/bin:/usr/bin:/bin", root);
+
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", root);
+    for (size_t i = 0; i < 2; i++) {
+        char profile[64];
+        snprintf(profile, sizeof(profile), "FORGE_SLURM_RUNTIME_PROFILE=%s",
+                 profiles[i]);
+        char *envp[] = {storage,
+                        "FORGE_SLURM_STORAGE_ROOT=" CLUSTER_ROOT,
+                        profile,
+                        "FORGE_MOUNT_ALLOW=/datasets:/models",
+                        "FORGE_SLURM_PARTITION=batch",
+                        NULL};
+        if (forge_config_load(envp, &configs[i], &err) != FORGE_OK) {
+            fprintf(stderr, "fuzz_prepare: config: %s\n", err.message);
+            abort();
+        }
+    }
+    if (forge_series_parse(catalog_json, strlen(catalog_json), &catalog,
+                           &err) != FORGE_OK) {
+        fprintf(stderr, "fuzz_prepare: catalogue: %s\n", err.message);
+        abort();
+    }
+    allow_lone_colon = getenv("FORGE_FUZZ_ALLOW_LONE_COLON") != NULL;
+    return 0;
+}
+
+/* ---- running bash ----------------------------------------------------- */
+
+static int memfd_with(const char *name, const char *text)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    size_t n = text ? strlen(text) : 0, done = 0;
+
+    if (fd < 0)
+        die("memfd_create");
+    while (done < n) {
+        ssize_t w = write(fd, text + done, n - done);
+        if (w <= 0)
+            die("write memfd");
+        done += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        die("lseek");
+    return fd;
+}
+
+/* The whole content of a memfd (new, NUL-terminated; *len without it). */
+static char *memfd_read(int fd, size_t *len)
+{
+    off_t end = lseek(fd, 0, SEEK_END);
+    char *buf;
+
+    if (end < 0 || lseek(fd, 0, SEEK_SET) != 0)
+        die("lseek");
+    buf = forge_xmalloc((size_t)end + 1);
+    if (pread(fd, buf, (size_t)end, 0) != end)
+        die("pread");
+    buf[end] = '\0';
+    *len = (size_t)end;
+    return buf;
+}
+
+/* Runs /bin/bash argv with the script on stdin; returns the wait status;
+ * *out and *errout are what it printed (new). */
+static int run_bash(char *const argv[], const char *script, char **out,
+                    size_t *out_len, char **errout)
+{
+    char *envp[] = {bin_path, "SLURM_JOB_ID=123", "SLURM_PROCID=0", NULL};
+    int in = memfd_with("forge-script", script);
+    int ofd = memfd_with("forge-out", NULL);
+    int efd = memfd_with("forge-err", NULL);
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int status = 0;
+    size_t elen;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in, 0);
+    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    if (posix_spawn(&pid, "/bin/bash", &fa, NULL, argv, envp) != 0)
+        die("posix_spawn /bin/bash");
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    *out = memfd_read(ofd, out_len);
+    *errout = memfd_read(efd, &elen);
+    close(in);
+    close(ofd);
+    close(efd);
+    return status;
+}
+
+static void dump_script(const char *script)
+{
+    size_t n = strlen(script);
+
+    fprintf(stderr, "---- script (%zu bytes) ----\n%.*s%s\n----\n", n,
+            (int)(n > 8192 ? 8192 : n), script, n > 8192 ? "\n..." : "");
+}
+
+/* ---- the oracles -------------------------------------------------------- */
+
+static void check_bash_syntax(const char *script)
+{
+    char *argv[] = {"bash", "-n", NULL};
+    char *out, *err;
+    size_t len;
+    int status = run_bash(argv, script, &out, &len, &err);
+
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        dump_script(script);
+        fprintf(stderr, "fuzz_prepare: bash -n refused the script: %s\n", err);
+        abort();
+    }
+    free(out);
+    free(err);
+}
+
+typedef struct words {
+    char **v;
+    size_t n, cap;
+} words_t;
+
+static void push(words_t *w, char *owned)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 64;
+        w->v = forge_xrealloc(w->v, w->cap * sizeof(*w->v));
+    }
+    w->v[w->n++] = owned;
+}
+
+static void pushf(words_t *w, const char *fmt, ...) FORGE_PRINTF(2, 3);
+static void pushf(words_t *w, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    push(w, s);
+}
+
+static void words_free(words_t *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        free(w->v[i]);
+    free(w->v);
+}
+
+static char *roles_of(const forge_launch_t *l, const char *pool)
+{
+    char *out = forge_xstrdup(""), *next;
+
+    for (size_t i = 0; i < l->role_count; i++) {
+        if (strcmp(l->roles[i].value, pool) != 0)
+            continue;
+        if (asprintf(&next, "%s%s%s", out, out[0] ? " " : "", l->roles[i].key) <
+            0)
+            abort();
+        free(out);
+        out = next;
+    }
+    return out;
+}
+
+/* "SRC:TARGET[:ro]" of a mount, the source cluster-side (new). */
+static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
+{
+    char *host = forge_path_mount_source(cfg, m);
+    char *src = forge_path_to_cluster(cfg, host), *spec;
+
+    if (asprintf(&spec, "%s:%s%s", src, m->target, m->read_only ? ":ro" : "") <
+        0)
+        abort();
+    free(host);
+    free(src);
+    return spec;
+}
+
+/* srun's argv as the request asks for it; NULL marks the apptainer task
+ * wrapper (a constant of render.c). */
+static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
+                          words_t *w)
+{
+    char *host_image = forge_path_image(cfg, l);
+    char *image = forge_path_to_cluster(cfg, host_image);
+
+    for (size_t i = 0; i < l->pool_count; i++) {
+        const forge_pool_t *pool = &l->pools[i];
+        char *roles = roles_of(l, pool->name);
+
+        if (i)
+            pushf(w, ":");
+        if (l->pool_count > 1)
+            pushf(w, "--het-group=%zu", i);
+        pushf(w, "--nodes=%d", pool->nodes);
+        pushf(w, "--ntasks-per-node=%d", pool->tasks_per_node);
+        if (pool->cpus_per_task)
+            pushf(w, "--cpus-per-task=%d", pool->cpus_per_task);
+        pushf(w, "--kill-on-bad-exit=1");
+        if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER) {
+            pushf(w, "/bin/bash");
+            pushf(w, "-c");
+            push(w, NULL);
+            pushf(w, "forge-task");
+            pushf(w, "%s", pool->name);
+            pushf(w, "%s", roles);
+            pushf(w, "apptainer");
+            pushf(w, "exec");
+            pushf(w, "--cleanenv");
+            if (pool->gpus_per_node > 0)
+                pushf(w, "--nv");
+            for (size_t m = 0; m < l->mount_count; m++) {
+                pushf(w, "--bind");
+                push(w, mount_spec(cfg, &l->mounts[m]));
+            }
+            if (l->workdir) {
+                pushf(w, "--pwd");
+                pushf(w, "%s", l->workdir);
+            }
+            pushf(w, "%s", image);
+        } else {
+            pushf(w, "--container-image=%s", image);
+            if (l->mount_count) {
+                char *all = forge_xstrdup(""), *next;
+                for (size_t m = 0; m < l->mount_count; m++) {
+                    char *spec = mount_spec(cfg, &l->mounts[m]);
+                    if (asprintf(&next, "%s%s%s", all, m ? "," : "", spec) < 0)
+                        abort();
+                    free(all);
+                    free(spec);
+                    all = next;
+                }
+                pushf(w, "--container-mounts=%s", all);
+                free(all);
+            }
+            if (l->workdir)
+                pushf(w, "--container-workdir=%s", l->workdir);
+            pushf(w, "--no-container-mount-home");
+            pushf(w, "/usr/bin/env");
+            pushf(w, "FORGE_POOL=%s", pool->name);
+            pushf(w, "FORGE_ROLES=%s", roles);
+            for (size_t e = 0; e < l->env_count; e++)
+                pushf(w, "%s=%s", l->env[e].key, l->env[e].value);
+        }
+        for (size_t a = 0; a < l->command_count; a++) {
+            if (!allow_lone_colon && !strcmp(l->command[a], ":")) {
+                fprintf(stderr,
+                        "fuzz_prepare: command[%zu] is a lone \":\": srun "
+                        "splits heterogeneous components on it anywhere "
+                        "in its argv, so the rest of the command would run "
+                        "as a component of its own (accepted by "
+                        "forge_prepare; FORGE_FUZZ_ALLOW_LONE_COLON=1 "
+                        "skips this check)\n",
+                        a);
+                abort();
+            }
+            pushf(w, "%s", l->command[a]);
+        }
+        free(roles);
+    }
+    free(host_image);
+    free(image);
+}
+
+static const char *shown(const char *s)
+{
+    static char buf[512];
+    size_t o = 0;
+
+    for (; s && *s && o < 400; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, 8, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return s ? buf : "(none)";
+}
+
+/* Runs the script with stand-ins and compares srun's argv. */
+static void check_srun_argv(const forge_prepared_t *p,
+                            const forge_config_t *cfg)
+{
+    char *argv[] = {"bash", NULL};
+    char *out, *err;
+    size_t len;
+    int status = run_bash(argv, p->script, &out, &len, &err);
+    words_t want = {0};
+    const char *wrapper = NULL;
+    size_t i = 0, at = 0;
+
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        dump_script(p->script);
+        fprintf(stderr, "fuzz_prepare: the script failed (status %d): %s\n",
+                status, err);
+        abort();
+    }
+    expected_argv(&p->request->launch, cfg, &want);
+    for (; at < len && i < want.n; i++) {
+        const char *got = out + at;
+        at += strlen(got) + 1;
+        if (!want.v[i]) {
+            if (wrapper && strcmp(wrapper, got) != 0) {
+                fprintf(stderr, "fuzz_prepare: task wrappers differ\n");
+                abort();
+            }
+            wrapper = got;
+            continue;
+        }
+        if (strcmp(got, want.v[i]) != 0) {
+            dump_script(p->script);
+            fprintf(stderr, "fuzz_prepare: srun argv[%zu] is %s", i,
+                    shown(got));
+            fprintf(stderr, ", the request asks for %s\n", shown(want.v[i]));
+            abort();
+        }
+    }
+    if (i != want.n || at != len) {
+        dump_script(p->script);
+        fprintf(stderr,
+                "fuzz_prepare: srun got a different number of arguments "
+                "(expected %zu)\n",
+                want.n);
+        abort();
+    }
+    words_free(&want);
+    free(out);
+    free(err);
+}
+
+/* Rendering again with another token changes nothing. */
+static void check_token(forge_prepared_t *p, const forge_config_t *cfg)
+{
+    forge_launch_t *l = &p->request->launch;
+    char *token = l->ingest_token, *other, *script;
+    json_t *payload = NULL;
+    forge_error_t err = {0};
+    size_t n;
+
+    if (!token)
+        return;
+    n = strlen(token);
+    other = forge_xmalloc(n + 2);
+    memcpy(other, token, n);
+    other[n] = n && token[n - 1] == 'x' ? 'y' : 'x';
+    other[n + 1] = '\0';
+    l->ingest_token = other;
+    script = forge_render_script(l, cfg);
+    if (forge_render_payload(l, cfg, catalog, script, &payload, &err) !=
+        FORGE_OK) {
+        fprintf(stderr, "fuzz_prepare: second render failed: %s\n",
+                err.message);
+        abort();
+    }
+    l->ingest_token = token;
+    /* (The token may also be written elsewhere in the request, as a
+     * command argument say: only a difference counts.) */
+    if (strcmp(script, p->script) != 0) {
+        dump_script(p->script);
+        fprintf(stderr,
+                "fuzz_prepare: the ingest token %s shapes the "
+                "script\n",
+                shown(token));
+        abort();
+    }
+    if (!json_equal(payload, p->payload)) {
+        fprintf(stderr, "fuzz_prepare: the ingest token shapes the submit "
+                        "body\n");
+        abort();
+    }
+    free(script);
+    json_decref(payload);
+    free(other);
+}
+
+static void check_error_json(const forge_error_t *err)
+{
+    char *text = forge_error_json(err);
+    json_error_t jerr;
+    json_t *o = json_loads(text, 0, &jerr);
+
+    if (!json_is_object(o) || !json_is_string(json_object_get(o, "error")) ||
+        !json_is_string(json_object_get(o, "field")) ||
+        !json_is_string(json_object_get(o, "message")) ||
+        !strcmp(forge_rc_name(err->code), "unknown")) {
+        fprintf(stderr, "fuzz_prepare: bad error JSON for code %d: %s\n",
+                (int)err->code, text);
+        abort();
+    }
+    json_decref(o);
+    free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    for (size_t i = 0; i < 2; i++) {
+        forge_prepared_t *p = NULL;
+        forge_error_t err = {0};
+        forge_rc_t rc = forge_prepare((const char *)data, size, configs[i],
+                                      catalog, &p, &err);
+
+        if (rc != FORGE_OK) {
+            if (p)
+                abort();
+            check_error_json(&err);
+            continue;
+        }
+        if (p->script) {
+            check_bash_syntax(p->script);
+            check_srun_argv(p, configs[i]);
+            check_token(p, configs[i]);
+        }
+        forge_prepared_destroy(p);
+    }
+    return 0;
+}
