@@ -1,0 +1,484 @@
+/*
+ * kafka.c - consumer, transactional producer, restore reader (kafka.h).
+ *
+ * Error tiers, as in librdkafka's examples/transactions.c: retriable →
+ * call again; txn_requires_abort → abort, rewind the consumer to the
+ * committed offsets, report ABORTED; fatal (fenced) → FATAL. Consumer
+ * errors are logged and consumption goes on.
+ */
+#include "kafka.h"
+#include "buf.h"
+#include "log.h"
+#include "util.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TXN_TIMEOUT_MS 30000
+
+struct forge_kafka {
+    const forge_config_t *cfg; /* borrowed, outlives the object */
+    forge_kafka_handlers_t handlers;
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    rd_kafka_t *reader;       /* restores; created on first use */
+    rd_kafka_message_t *last; /* the message handed out by poll */
+    rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
+    bool in_txn;
+};
+
+static forge_rc_t set(rd_kafka_conf_t *conf, const char *name,
+                      const char *value, forge_error_t *err)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK)
+        return forge_error_set(err, FORGE_ECONFIG, name, "librdkafka %s=%s: %s",
+                               name, value, errstr);
+    return FORGE_OK;
+}
+
+/* The operator's FORGE_KAFKA_PROP_* first, then ours (which win). */
+static rd_kafka_conf_t *base_conf(const forge_config_t *cfg, forge_error_t *err)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+    for (size_t i = 0; i < cfg->kafka_prop_count; i++)
+        if (set(conf, cfg->kafka_props[i].name, cfg->kafka_props[i].value, err))
+            goto fail;
+    if (set(conf, "bootstrap.servers", cfg->kafka_brokers, err) ||
+        set(conf, "client.id", cfg->worker_id, err))
+        goto fail;
+    return conf;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
+                                const char *topic, size_t *n)
+{
+    int32_t *p = forge_xcalloc((size_t)l->cnt + 1, sizeof(int32_t));
+
+    *n = 0;
+    for (int i = 0; i < l->cnt; i++)
+        if (!strcmp(l->elems[i].topic, topic))
+            p[(*n)++] = l->elems[i].partition;
+    return p;
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    forge_kafka_t *k = opaque;
+    size_t n;
+    int32_t *p = partition_array(parts, k->cfg->topic_requests, &n);
+    rd_kafka_error_t *e;
+
+    if (why == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if ((e = rd_kafka_incremental_assign(rk, parts)))
+            rd_kafka_error_destroy(e);
+        rd_kafka_pause_partitions(rk, parts);
+        forge_log_info("assigned %zu partition(s)", n);
+        k->handlers.assigned(k->handlers.ctx, p, n);
+    } else {
+        bool lost = rd_kafka_assignment_lost(rk);
+        if (!lost && k->handlers.flush(k->handlers.ctx) != 0)
+            lost = true; /* could not commit: treat as lost */
+        if (lost && k->in_txn) {
+            if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS)))
+                rd_kafka_error_destroy(e);
+            k->in_txn = false;
+            rd_kafka_topic_partition_list_destroy(k->offsets);
+            k->offsets = rd_kafka_topic_partition_list_new(8);
+        }
+        forge_log_info("revoked %zu partition(s)%s", n, lost ? " (lost)" : "");
+        k->handlers.revoked(k->handlers.ctx, p, n, lost);
+        if ((e = rd_kafka_incremental_unassign(rk, parts)))
+            rd_kafka_error_destroy(e);
+    }
+    free(p);
+}
+
+static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
+{
+    rd_kafka_conf_t *conf = base_conf(k->cfg, err);
+    rd_kafka_topic_partition_list_t *topics;
+    char errstr[256];
+
+    if (!conf || set(conf, "group.id", k->cfg->kafka_group_id, err) ||
+        set(conf, "enable.auto.commit", "false", err) ||
+        set(conf, "enable.auto.offset.store", "false", err) ||
+        set(conf, "isolation.level", "read_committed", err) ||
+        set(conf, "auto.offset.reset", "earliest", err) ||
+        set(conf, "partition.assignment.strategy", "cooperative-sticky", err)) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        return FORGE_ECONFIG;
+    }
+    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_opaque(conf, k);
+    if (!(k->consumer =
+              rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr))))
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
+                               "consumer: %s", errstr);
+    rd_kafka_poll_set_consumer(k->consumer);
+    topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, k->cfg->topic_requests,
+                                      RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(k->consumer, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e)
+        return forge_error_set(err, FORGE_EIO, "FORGE_KAFKA_TOPIC_REQUESTS",
+                               "subscribe: %s", rd_kafka_err2str(e));
+    return FORGE_OK;
+}
+
+static forge_rc_t new_producer(forge_kafka_t *k, forge_error_t *err)
+{
+    rd_kafka_conf_t *conf = base_conf(k->cfg, err);
+    forge_buf_t txid = FORGE_BUF_INIT;
+    rd_kafka_error_t *e;
+    char errstr[256];
+    forge_rc_t rc = FORGE_ECONFIG;
+
+    /* Stable per worker instance: a restarted worker fences its zombie. */
+    forge_buf_printf(&txid, "forge-worker-%s", k->cfg->worker_id);
+    if (!conf || set(conf, "transactional.id", forge_buf_str(&txid), err) ||
+        set(conf, "partitioner", "murmur2_random", err) ||
+        set(conf, "acks", "all", err)) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        goto out;
+    }
+    if (!(k->producer =
+              rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+        forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
+                        "producer: %s", errstr);
+        goto out;
+    }
+    if ((e = rd_kafka_init_transactions(k->producer, 60000))) {
+        forge_error_set(err, FORGE_EIO, "FORGE_KAFKA_BROKERS",
+                        "init_transactions: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        goto out;
+    }
+    rc = FORGE_OK;
+out:
+    forge_buf_free(&txid);
+    return rc;
+}
+
+forge_rc_t forge_kafka_new(const forge_config_t *cfg,
+                           const forge_kafka_handlers_t *handlers,
+                           forge_kafka_t **out, forge_error_t *err)
+{
+    forge_kafka_t *k = forge_xcalloc(1, sizeof(*k));
+    forge_rc_t rc;
+
+    *out = NULL;
+    k->cfg = cfg;
+    k->handlers = *handlers;
+    k->offsets = rd_kafka_topic_partition_list_new(8);
+    if ((rc = new_producer(k, err)) || (rc = new_consumer(k, err))) {
+        forge_kafka_destroy(k);
+        return rc;
+    }
+    *out = k;
+    return FORGE_OK;
+}
+
+void forge_kafka_destroy(forge_kafka_t *k)
+{
+    rd_kafka_error_t *e;
+
+    if (!k)
+        return;
+    if (k->last)
+        rd_kafka_message_destroy(k->last);
+    if (k->consumer) {
+        rd_kafka_consumer_close(k->consumer); /* runs the revoke handler */
+        rd_kafka_destroy(k->consumer);
+    }
+    if (k->producer) {
+        if (k->in_txn &&
+            (e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS)))
+            rd_kafka_error_destroy(e);
+        rd_kafka_destroy(k->producer);
+    }
+    if (k->reader)
+        rd_kafka_destroy(k->reader);
+    rd_kafka_topic_partition_list_destroy(k->offsets);
+    free(k);
+}
+
+bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
+                      forge_kafka_message_t *msg)
+{
+    rd_kafka_message_t *m;
+
+    if (k->last) {
+        rd_kafka_message_destroy(k->last);
+        k->last = NULL;
+    }
+    rd_kafka_poll(k->producer, 0); /* delivery reports, errors */
+    if (!(m = rd_kafka_consumer_poll(k->consumer, timeout_ms)))
+        return false;
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            forge_log_warn("consumer: %s", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        return false;
+    }
+    k->last = m;
+    msg->partition = m->partition;
+    msg->offset = m->offset;
+    msg->key = m->key;
+    msg->key_len = m->key_len;
+    msg->value = m->payload;
+    msg->value_len = m->len;
+    return true;
+}
+
+static void pause_or_resume(forge_kafka_t *k, int32_t partition, bool pause)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+
+    rd_kafka_topic_partition_list_add(l, k->cfg->topic_requests, partition);
+    if (pause)
+        rd_kafka_pause_partitions(k->consumer, l);
+    else
+        rd_kafka_resume_partitions(k->consumer, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+void forge_kafka_resume(forge_kafka_t *k, int32_t partition)
+{
+    pause_or_resume(k, partition, false);
+}
+
+void forge_kafka_pause_all(forge_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+
+    if (rd_kafka_assignment(k->consumer, &l) == 0 && l) {
+        rd_kafka_pause_partitions(k->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+}
+
+static int begin(forge_kafka_t *k, forge_error_t *err)
+{
+    rd_kafka_error_t *e;
+
+    if (k->in_txn)
+        return 0;
+    if ((e = rd_kafka_begin_transaction(k->producer))) {
+        forge_error_set(err, FORGE_EIO, "kafka", "begin_transaction: %s",
+                        rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return -1;
+    }
+    k->in_txn = true;
+    return 0;
+}
+
+forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
+                               int32_t partition, const char *key,
+                               const void *value, size_t len,
+                               const char *error_code,
+                               const char *error_message, forge_error_t *err)
+{
+    rd_kafka_headers_t *h = rd_kafka_headers_new(3);
+    rd_kafka_resp_err_t e;
+
+    if (begin(k, err)) {
+        rd_kafka_headers_destroy(h);
+        return FORGE_EIO;
+    }
+    if (error_code) {
+        rd_kafka_header_add(h, "forge.error.code", -1, error_code, -1);
+        rd_kafka_header_add(h, "forge.error.message", -1, error_message, -1);
+    } else {
+        rd_kafka_header_add(h, "content-type", -1,
+                            "application/cloudevents+json", -1);
+    }
+    e = rd_kafka_producev(
+        k->producer, RD_KAFKA_V_TOPIC(topic),
+        RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+        RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+        RD_KAFKA_V_VALUE((void *)value, len),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_END);
+    if (e) {
+        rd_kafka_headers_destroy(h);
+        return forge_error_set(err, FORGE_EIO, topic, "produce to %s: %s",
+                               topic, rd_kafka_err2str(e));
+    }
+    return FORGE_OK;
+}
+
+void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset)
+{
+    rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
+        k->offsets, k->cfg->topic_requests, partition);
+
+    if (!p)
+        p = rd_kafka_topic_partition_list_add(
+            k->offsets, k->cfg->topic_requests, partition);
+    if (offset + 1 > p->offset)
+        p->offset = offset + 1;
+}
+
+bool forge_kafka_pending(const forge_kafka_t *k)
+{
+    return k->in_txn || k->offsets->cnt > 0;
+}
+
+/* After an abort: every assigned partition back to its committed offset. */
+static void rewind_consumer(forge_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_error_t *e;
+
+    if (rd_kafka_assignment(k->consumer, &l) || !l)
+        return;
+    if (rd_kafka_committed(k->consumer, l, 10000) == 0) {
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset < 0)
+                l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+        if ((e = rd_kafka_seek_partitions(k->consumer, l, 10000)))
+            rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
+{
+    forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS))) {
+        forge_log_error("abort_transaction: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return FORGE_KAFKA_FATAL;
+    }
+    k->in_txn = false;
+    rewind_consumer(k);
+    return FORGE_KAFKA_ABORTED;
+}
+
+/* Runs a transactional step, retrying retriable errors. */
+static rd_kafka_error_t *send_and_commit(forge_kafka_t *k)
+{
+    rd_kafka_consumer_group_metadata_t *md =
+        rd_kafka_consumer_group_metadata(k->consumer);
+    rd_kafka_error_t *e = NULL;
+
+    for (int tries = 0; tries < 10; tries++) {
+        if (e)
+            rd_kafka_error_destroy(e);
+        e = k->offsets->cnt ? rd_kafka_send_offsets_to_transaction(
+                                  k->producer, k->offsets, md, TXN_TIMEOUT_MS)
+                            : NULL;
+        if (!e)
+            e = rd_kafka_commit_transaction(k->producer, TXN_TIMEOUT_MS);
+        if (!e || !rd_kafka_error_is_retriable(e))
+            break;
+    }
+    rd_kafka_consumer_group_metadata_destroy(md);
+    return e;
+}
+
+forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
+{
+    forge_error_t err = {0};
+    rd_kafka_error_t *e;
+    forge_kafka_outcome_t out = FORGE_KAFKA_COMMITTED;
+
+    if (!forge_kafka_pending(k))
+        return FORGE_KAFKA_COMMITTED;
+    if (begin(k, &err)) {
+        forge_log_error("%s", err.message);
+        return FORGE_KAFKA_FATAL;
+    }
+    if ((e = send_and_commit(k))) {
+        if (rd_kafka_error_is_fatal(e)) {
+            forge_log_error("transaction: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            out = FORGE_KAFKA_FATAL;
+        } else {
+            out = abort_txn(k, e);
+        }
+    } else {
+        k->in_txn = false;
+    }
+    rd_kafka_topic_partition_list_destroy(k->offsets);
+    k->offsets = rd_kafka_topic_partition_list_new(8);
+    return out;
+}
+
+/* ---- restore ------------------------------------------------------------ */
+
+static rd_kafka_t *reader(forge_kafka_t *k)
+{
+    forge_error_t err = {0};
+    rd_kafka_conf_t *conf;
+    char errstr[256];
+
+    if (k->reader)
+        return k->reader;
+    conf = base_conf(k->cfg, &err);
+    if (!conf || set(conf, "group.id", "forge-worker-restore", &err) ||
+        set(conf, "enable.auto.commit", "false", &err) ||
+        set(conf, "isolation.level", "read_committed", &err) ||
+        set(conf, "enable.partition.eof", "true", &err)) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        forge_log_error("restore reader: %s", err.message);
+        return NULL;
+    }
+    k->reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!k->reader)
+        forge_log_error("restore reader: %s", errstr);
+    return k->reader;
+}
+
+int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
+                        void (*fn)(void *ctx, const char *key, size_t key_len,
+                                   const char *value, size_t len),
+                        void *ctx, int timeout_ms)
+{
+    rd_kafka_t *r = reader(k);
+    rd_kafka_topic_partition_list_t *l;
+    int rc = -1, waited = 0;
+
+    if (!r)
+        return -1;
+    l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, partition)
+        ->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
+    while (waited < timeout_ms) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 100);
+        if (!m) {
+            waited += 100;
+            continue;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            rd_kafka_message_destroy(m);
+            rc = 0;
+            break;
+        }
+        if (!m->err)
+            fn(ctx, m->key, m->key_len, m->payload, m->len);
+        else
+            forge_log_warn("restore: %s", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_assign(r, NULL);
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * kafka.h - librdkafka stays behind this wall. One consumer (the requests
+ * topic, a consumer group with cooperative-sticky assignment, manual
+ * offsets, read_committed), one transactional producer (KIP-447: input
+ * offsets committed inside the transaction that carries the events and the
+ * state records), and a group-less reader of the state topic for restores.
+ *
+ * Threads: every function here is called from the consume loop's thread
+ * only (the rebalance callbacks run inside forge_kafka_poll on that thread).
+ */
+#ifndef FORGE_KAFKA_H
+#define FORGE_KAFKA_H
+
+#include "config.h"
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct forge_kafka forge_kafka_t;
+
+/* Called from forge_kafka_poll() during a rebalance, on the loop's thread.
+ * assigned: the partitions are assigned and paused; the callee restores
+ * them and calls forge_kafka_resume(). revoked: pending work of the loop
+ * was committed (or, when lost, aborted) before; the callee drops them. */
+typedef struct forge_kafka_handlers {
+    void *ctx;
+    void (*assigned)(void *ctx, const int32_t *partitions, size_t n);
+    void (*revoked)(void *ctx, const int32_t *partitions, size_t n, bool lost);
+    /* Commit what is pending before partitions go (returns 0 on success). */
+    int (*flush)(void *ctx);
+} forge_kafka_handlers_t;
+
+/* One request message, borrowed until the next forge_kafka_poll(). */
+typedef struct forge_kafka_message {
+    int32_t partition;
+    int64_t offset;
+    const char *key;
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+} forge_kafka_message_t;
+
+forge_rc_t forge_kafka_new(const forge_config_t *cfg,
+                           const forge_kafka_handlers_t *handlers,
+                           forge_kafka_t **out,
+                           forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Closes the consumer (leaving the group: the revoke handler runs), aborts
+ * an open transaction, destroys everything. NULL-safe. */
+void forge_kafka_destroy(forge_kafka_t *k);
+
+/* Serves callbacks; returns true with *msg when a request arrived within
+ * timeout_ms. Consumer errors are logged, never fatal. */
+bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
+                      forge_kafka_message_t *msg);
+
+void forge_kafka_resume(forge_kafka_t *k, int32_t partition);
+void forge_kafka_pause_all(forge_kafka_t *k);
+
+/* ---- the transaction ---------------------------------------------------- */
+
+typedef enum forge_kafka_outcome {
+    FORGE_KAFKA_COMMITTED = 0,
+    FORGE_KAFKA_ABORTED, /* rewound to the committed offsets: the caller
+                            must drop in-memory changes and restore */
+    FORGE_KAFKA_FATAL,   /* fenced or broken: exit and let a supervisor
+                            restart the worker */
+} forge_kafka_outcome_t;
+
+/* Adds a message to the current transaction (begun on first use).
+ * partition -1: the producer's partitioner (murmur2_random, by key). */
+forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
+                               int32_t partition, const char *key,
+                               const void *value, size_t len,
+                               const char *error_code,
+                               const char *error_message,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The request at (partition, offset) is handled: its offset + 1 goes into
+ * the transaction. */
+void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset);
+
+/* True when produce or mark_done added something not yet committed. */
+bool forge_kafka_pending(const forge_kafka_t *k);
+
+/* Sends the offsets and commits; on an abortable error aborts and rewinds
+ * the consumer to its committed offsets. */
+forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k);
+
+/* ---- restore ----------------------------------------------------------- */
+
+/* Reads partition `partition` of the state topic from the beginning to its
+ * end (last stable offset), calling fn for every record (value NULL for a
+ * tombstone). Returns 0, or -1 when the end could not be reached. */
+int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
+                        void (*fn)(void *ctx, const char *key, size_t key_len,
+                                   const char *value, size_t len),
+                        void *ctx, int timeout_ms);
+
+#endif

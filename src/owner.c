@@ -1,0 +1,157 @@
+/*
+ * owner.c - owned partitions and the launch table (owner.h): a fixed
+ * bucket array with chaining (FNV-1a), and a small partition array.
+ */
+#include "owner.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS        4096
+#define PARTITIONS_MAX 4096
+
+typedef enum { P_NONE = 0, P_RESTORING, P_READY } pstate_t;
+
+struct forge_owner {
+    forge_entry_t *buckets[BUCKETS];
+    size_t count;
+    unsigned char partitions[PARTITIONS_MAX]; /* pstate_t */
+};
+
+static size_t bucket_of(const char *key)
+{
+    uint32_t h = 2166136261u;
+
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 16777619u;
+    return h % BUCKETS;
+}
+
+static void entry_free(forge_entry_t *e)
+{
+    forge_launch_record_free(e->rec);
+    forge_request_destroy(e->req);
+    free(e);
+}
+
+forge_owner_t *forge_owner_new(void)
+{
+    return forge_xcalloc(1, sizeof(forge_owner_t));
+}
+
+void forge_owner_destroy(forge_owner_t *o)
+{
+    if (!o)
+        return;
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (forge_entry_t *e = o->buckets[b], *next; e; e = next) {
+            next = e->next;
+            entry_free(e);
+        }
+    free(o);
+}
+
+forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id)
+{
+    for (forge_entry_t *e = o->buckets[bucket_of(launch_id)]; e; e = e->next)
+        if (!strcmp(e->rec->launch_id, launch_id))
+            return e;
+    return NULL;
+}
+
+forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
+                               forge_request_t *req, int32_t partition)
+{
+    forge_entry_t **slot = &o->buckets[bucket_of(rec->launch_id)];
+    forge_entry_t *e;
+
+    for (e = *slot; e; e = e->next)
+        if (!strcmp(e->rec->launch_id, rec->launch_id))
+            break;
+    if (e) { /* replace in place: a newer attempt */
+        forge_launch_record_free(e->rec);
+        forge_request_destroy(e->req);
+        forge_entry_t *next = e->next;
+        memset(e, 0, sizeof(*e));
+        e->next = next;
+    } else {
+        e = forge_xcalloc(1, sizeof(*e));
+        e->next = *slot;
+        *slot = e;
+        o->count++;
+    }
+    e->rec = rec;
+    e->req = req;
+    e->partition = partition;
+    return e;
+}
+
+void forge_owner_assign(forge_owner_t *o, int32_t p)
+{
+    if (p >= 0 && p < PARTITIONS_MAX)
+        o->partitions[p] = P_RESTORING;
+}
+
+void forge_owner_set_ready(forge_owner_t *o, int32_t p)
+{
+    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING)
+        o->partitions[p] = P_READY;
+}
+
+void forge_owner_drop(forge_owner_t *o, int32_t p)
+{
+    if (p < 0 || p >= PARTITIONS_MAX)
+        return;
+    o->partitions[p] = P_NONE;
+    for (size_t b = 0; b < BUCKETS; b++) {
+        forge_entry_t **link = &o->buckets[b];
+        while (*link) {
+            forge_entry_t *e = *link;
+            if (e->partition == p) {
+                *link = e->next;
+                entry_free(e);
+                o->count--;
+            } else {
+                link = &e->next;
+            }
+        }
+    }
+}
+
+bool forge_owner_owns(const forge_owner_t *o, int32_t p)
+{
+    return p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_READY;
+}
+
+bool forge_owner_ready(const forge_owner_t *o)
+{
+    for (size_t p = 0; p < PARTITIONS_MAX; p++)
+        if (o->partitions[p] == P_RESTORING)
+            return false;
+    return true;
+}
+
+int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)
+{
+    int32_t *out = forge_xcalloc(PARTITIONS_MAX, sizeof(int32_t));
+
+    *n = 0;
+    for (int32_t p = 0; p < PARTITIONS_MAX; p++)
+        if (o->partitions[p] != P_NONE)
+            out[(*n)++] = p;
+    return out;
+}
+
+void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
+                      void *ctx)
+{
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (forge_entry_t *e = o->buckets[b]; e; e = e->next)
+            fn(ctx, e);
+}
+
+size_t forge_owner_count(const forge_owner_t *o)
+{
+    return o->count;
+}

@@ -1,0 +1,54 @@
+/*
+ * owner.h - what this worker owns: the partitions of the requests topic
+ * assigned to it (and whether each is restored yet), and the launches keyed
+ * to them (contract section 1: partition ownership is job ownership).
+ *
+ * Threads: the consume loop's thread only.
+ */
+#ifndef FORGE_OWNER_H
+#define FORGE_OWNER_H
+
+#include "launch.h"
+#include "request.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct forge_entry {
+    forge_launch_record_t *rec; /* owned */
+    forge_request_t *req;       /* owned, parsed request; NULL if unknown */
+    int32_t partition;
+    bool busy;             /* a submit/cancel for it is in flight */
+    long long retry_at_ms; /* a failed submit waits until then */
+    int submit_failures;
+    struct forge_entry *next; /* bucket chain */
+} forge_entry_t;
+
+typedef struct forge_owner forge_owner_t;
+
+forge_owner_t *forge_owner_new(void);
+void forge_owner_destroy(forge_owner_t *o); /* NULL-safe */
+
+forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id);
+
+/* Adds or replaces the entry of rec->launch_id (rec and req stolen). */
+forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
+                               forge_request_t *req, int32_t partition);
+
+/* Partition bookkeeping: assigned-but-restoring vs ready. */
+void forge_owner_assign(forge_owner_t *o, int32_t partition);
+void forge_owner_set_ready(forge_owner_t *o, int32_t partition);
+void forge_owner_drop(forge_owner_t *o, int32_t partition);
+bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
+/* Every assigned partition is restored (the worker's readiness). */
+bool forge_owner_ready(const forge_owner_t *o);
+/* Partitions assigned now (new array, *n entries). */
+int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n);
+
+/* Calls fn for every entry (fn must not add or remove entries). */
+void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
+                      void *ctx);
+
+size_t forge_owner_count(const forge_owner_t *o);
+
+#endif

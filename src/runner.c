@@ -1,0 +1,416 @@
+/*
+ * runner.c - a thread with a slurmrestd client, an inbox and an outbox
+ * (runner.h). Threads: `lock` guards both queues and `stopping`; the
+ * thread waits on `wake`; everything else in a work item is touched by one
+ * thread at a time (ownership moves with the item).
+ */
+#include "runner.h"
+#include "buf.h"
+#include "log.h"
+#include "prepare.h"
+#include "render.h"
+#include "slurm/verdict.h"
+#include "staging.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIGNATURES_MAX 65536
+
+typedef struct signature {
+    uint32_t job_id;
+    char *states; /* what the last tick saw, to spot changes */
+} signature_t;
+
+struct forge_runner {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    char *name;
+    forge_slurm_client_t *client;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    forge_work_t *inbox, *outbox;
+    size_t in_flight;
+    bool stopping;
+    signature_t *sigs; /* poll runner only; its thread only */
+    size_t sig_count;
+};
+
+void forge_work_free(forge_work_t *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->item_count; i++) {
+        free(w->items[i].launch_id);
+        free(w->items[i].component_ids);
+        forge_slurm_job_list_free(&w->items[i].jobs);
+    }
+    free(w->items);
+    free(w->launch_id);
+    free(w->request);
+    free(w->component_ids);
+    free(w);
+}
+
+static void append(forge_work_t **list, forge_work_t *w)
+{
+    w->next = NULL;
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
+}
+
+/* ---- submit ------------------------------------------------------------ */
+
+static void set_message(forge_work_t *w, const forge_slurm_result_t *res)
+{
+    snprintf(w->message, sizeof(w->message), "%s", res->message);
+}
+
+/* Jobs carrying this launch's comment tag that are still alive. */
+static forge_slurm_status_t find_tagged(forge_runner_t *r,
+                                        const forge_work_t *w,
+                                        forge_slurm_job_list_t *jobs,
+                                        forge_slurm_result_t *res)
+{
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    forge_slurm_status_t st =
+        forge_slurm_find_by_comment(r->client, comment, jobs, res);
+
+    free(comment);
+    return st;
+}
+
+/* The leader and component ids of job_id (details; just the id when the
+ * details cannot be had). */
+static void learn_components(forge_runner_t *r, forge_work_t *w)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+
+    if (forge_slurm_job_details(r->client, w->job_id, &jobs, &res) ==
+            FORGE_SLURM_OK &&
+        jobs.count > 0) {
+        w->component_ids = forge_xcalloc(jobs.count, sizeof(uint32_t));
+        for (size_t i = 0; i < jobs.count; i++)
+            w->component_ids[i] = jobs.jobs[i].job_id;
+        w->component_count = jobs.count;
+    } else {
+        w->component_ids = forge_xcalloc(1, sizeof(uint32_t));
+        w->component_ids[0] = w->job_id;
+        w->component_count = 1;
+    }
+    forge_slurm_job_list_free(&jobs);
+}
+
+/* Outcome unknown: the tag says whether the job exists. */
+static bool adopt_tagged(forge_runner_t *r, forge_work_t *w)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    bool found = false;
+
+    if (find_tagged(r, w, &jobs, &res) == FORGE_SLURM_OK && jobs.count > 0) {
+        uint32_t leader = jobs.jobs[0].het_job_id ? jobs.jobs[0].het_job_id
+                                                  : jobs.jobs[0].job_id;
+        w->job_id = leader;
+        found = true;
+    }
+    forge_slurm_job_list_free(&jobs);
+    return found;
+}
+
+static void do_submit(forge_runner_t *r, forge_work_t *w)
+{
+    forge_prepared_t *p = NULL;
+    forge_slurm_result_t res = {0};
+    forge_slurm_submit_t sub;
+    forge_error_t err = {0};
+    char *staging = NULL;
+
+    if (forge_prepare(w->request, w->request_len, r->cfg, r->catalog, &p,
+                      &err) ||
+        !p->payload) {
+        w->status = FORGE_SLURM_REJECTED;
+        snprintf(w->message, sizeof(w->message), "%s", err.message);
+        goto out;
+    }
+    if (forge_staging_prepare(r->cfg, &p->request->launch, p->script, &staging,
+                              &err)) {
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+        snprintf(w->message, sizeof(w->message), "%s", err.message);
+        goto out;
+    }
+    w->status = forge_slurm_submit(r->client, p->payload, &sub, &res);
+    set_message(w, &res);
+    if (w->status == FORGE_SLURM_OK) {
+        w->job_id = sub.job_id;
+    } else if (w->status != FORGE_SLURM_REJECTED &&
+               w->status != FORGE_SLURM_AUTH && adopt_tagged(r, w)) {
+        w->status = FORGE_SLURM_OK; /* it did reach Slurm */
+    }
+    if (w->status == FORGE_SLURM_OK)
+        learn_components(r, w);
+out:
+    free(staging);
+    forge_prepared_destroy(p);
+}
+
+/* An intent found at restore without a job id: never two live jobs. */
+static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_error_t err = {0};
+
+    w->status = find_tagged(r, w, &jobs, &res);
+    for (size_t i = 0; w->status == FORGE_SLURM_OK && i < jobs.count; i++) {
+        forge_slurm_status_t st =
+            forge_slurm_cancel(r->client, jobs.jobs[i].job_id, NULL, &res);
+        if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
+            w->status = st;
+        forge_log_info("cancelled job %u left by an interrupted submit of %s",
+                       jobs.jobs[i].job_id, w->launch_id);
+    }
+    forge_slurm_job_list_free(&jobs);
+    if (w->status != FORGE_SLURM_OK) {
+        set_message(w, &res);
+        return;
+    }
+    if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err))
+        forge_log_warn("%s", err.message);
+    do_submit(r, w);
+}
+
+static void do_cancel(forge_runner_t *r, forge_work_t *w)
+{
+    forge_slurm_result_t res = {0};
+
+    w->status = forge_slurm_cancel(r->client, w->job_id, NULL, &res);
+    set_message(w, &res);
+}
+
+/* ---- poll ---------------------------------------------------------------- */
+
+static char *states_signature(const forge_slurm_job_list_t *jobs,
+                              const forge_poll_item_t *it)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    for (size_t i = 0; i < jobs->count; i++) {
+        const forge_slurm_job_t *j = &jobs->jobs[i];
+        bool ours = j->job_id == it->job_id;
+        for (size_t c = 0; !ours && c < it->component_count; c++)
+            ours = j->job_id == it->component_ids[c];
+        if (!ours)
+            continue;
+        forge_buf_printf(&b, "%u:", j->job_id);
+        for (size_t s = 0; s < j->state_count; s++)
+            forge_buf_printf(&b, "%s,", j->state[s]);
+        forge_buf_putc(&b, ';');
+    }
+    return forge_buf_take(&b);
+}
+
+/* Swaps in the new signature; true when it differs from the last one. */
+static bool signature_changed(forge_runner_t *r, uint32_t job_id, char *sig)
+{
+    for (size_t i = 0; i < r->sig_count; i++) {
+        if (r->sigs[i].job_id != job_id)
+            continue;
+        bool changed = strcmp(r->sigs[i].states, sig) != 0;
+        free(r->sigs[i].states);
+        r->sigs[i].states = sig;
+        return changed;
+    }
+    if (r->sig_count == SIGNATURES_MAX) { /* forget the oldest */
+        free(r->sigs[0].states);
+        memmove(r->sigs, r->sigs + 1, --r->sig_count * sizeof(*r->sigs));
+    }
+    r->sigs = forge_xrealloc(r->sigs, (r->sig_count + 1) * sizeof(*r->sigs));
+    r->sigs[r->sig_count++] = (signature_t){job_id, sig};
+    return true;
+}
+
+/* One item whose ids were missing from jobs/state: accounting decides. */
+static void poll_absent(forge_runner_t *r, forge_poll_item_t *it)
+{
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st =
+        forge_slurm_job_accounting(r->client, it->job_id, &it->jobs, &res);
+
+    if (st == FORGE_SLURM_OK)
+        it->outcome = FORGE_POLL_CHANGED;
+    else if (st == FORGE_SLURM_NOT_FOUND)
+        it->outcome = FORGE_POLL_ABSENT;
+    /* else UNANSWERED: an error is never a verdict */
+}
+
+static void do_poll(forge_runner_t *r, forge_work_t *w)
+{
+    uint32_t *ids = forge_xcalloc(w->item_count + 1, sizeof(uint32_t));
+    forge_slurm_job_list_t states = {NULL, 0};
+    forge_slurm_result_t res = {0};
+
+    for (size_t i = 0; i < w->item_count; i++)
+        ids[i] = w->items[i].job_id;
+    w->status =
+        forge_slurm_job_states(r->client, ids, w->item_count, &states, &res);
+    set_message(w, &res);
+    for (size_t i = 0; w->status == FORGE_SLURM_OK && i < w->item_count; i++) {
+        forge_poll_item_t *it = &w->items[i];
+        char *sig = states_signature(&states, it);
+        if (!*sig) {
+            free(sig);
+            poll_absent(r, it);
+        } else if (!signature_changed(r, it->job_id, sig)) {
+            it->outcome = FORGE_POLL_UNCHANGED;
+        } else if (forge_slurm_job_details(r->client, it->job_id, &it->jobs,
+                                           &res) == FORGE_SLURM_OK) {
+            it->outcome = FORGE_POLL_CHANGED; /* details only on change */
+        } else {
+            signature_changed(r, it->job_id, forge_xstrdup("")); /* retry */
+        }
+    }
+    forge_slurm_job_list_free(&states);
+    free(ids);
+}
+
+/* ---- the thread ------------------------------------------------------------
+ */
+
+static void run_one(forge_runner_t *r, forge_work_t *w)
+{
+    switch (w->kind) {
+    case FORGE_WORK_SUBMIT:
+        do_submit(r, w);
+        break;
+    case FORGE_WORK_CLEAN_SUBMIT:
+        do_clean_submit(r, w);
+        break;
+    case FORGE_WORK_CANCEL:
+        do_cancel(r, w);
+        break;
+    case FORGE_WORK_POLL:
+        do_poll(r, w);
+        break;
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    forge_runner_t *r = arg;
+
+    pthread_mutex_lock(&r->lock);
+    for (;;) {
+        while (!r->inbox && !r->stopping)
+            pthread_cond_wait(&r->wake, &r->lock);
+        if (r->stopping)
+            break;
+        forge_work_t *w = r->inbox;
+        r->inbox = w->next;
+        pthread_mutex_unlock(&r->lock);
+        run_one(r, w);
+        pthread_mutex_lock(&r->lock);
+        append(&r->outbox, w);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+forge_rc_t forge_runner_start(const forge_config_t *cfg,
+                              const forge_series_catalog_t *catalog,
+                              const char *name, forge_runner_t **out,
+                              forge_error_t *err)
+{
+    forge_runner_t *r = forge_xcalloc(1, sizeof(*r));
+    forge_slurm_options_t opts;
+    forge_rc_t rc;
+
+    *out = NULL;
+    r->cfg = cfg;
+    r->catalog = catalog;
+    r->name = forge_xstrdup(name);
+    forge_slurm_options_from_config(cfg, &opts);
+    if ((rc = forge_slurm_client_new(&opts, &r->client, err))) {
+        free(r->name);
+        free(r);
+        return rc;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
+        forge_slurm_client_destroy(r->client);
+        free(r->name);
+        free(r);
+        return forge_error_set(err, FORGE_EIO, name, "pthread_create failed");
+    }
+    *out = r;
+    return FORGE_OK;
+}
+
+void forge_runner_post(forge_runner_t *r, forge_work_t *w)
+{
+    pthread_mutex_lock(&r->lock);
+    append(&r->inbox, w);
+    r->in_flight++;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
+forge_work_t *forge_runner_take(forge_runner_t *r)
+{
+    forge_work_t *list, *w;
+
+    pthread_mutex_lock(&r->lock);
+    list = r->outbox;
+    r->outbox = NULL;
+    for (w = list; w; w = w->next)
+        r->in_flight--;
+    pthread_mutex_unlock(&r->lock);
+    return list;
+}
+
+size_t forge_runner_in_flight(forge_runner_t *r)
+{
+    size_t n;
+
+    pthread_mutex_lock(&r->lock);
+    n = r->in_flight;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+void forge_runner_stop(forge_runner_t *r)
+{
+    forge_work_t *w;
+
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    while ((w = r->inbox)) {
+        r->inbox = w->next;
+        forge_work_free(w);
+    }
+    while ((w = r->outbox)) {
+        r->outbox = w->next;
+        forge_work_free(w);
+    }
+    for (size_t i = 0; i < r->sig_count; i++)
+        free(r->sigs[i].states);
+    free(r->sigs);
+    forge_slurm_client_destroy(r->client);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->wake);
+    free(r->name);
+    free(r);
+}

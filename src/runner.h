@@ -1,0 +1,86 @@
+/*
+ * runner.h - the work that must never run on the consume loop: slurmrestd
+ * calls (submit, cancel, clean an interrupted submit, a poll tick) and the
+ * file work around them (staging). A runner is one thread with its own
+ * slurmrestd client, an inbox and an outbox.
+ *
+ * Ownership: a forge_work_t belongs to the loop until forge_runner_post(),
+ * to the runner until it lands in the outbox, then to the loop again
+ * (forge_runner_take). The configuration and the series catalogue are
+ * shared read-only. The worker runs two runners, one for submits and
+ * cancels, one for polls, so a slow submit never delays a poll tick.
+ */
+#ifndef FORGE_RUNNER_H
+#define FORGE_RUNNER_H
+
+#include "config.h"
+#include "series.h"
+#include "slurm/client.h"
+
+#include <stdint.h>
+
+typedef enum forge_work_kind {
+    FORGE_WORK_SUBMIT,       /* render, stage, submit; adopt on unknown */
+    FORGE_WORK_CLEAN_SUBMIT, /* interrupted submit: cancel tagged jobs,
+                                remove staging, then submit */
+    FORGE_WORK_CANCEL,
+    FORGE_WORK_POLL,
+} forge_work_kind_t;
+
+/* One launch in a poll tick, and what the tick found. */
+typedef struct forge_poll_item {
+    char *launch_id;
+    uint32_t job_id;         /* the leader */
+    uint32_t *component_ids; /* known components (may be just the leader) */
+    size_t component_count;
+    int outcome;                 /* FORGE_POLL_* */
+    forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
+} forge_poll_item_t;
+
+enum {
+    FORGE_POLL_UNANSWERED = 0, /* error: change nothing */
+    FORGE_POLL_UNCHANGED,
+    FORGE_POLL_CHANGED,
+    FORGE_POLL_ABSENT, /* neither slurmctld nor accounting knows it */
+};
+
+typedef struct forge_work {
+    forge_work_kind_t kind;
+    char *launch_id;
+    int attempt;
+    char *request; /* SUBMIT / CLEAN_SUBMIT: the request bytes */
+    size_t request_len;
+    uint32_t job_id;          /* CANCEL: the job; SUBMIT result: the new job */
+    forge_poll_item_t *items; /* POLL */
+    size_t item_count;
+    /* results */
+    forge_slurm_status_t status;
+    char message[512];
+    uint32_t *component_ids; /* SUBMIT result */
+    size_t component_count;
+    struct forge_work *next;
+} forge_work_t;
+
+void forge_work_free(forge_work_t *w); /* NULL-safe */
+
+typedef struct forge_runner forge_runner_t;
+
+forge_rc_t forge_runner_start(const forge_config_t *cfg,
+                              const forge_series_catalog_t *catalog,
+                              const char *name, forge_runner_t **out,
+                              forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Hands w to the runner (stolen). */
+void forge_runner_post(forge_runner_t *r, forge_work_t *w);
+
+/* Finished work, oldest first (new list, caller owns), or NULL. Never
+ * blocks. */
+forge_work_t *forge_runner_take(forge_runner_t *r);
+
+/* Work posted and not yet taken back. */
+size_t forge_runner_in_flight(forge_runner_t *r);
+
+/* Stops after the work in hand, drops the inbox, joins. NULL-safe. */
+void forge_runner_stop(forge_runner_t *r);
+
+#endif

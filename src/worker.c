@@ -1,0 +1,685 @@
+/*
+ * worker.c - the consume loop. Threads and ownership:
+ *   - this file runs on one thread, the loop's: it alone touches Kafka
+ *     (kafka.h), the launch table (owner.h) and the records in it;
+ *   - slurmrestd calls and staging run on two runners (runner.h): `slurm`
+ *     for submits and cancels, `poller` for poll ticks. Work goes out with
+ *     forge_runner_post and comes back through forge_runner_take; nothing
+ *     slow ever runs here, so heartbeats and max.poll.interval.ms are safe.
+ *
+ * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
+ * BATCH_MS), one transaction carries the events, the state records and the
+ * offsets of the requests handled. Slurm sits outside the transaction: a
+ * submit is posted only after the transaction recording its intent
+ * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
+ * the job's tag (runner.c). On an aborted transaction the loop drops its
+ * in-memory state and restores every owned partition from the state topic.
+ */
+#include "worker.h"
+#include "events.h"
+#include "kafka.h"
+#include "log.h"
+#include "owner.h"
+#include "prepare.h"
+#include "runner.h"
+#include "slurm/verdict.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_MESSAGES 200
+#define BATCH_MS       50
+#define RETRY_BASE_MS  2000
+#define RETRY_MAX_MS   60000
+
+typedef struct worker {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    forge_kafka_t *kafka;
+    forge_owner_t *owner;
+    forge_runner_t *slurm;  /* submits, cancels */
+    forge_runner_t *poller; /* poll ticks */
+    forge_work_t *deferred; /* posted once the transaction commits */
+    bool poll_in_flight;
+    long long next_poll_ms;
+    bool was_ready;
+    bool fatal;
+} worker_t;
+
+static void defer(worker_t *w, forge_work_t *work)
+{
+    work->next = w->deferred;
+    w->deferred = work;
+}
+
+static forge_work_t *new_work(forge_work_kind_t kind, const forge_entry_t *e)
+{
+    forge_work_t *work = forge_xcalloc(1, sizeof(*work));
+
+    work->kind = kind;
+    work->launch_id = forge_xstrdup(e->rec->launch_id);
+    work->attempt = e->rec->attempt;
+    if (e->rec->request) {
+        work->request = forge_xstrndup(e->rec->request, e->rec->request_len);
+        work->request_len = e->rec->request_len;
+    }
+    work->job_id = e->rec->job_id;
+    return work;
+}
+
+/* ---- publishing ---------------------------------------------------------- */
+
+static int write_record(worker_t *w, const forge_entry_t *e)
+{
+    json_t *o = forge_launch_record_encode(e->rec);
+    char *text = json_dumps(o, JSON_COMPACT);
+    forge_error_t err = {0};
+    int rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
+                                 e->rec->launch_id, text, strlen(text), NULL,
+                                 NULL, &err);
+
+    if (rc)
+        forge_log_error("%s", err.message);
+    free(text);
+    json_decref(o);
+    return rc;
+}
+
+typedef struct change {
+    forge_state_t to;
+    const char *reason;
+    const json_t *slurm;
+    const forge_error_t *error;
+} change_t;
+
+/* One status event, in the transaction; store: with the record that
+ * justifies it. */
+static int publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
+                         bool store)
+{
+    forge_state_t from = e->rec->state;
+    const forge_launch_t *l =
+        e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
+    forge_status_event_t ev = {0};
+    forge_error_t err = {0};
+    json_t *o;
+    char *text;
+    int rc;
+
+    if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
+        return 0; /* not a legal move: nothing to say */
+    ev.launch_id = e->rec->launch_id;
+    ev.attempt = e->rec->attempt;
+    ev.seq = e->rec->seq;
+    ev.state = c->to;
+    ev.previous = from;
+    ev.reason = c->reason;
+    ev.worker_id = w->cfg->worker_id;
+    ev.labels = l ? l->labels : NULL;
+    ev.label_count = l ? l->label_count : 0;
+    ev.slurm = c->slurm;
+    if (c->error) {
+        ev.error_code = forge_rc_name(c->error->code);
+        ev.error_field = c->error->field;
+        ev.error_message = c->error->message;
+    }
+    ev.at_ms = e->rec->updated_at_ms;
+    o = forge_event_status(&ev);
+    text = json_dumps(o, JSON_COMPACT);
+    rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,
+                             e->rec->launch_id, text, strlen(text), NULL, NULL,
+                             &err);
+    if (rc)
+        forge_log_error("%s", err.message);
+    free(text);
+    json_decref(o);
+    {
+        forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
+                                 {"state", forge_state_name(c->to)}};
+        forge_log_fields(FORGE_LOG_INFO, f, 2, "launch %s",
+                         forge_state_name(c->to));
+    }
+    return rc || !store ? rc : write_record(w, e);
+}
+
+static int publish(worker_t *w, forge_entry_t *e, const change_t *c)
+{
+    return publish_event(w, e, c, true);
+}
+
+/* REJECTED for an attempt that conflicts with a live one: an event, but
+ * no record (the live attempt's record stays the launch's). */
+static void publish_unstored(worker_t *w, const char *launch_id, int attempt,
+                             int32_t partition, const forge_error_t *error)
+{
+    forge_entry_t tmp = {0};
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
+                  error};
+
+    tmp.rec = forge_launch_record_new(launch_id, attempt, NULL, 0);
+    tmp.partition = partition;
+    publish_event(w, &tmp, &c, false);
+    forge_launch_record_free(tmp.rec);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
+                   const forge_error_t *error)
+{
+    forge_error_t err = {0};
+    char *key = m->key ? forge_xstrndup(m->key, m->key_len) : NULL;
+
+    if (forge_kafka_produce(w->kafka, w->cfg->topic_dlq, -1, key, m->value,
+                            m->value_len, forge_rc_name(error->code),
+                            error->message, &err))
+        forge_log_error("%s", err.message);
+    forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
+                   "(%s)",
+                   (int)m->partition, (long long)m->offset, error->message);
+    free(key);
+}
+
+static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
+                       const forge_error_t *error)
+{
+    int attempt = 1;
+    char *id = forge_request_salvage_id(m->value, m->value_len, &attempt);
+    forge_entry_t *e;
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
+                  error};
+
+    if (!id) {
+        to_dlq(w, m, error);
+        return;
+    }
+    e = forge_owner_find(w->owner, id);
+    if (e && e->rec->attempt >= attempt) {
+        /* a replay or a stale attempt: already decided */
+    } else if (e && !forge_state_is_terminal(e->rec->state)) {
+        publish_unstored(w, id, attempt, m->partition, error);
+    } else {
+        e = forge_owner_put(w->owner,
+                            forge_launch_record_new(id, attempt, NULL, 0), NULL,
+                            m->partition);
+        publish(w, e, &c);
+    }
+    free(id);
+}
+
+static void on_launch(worker_t *w, const forge_kafka_message_t *m,
+                      forge_prepared_t *p)
+{
+    const forge_launch_t *l = &p->request->launch;
+    forge_entry_t *e = forge_owner_find(w->owner, l->launch_id);
+    change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL};
+    forge_launch_record_t *rec;
+
+    if (e && e->rec->attempt >= l->attempt)
+        return; /* duplicate or replay: (launch_id, attempt) is known */
+    if (e && !forge_state_is_terminal(e->rec->state)) {
+        forge_error_t err = {0};
+        forge_error_set(&err, FORGE_ESCHEMA, "$.attempt",
+                        "attempt %d of %s is still live; a new attempt is "
+                        "taken once it has ended",
+                        e->rec->attempt, l->launch_id);
+        publish_unstored(w, l->launch_id, l->attempt, m->partition, &err);
+        return;
+    }
+    rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
+                                  m->value_len);
+    e = forge_owner_put(w->owner, rec, p->request, m->partition);
+    p->request = NULL; /* stolen by the entry */
+    if (publish(w, e, &accepted) == 0) {
+        e->busy = true; /* the intent commits first, then the submit */
+        defer(w, new_work(FORGE_WORK_SUBMIT, e));
+    }
+}
+
+static void on_cancel(worker_t *w, const forge_cancel_t *c)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, c->launch_id);
+    change_t cancelled = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+
+    if (!e || (c->attempt && c->attempt != e->rec->attempt) ||
+        forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
+        return; /* unknown, another attempt, finished, or already asked */
+    e->rec->cancel_requested = true;
+    if (e->rec->job_id == 0 && !e->busy) {
+        publish(w, e, &cancelled); /* never submitted: nothing to cancel */
+    } else {
+        write_record(w, e);
+        if (e->rec->job_id) /* else: the submit result will cancel it */
+            defer(w, new_work(FORGE_WORK_CANCEL, e));
+    }
+}
+
+static void on_message(worker_t *w, const forge_kafka_message_t *m)
+{
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    if (forge_prepare(m->value, m->value_len, w->cfg, w->catalog, &p, &err))
+        on_invalid(w, m, &err);
+    else if (p->request->kind == FORGE_REQUEST_LAUNCH)
+        on_launch(w, m, p);
+    else
+        on_cancel(w, &p->request->cancel);
+    forge_prepared_destroy(p);
+    forge_kafka_mark_done(w->kafka, m->partition, m->offset);
+}
+
+/* ---- results from the runners -------------------------------------------- */
+
+static forge_entry_t *entry_of(worker_t *w, const forge_work_t *work)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
+
+    return e && e->rec->attempt == work->attempt ? e : NULL;
+}
+
+static long long retry_delay_ms(int failures)
+{
+    long long d = RETRY_BASE_MS;
+
+    while (--failures > 0 && d < RETRY_MAX_MS)
+        d *= 2;
+    return d < RETRY_MAX_MS ? d : RETRY_MAX_MS;
+}
+
+static void on_submitted(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = entry_of(w, work);
+    json_t *slurm;
+
+    if (!e) /* the partition moved: its new owner cleans and resubmits */
+        return;
+    e->busy = false;
+    if (work->status == FORGE_SLURM_OK) {
+        change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
+        e->rec->job_id = work->job_id;
+        free(e->rec->component_ids);
+        e->rec->component_ids = work->component_ids;
+        e->rec->component_count = work->component_count;
+        work->component_ids = NULL;
+        slurm = json_pack("{s:I, s:[], s:n, s:n, s:n, s:i}", "job_id",
+                          (json_int_t)work->job_id, "components", "exit_code",
+                          "signal", "state_reason", "restart_count", 0);
+        c.slurm = slurm;
+        publish(w, e, &c);
+        json_decref(slurm);
+        if (e->rec->cancel_requested)
+            defer(w, new_work(FORGE_WORK_CANCEL, e));
+    } else if (work->status == FORGE_SLURM_REJECTED) {
+        forge_error_t err = {0};
+        change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
+        forge_error_set(&err, FORGE_ESCHEMA, "$", "Slurm refused the job: %s",
+                        work->message);
+        publish(w, e, &c);
+    } else {
+        e->submit_failures++;
+        e->retry_at_ms =
+            forge_event_now_ms() + retry_delay_ms(e->submit_failures);
+        forge_log_warn("submit of %s failed (%s): %s; retrying later",
+                       e->rec->launch_id, forge_slurm_status_name(work->status),
+                       work->message);
+    }
+}
+
+static void on_cancelled(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = entry_of(w, work);
+
+    if (e)
+        e->busy = false;
+    if (work->status != FORGE_SLURM_OK && work->status != FORGE_SLURM_NOT_FOUND)
+        forge_log_warn("cancel of job %u failed (%s): %s", work->job_id,
+                       forge_slurm_status_name(work->status), work->message);
+}
+
+static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
+{
+    if (l->count <= e->rec->component_count)
+        return;
+    free(e->rec->component_ids);
+    e->rec->component_ids = forge_xcalloc(l->count, sizeof(uint32_t));
+    for (size_t i = 0; i < l->count; i++)
+        e->rec->component_ids[i] = l->jobs[i].job_id;
+    e->rec->component_count = l->count;
+}
+
+static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, it->launch_id);
+    int exit_code;
+
+    if (!e || e->rec->job_id != it->job_id ||
+        forge_state_is_terminal(e->rec->state))
+        return;
+    if (it->outcome == FORGE_POLL_CHANGED) {
+        forge_slurm_verdict_t v = forge_slurm_verdict(
+            &it->jobs, e->rec->cancel_requested, &exit_code);
+        json_t *slurm = forge_slurm_verdict_json(&it->jobs);
+        change_t c = {v.state, v.reason, slurm, NULL};
+        if (v.state == FORGE_STATE_PENDING && !c.reason && it->jobs.count)
+            c.reason = it->jobs.jobs[0].state_reason;
+        learn_components(e, &it->jobs);
+        e->rec->missing_since_ms = 0;
+        if (v.state != FORGE_STATE_NONE && v.state != e->rec->state)
+            publish(w, e, &c);
+        json_decref(slurm);
+    } else if (it->outcome == FORGE_POLL_ABSENT) {
+        /* Missing is never "finished": wait out the grace, then LOST. */
+        if (!e->rec->missing_since_ms) {
+            e->rec->missing_since_ms = now;
+            write_record(w, e);
+        } else if (now - e->rec->missing_since_ms >=
+                   (long long)w->cfg->lost_grace_s * 1000) {
+            change_t c = {FORGE_STATE_LOST, "not_found", NULL, NULL};
+            publish(w, e, &c);
+        }
+    } else if (it->outcome == FORGE_POLL_UNCHANGED &&
+               e->rec->missing_since_ms) {
+        e->rec->missing_since_ms = 0;
+        write_record(w, e);
+    }
+}
+
+static void on_results(worker_t *w)
+{
+    forge_work_t *list = forge_runner_take(w->slurm), *next;
+
+    for (; list; list = next) {
+        next = list->next;
+        if (list->kind == FORGE_WORK_CANCEL)
+            on_cancelled(w, list);
+        else
+            on_submitted(w, list);
+        forge_work_free(list);
+    }
+    for (list = forge_runner_take(w->poller); list; list = next) {
+        long long now = forge_event_now_ms();
+        next = list->next;
+        w->poll_in_flight = false;
+        for (size_t i = 0;
+             list->status == FORGE_SLURM_OK && i < list->item_count; i++)
+            on_poll_item(w, &list->items[i], now);
+        if (list->status != FORGE_SLURM_OK)
+            forge_log_warn("poll tick: %s (%s): nothing changes", list->message,
+                           forge_slurm_status_name(list->status));
+        forge_work_free(list);
+    }
+}
+
+/* ---- the poll tick and the retry scan --------------------------------------
+ */
+
+typedef struct tick {
+    worker_t *w;
+    forge_work_t *poll;
+    long long now;
+} tick_t;
+
+static void tend_entry(void *ctx, forge_entry_t *e)
+{
+    tick_t *t = ctx;
+    forge_launch_record_t *r = e->rec;
+
+    if (forge_state_is_terminal(r->state) ||
+        !forge_owner_owns(t->w->owner, e->partition))
+        return;
+    if (r->job_id) { /* a live job: into this tick's batch */
+        forge_work_t *p = t->poll;
+        forge_poll_item_t *it;
+        p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
+        it = &p->items[p->item_count++];
+        memset(it, 0, sizeof(*it));
+        it->launch_id = forge_xstrdup(r->launch_id);
+        it->job_id = r->job_id;
+        it->component_count = r->component_count;
+        it->component_ids =
+            forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
+        memcpy(it->component_ids, r->component_ids,
+               r->component_count * sizeof(uint32_t));
+    } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
+               t->now >= e->retry_at_ms && r->request) {
+        /* an intent without a job: restored after a crash, or a submit to
+         * retry. Clean whatever the tag finds first: never two jobs. */
+        if (r->cancel_requested) {
+            change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+            publish(t->w, e, &c);
+            return;
+        }
+        e->busy = true;
+        defer(t->w, new_work(FORGE_WORK_CLEAN_SUBMIT, e));
+    }
+}
+
+static void tick(worker_t *w)
+{
+    tick_t t = {w, forge_xcalloc(1, sizeof(forge_work_t)),
+                forge_event_now_ms()};
+
+    t.poll->kind = FORGE_WORK_POLL;
+    forge_owner_each(w->owner, tend_entry, &t);
+    if (t.poll->item_count && !w->poll_in_flight) {
+        w->poll_in_flight = true;
+        forge_runner_post(w->poller, t.poll);
+    } else {
+        forge_work_free(t.poll);
+    }
+    w->next_poll_ms = t.now + w->cfg->poll_interval_ms;
+}
+
+/* ---- partitions: restore, revoke, commit -----------------------------------
+ */
+
+typedef struct restoring {
+    worker_t *w;
+    int32_t partition;
+    size_t records;
+} restoring_t;
+
+static void on_state_record(void *ctx, const char *key, size_t key_len,
+                            const char *value, size_t len)
+{
+    restoring_t *r = ctx;
+    forge_launch_record_t *rec = NULL;
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+
+    (void)key;
+    (void)key_len;
+    if (!value) /* a tombstone: nothing to carry on */
+        return;
+    if (forge_launch_record_decode(value, len, &rec, &err)) {
+        forge_log_warn("state record skipped: %s", err.message);
+        return;
+    }
+    if (rec->request &&
+        forge_request_parse(rec->request, rec->request_len, &req, &err))
+        req = NULL; /* kept for its record; events go without labels */
+    forge_owner_put(r->w->owner, rec, req, r->partition); /* later wins */
+    r->records++;
+}
+
+static void restore(worker_t *w, int32_t p)
+{
+    restoring_t r = {w, p, 0};
+
+    forge_owner_drop(w->owner, p);
+    forge_owner_assign(w->owner, p);
+    if (forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {
+        forge_log_error("partition %d: the state topic's end was not reached; "
+                        "the partition stays paused",
+                        (int)p);
+        return;
+    }
+    forge_owner_set_ready(w->owner, p);
+    forge_kafka_resume(w->kafka, p);
+    forge_log_info("partition %d restored (%zu records)", (int)p, r.records);
+}
+
+static void on_assigned(void *ctx, const int32_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        restore(ctx, parts[i]);
+}
+
+/* Deferred work of a transaction that did not commit, or of partitions
+ * that left: dropped; the retry scan re-derives it from the records. */
+static void drop_deferred(worker_t *w)
+{
+    while (w->deferred) {
+        forge_work_t *work = w->deferred;
+        forge_entry_t *e = entry_of(w, work);
+        w->deferred = work->next;
+        if (e)
+            e->busy = false;
+        forge_work_free(work);
+    }
+}
+
+static void post_deferred(worker_t *w)
+{
+    forge_work_t *list = NULL;
+
+    while (w->deferred) { /* reverse: post in the order they were made */
+        forge_work_t *work = w->deferred;
+        w->deferred = work->next;
+        work->next = list;
+        list = work;
+    }
+    while (list) {
+        forge_work_t *work = list;
+        list = work->next;
+        forge_runner_post(w->slurm, work);
+    }
+}
+
+static forge_kafka_outcome_t commit(worker_t *w)
+{
+    forge_kafka_outcome_t out = forge_kafka_commit(w->kafka);
+    size_t n;
+    int32_t *parts;
+
+    if (out == FORGE_KAFKA_COMMITTED) {
+        post_deferred(w);
+    } else if (out == FORGE_KAFKA_ABORTED) {
+        drop_deferred(w);
+        parts = forge_owner_partitions(w->owner, &n);
+        for (size_t i = 0; i < n; i++)
+            restore(w, parts[i]); /* memory back to what committed */
+        free(parts);
+    } else {
+        w->fatal = true;
+    }
+    return out;
+}
+
+static int on_flush(void *ctx)
+{
+    worker_t *w = ctx;
+    forge_kafka_outcome_t out = forge_kafka_commit(w->kafka);
+
+    /* Partitions are leaving: work for them is their next owner's. */
+    drop_deferred(w);
+    return out == FORGE_KAFKA_COMMITTED ? 0 : -1;
+}
+
+static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
+{
+    worker_t *w = ctx;
+
+    (void)lost;
+    for (size_t i = 0; i < n; i++)
+        forge_owner_drop(w->owner, parts[i]);
+}
+
+/* ---- the loop
+ * ---------------------------------------------------------------- */
+
+static void consume_batch(worker_t *w, int timeout_ms)
+{
+    long long until = forge_event_now_ms() + BATCH_MS;
+    forge_kafka_message_t m;
+
+    for (int n = 0; n < BATCH_MESSAGES; n++) {
+        if (!forge_kafka_poll(w->kafka, n ? 0 : timeout_ms, &m))
+            break;
+        if (forge_owner_owns(w->owner, m.partition))
+            on_message(w, &m);
+        if (forge_event_now_ms() >= until)
+            break;
+    }
+}
+
+static void report_ready(worker_t *w)
+{
+    bool ready = forge_owner_ready(w->owner);
+
+    if (ready && !w->was_ready)
+        forge_log_info("ready: every owned partition is restored");
+    w->was_ready = ready;
+}
+
+static void drain(worker_t *w)
+{
+    long long until = forge_event_now_ms() + FORGE_WORKER_DRAIN_MS;
+
+    forge_log_info("stopping: no new requests; finishing submits in flight");
+    forge_kafka_pause_all(w->kafka);
+    while (!w->fatal && forge_runner_in_flight(w->slurm) &&
+           forge_event_now_ms() < until) {
+        forge_kafka_message_t m;
+        (void)forge_kafka_poll(w->kafka, 100, &m); /* heartbeats */
+        on_results(w);
+        commit(w);
+    }
+    on_results(w);
+    if (!w->fatal)
+        commit(w);
+}
+
+int forge_worker_run(const forge_config_t *cfg,
+                     const forge_series_catalog_t *catalog,
+                     volatile sig_atomic_t *stop)
+{
+    worker_t w = {cfg,  catalog, NULL, forge_owner_new(),
+                  NULL, NULL,    NULL, false,
+                  0,    false,   false};
+    forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
+    forge_error_t err = {0};
+    int rc = 78;
+
+    if (forge_runner_start(cfg, catalog, "slurm", &w.slurm, &err) ||
+        forge_runner_start(cfg, catalog, "poller", &w.poller, &err) ||
+        forge_kafka_new(cfg, &h, &w.kafka, &err)) {
+        forge_log_error("cannot start: %s", err.message);
+        goto out;
+    }
+    forge_log_info("forge-worker %s running: group %s, topic %s",
+                   cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
+    while (!*stop && !w.fatal) {
+        consume_batch(&w, 100);
+        on_results(&w);
+        if (forge_event_now_ms() >= w.next_poll_ms)
+            tick(&w);
+        commit(&w);
+        report_ready(&w);
+    }
+    if (!w.fatal)
+        drain(&w);
+    rc = w.fatal ? 1 : 0;
+out:
+    forge_kafka_destroy(w.kafka); /* leaves the group: revoke + flush */
+    drop_deferred(&w);
+    forge_runner_stop(w.slurm);
+    forge_runner_stop(w.poller);
+    forge_owner_destroy(w.owner);
+    forge_log_info("stopped (exit %d)", rc);
+    return rc;
+}

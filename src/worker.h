@@ -1,0 +1,24 @@
+/*
+ * worker.h - `forge-worker run`: the consume loop (docs/DESIGN: consume →
+ * validate → render → submit → poll → map → publish), exactly once.
+ */
+#ifndef FORGE_WORKER_H
+#define FORGE_WORKER_H
+
+#include "config.h"
+#include "series.h"
+
+#include <signal.h>
+
+/* Runs until *stop becomes non-zero (SIGTERM/SIGINT), then drains: stops
+ * taking requests, waits up to FORGE_WORKER_DRAIN_MS for submits in
+ * flight, commits, leaves the group. Returns the process exit code: 0
+ * after a clean drain, 1 on a fatal Kafka error, 78 when it could not
+ * start (bad configuration it could not see before). */
+int forge_worker_run(const forge_config_t *cfg,
+                     const forge_series_catalog_t *catalog,
+                     volatile sig_atomic_t *stop);
+
+#define FORGE_WORKER_DRAIN_MS 20000
+
+#endif
