@@ -434,7 +434,8 @@ static rd_kafka_t *reader(forge_kafka_t *k)
     if (!conf || set(conf, "group.id", "forge-worker-restore", &err) ||
         set(conf, "enable.auto.commit", "false", &err) ||
         set(conf, "isolation.level", "read_committed", &err) ||
-        set(conf, "enable.partition.eof", "true", &err)) {
+        set(conf, "enable.partition.eof", "true", &err) ||
+        set(conf, "fetch.wait.max.ms", "10", &err)) {
         if (conf)
             rd_kafka_conf_destroy(conf);
         forge_log_error("restore reader: %s", err.message);

@@ -390,6 +390,12 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
 
     memset(out, 0, sizeof(*out));
     st = slurm_call(c, "POST", path, text, SLURM_RETRY_NEVER, &json, res);
+    /* Slurm's refusal (ESLURM_*, 2000-2999: "Invalid partition name
+     * specified") is HTTP 422 from 26.05 but HTTP 500 before (24.11, seen
+     * with v0.0.41 and v0.0.42): still "Slurm said no", never retried. */
+    if (st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
+        res->slurm_error < 3000)
+        st = res->status = FORGE_SLURM_REJECTED;
     if (st == FORGE_SLURM_OK) {
         take_warnings(json, out->warnings, sizeof(out->warnings));
         if (slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {

@@ -11,11 +11,16 @@
 #
 # FORGE_STACK_SLURM_SUITE picks the Debian suite: sid (default, Slurm 26.05,
 # API v0.0.42-v0.0.45; slurm.env names v0.0.43) or trixie (Slurm 24.11,
-# API v0.0.40-v0.0.42; slurm.env names v0.0.42).
+# API v0.0.40-v0.0.42; its env file names v0.0.42). The two can run side by
+# side: trixie has its own ports (slurmctld 16827, slurmd 17011/17012,
+# slurmrestd 16830), run folder ($FORGE_STACK_RUN/slurm-trixie) and env file
+# ($FORGE_STACK_RUN/slurm-trixie.env); sid keeps 16817, 17001/17002, 16820,
+# $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root.
 #
-# Host side, $FORGE_STACK_RUN/slurm/ holds pids (<daemon>.pid), logs
-# (<daemon>.log), the JWT key copy and token, and cluster/ (slurmctld state,
-# slurmd spools), which is bind-mounted into the chroot at /var/lib/forge-stack.
+# Host side, the run folder ($FORGE_STACK_RUN/slurm/ for sid) holds pids
+# (<daemon>.pid), logs (<daemon>.log), the JWT key copy and token, and
+# cluster/ (slurmctld state, slurmd spools), which is bind-mounted into the
+# chroot at /var/lib/forge-stack.
 # $FORGE_STACK_RUN/storage is bind-mounted at /shared/forge (another path on
 # purpose: the worker sees one storage root, jobs another).
 set -euo pipefail
@@ -29,12 +34,19 @@ case "$suite" in
 sid)
 	api=v0.0.43
 	rest_extra=()
+	run="$FORGE_STACK_RUN/slurm"
+	env_file="$FORGE_STACK_RUN/slurm.env"
+	ctld_port=16817 rest_port=16820 h200_port=17001 a100_port=17002
 	;;
 trixie)
 	# 24.11's slurmrestd dies at start without accounting storage unless
 	# limited to the slurmctld plugin ("Failure loading plugin path bindings").
 	api=v0.0.42
 	rest_extra=(-s openapi/slurmctld)
+	# Its own ports, run folder and env file: it may run beside sid.
+	run="$FORGE_STACK_RUN/slurm-trixie"
+	env_file="$FORGE_STACK_RUN/slurm-trixie.env"
+	ctld_port=16827 rest_port=16830 h200_port=17011 a100_port=17012
 	;;
 *)
 	echo "FORGE_STACK_SLURM_SUITE=$suite: only sid or trixie" >&2
@@ -47,18 +59,14 @@ recipe=1
 packages=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin
 chroot_dir="$FORGE_CACHE_DIR/slurm-$suite"
 marker="$chroot_dir/forge-stack.marker"
-run="$FORGE_STACK_RUN/slurm"
 cluster="$run/cluster"
 storage="$FORGE_STACK_RUN/storage"
-env_file="$FORGE_STACK_RUN/slurm.env"
 in_chroot_cluster=/var/lib/forge-stack
 in_chroot_storage=/shared/forge
 
-ctld_port=16817
-rest_port=16820
 rest_url="http://127.0.0.1:$rest_port"
 nodes=(h200-1 a100-1)
-declare -A node_port=([h200-1]=17001 [a100-1]=17002)
+declare -A node_port=([h200-1]=$h200_port [a100-1]=$a100_port)
 job_user=forge job_uid=2001
 rest_user=forgerest rest_uid=2002
 daemons=(slurmctld slurmd-h200-1 slurmd-a100-1 slurmrestd)
@@ -241,6 +249,20 @@ start_daemon() {
 	setsid env -i PATH="$daemon_path" HOME=/root LANG=C.UTF-8 "$@" \
 		</dev/null >>"$run/$name.log" 2>&1 9>&- &
 	echo $! >"$run/$name.pid"
+}
+
+# 24.11's slurmds of one chroot share /run/slurm/sack.socket: each removes
+# and re-binds it, and two starting at once can collide ("init_sack_conmgr:
+# [unix:/run/slurm/sack.socket] Unable to bind UNIX socket: Address already
+# in use", fatal; seen once on a first start). Start them one at a time.
+# $2: the log's line count before this start.
+wait_slurmd_started() {
+	local log="$run/slurmd-$1.log" i
+	for ((i = 0; i < 40; i++)); do
+		tail -n "+$(($2 + 1))" "$log" | grep -q 'slurmd started on' && return 0
+		daemon_pid "slurmd-$1" >/dev/null || return 0 # wait_ready reports it
+		sleep 0.25
+	done
 }
 
 # --- configuration --------------------------------------------------------
@@ -439,7 +461,7 @@ up() {
 		stack_log "slurm: already up ($rest_url)"
 		return 0
 	fi
-	local t0=$SECONDS d
+	local t0=$SECONDS d lines
 	stop_all
 	mkdir -p "$cluster/state" "$cluster/spool"
 	chmod 0755 "$run" "$cluster"
@@ -450,7 +472,10 @@ up() {
 	write_token
 	start_daemon slurmctld chroot "$chroot_dir" slurmctld -D
 	for d in "${nodes[@]}"; do
+		lines=0
+		[ ! -f "$run/slurmd-$d.log" ] || lines=$(wc -l <"$run/slurmd-$d.log")
 		start_daemon "slurmd-$d" chroot "$chroot_dir" slurmd -D -N "$d"
+		[ "$suite" != trixie ] || wait_slurmd_started "$d" "$lines"
 	done
 	start_daemon slurmrestd env SLURM_JWT=daemon chroot "$chroot_dir" slurmrestd \
 		-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
