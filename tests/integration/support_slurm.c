@@ -452,6 +452,13 @@ void sl_trace_free(sl_trace_t *t)
     forge_slurm_job_list_free(&t->last);
     if (t->staging && forge_staging_remove(cfg, t->launch_id, 1, &err))
         fprintf(stderr, "[slurm-it] %s: %s\n", t->label, err.message);
+    if (t->staging) { /* and the launch's folder, empty now */
+        char *slash = strrchr(t->staging, '/');
+        if (slash) {
+            *slash = '\0';
+            (void)rmdir(t->staging);
+        }
+    }
     free(t->staging);
     t->staging = NULL;
 }
