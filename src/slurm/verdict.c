@@ -26,6 +26,12 @@ forge_slurm_verdict_t forge_slurm_verdict(const forge_slurm_job_list_t *list,
     }
     v = forge_slurm_state_aggregate(c, list->count, cancel_requested);
     *exit_code = list->jobs[0].exit_code;
+    /* Slurm 26.05 drops the REQUEUED flag once the job waits again (seen):
+     * a pending job that has run before was requeued all the same. */
+    for (size_t i = 0;
+         v.state == FORGE_STATE_PENDING && !v.reason && i < list->count; i++)
+        if (list->jobs[i].restart_count > 0)
+            v.reason = "requeued";
     free(c);
     return v;
 }

@@ -1,0 +1,61 @@
+/*
+ * test_slurm_verdict.c - job lists to verdicts: an empty answer is no
+ * verdict, het components aggregate, the batch script's exit code is
+ * component 0's, and a pending job that ran before reads as requeued even
+ * when Slurm no longer shows the REQUEUED flag (26.05).
+ */
+#include "slurm/verdict.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static forge_slurm_job_t job(uint32_t id, char **states, size_t n, int exit,
+                             int restarts)
+{
+    forge_slurm_job_t j;
+
+    memset(&j, 0, sizeof(j));
+    j.job_id = id;
+    j.state = states;
+    j.state_count = n;
+    j.exit_code = exit;
+    j.restart_count = restarts;
+    return j;
+}
+
+Test(slurm_verdict, empty_answer_is_no_verdict)
+{
+    forge_slurm_job_list_t none = {NULL, 0};
+    int exit_code;
+
+    cr_assert_eq(forge_slurm_verdict(&none, 0, &exit_code).state,
+                 FORGE_STATE_NONE);
+    cr_assert_eq(exit_code, -1);
+}
+
+Test(slurm_verdict, pending_after_a_run_is_requeued)
+{
+    char *pending[] = {"PENDING", NULL};
+    forge_slurm_job_t j = job(5, pending, 1, 0, 1);
+    forge_slurm_job_list_t l = {&j, 1};
+    int exit_code;
+    forge_slurm_verdict_t v = forge_slurm_verdict(&l, 0, &exit_code);
+
+    cr_assert_eq(v.state, FORGE_STATE_PENDING);
+    cr_assert_str_eq(v.reason, "requeued");
+    j.restart_count = 0;
+    v = forge_slurm_verdict(&l, 0, &exit_code);
+    cr_assert_null(v.reason, "first wait: Slurm's own reason applies");
+}
+
+Test(slurm_verdict, het_components_aggregate_and_exit_is_component_0s)
+{
+    char *failed[] = {"FAILED", NULL}, *done[] = {"COMPLETED", NULL};
+    forge_slurm_job_t j[2] = {job(7, failed, 1, 3, 0), job(8, done, 1, 0, 0)};
+    forge_slurm_job_list_t l = {j, 2};
+    int exit_code;
+    forge_slurm_verdict_t v = forge_slurm_verdict(&l, 0, &exit_code);
+
+    cr_assert_eq(v.state, FORGE_STATE_FAILED);
+    cr_assert_eq(exit_code, 3);
+}
