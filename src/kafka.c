@@ -9,6 +9,7 @@
 #include "kafka.h"
 #include "buf.h"
 #include "log.h"
+#include "testpoint.h"
 #include "util.h"
 
 #include <librdkafka/rdkafka.h>
@@ -370,6 +371,16 @@ static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
     return FORGE_KAFKA_ABORTED;
 }
 
+/* Test builds only (testpoint.h): the transaction's messages reach the
+ * broker, then it is aborted, so a read_uncommitted reader sees what a
+ * read_committed one must never see. */
+static rd_kafka_error_t *forced_abort(forge_kafka_t *k)
+{
+    rd_kafka_flush(k->producer, TXN_TIMEOUT_MS);
+    return rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE,
+                              "aborted on purpose by a test point");
+}
+
 /* Runs a transactional step, retrying retriable errors. */
 static rd_kafka_error_t *send_and_commit(forge_kafka_t *k)
 {
@@ -404,7 +415,8 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         forge_log_error("%s", err.message);
         return FORGE_KAFKA_FATAL;
     }
-    if ((e = send_and_commit(k))) {
+    if ((e = FORGE_TESTPOINT_ABORT_TXN() ? forced_abort(k)
+                                         : send_and_commit(k))) {
         if (rd_kafka_error_is_fatal(e)) {
             forge_log_error("transaction: %s", rd_kafka_error_string(e));
             rd_kafka_error_destroy(e);

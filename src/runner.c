@@ -11,6 +11,7 @@
 #include "render.h"
 #include "slurm/verdict.h"
 #include "staging.h"
+#include "testpoint.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -146,9 +147,11 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
         snprintf(w->message, sizeof(w->message), "%s", err.message);
         goto out;
     }
+    FORGE_TESTPOINT_CRASH("submit.before");
     w->status = forge_slurm_submit(r->client, p->payload, &sub, &res);
     set_message(w, &res);
     if (w->status == FORGE_SLURM_OK) {
+        FORGE_TESTPOINT_CRASH("submit.after");
         w->job_id = sub.job_id;
     } else if (w->status != FORGE_SLURM_REJECTED &&
                w->status != FORGE_SLURM_AUTH && adopt_tagged(r, w)) {

@@ -510,6 +510,7 @@ static void restore(worker_t *w, int32_t p)
 {
     restoring_t r = {w, p, 0};
 
+    forge_log_info("partition %d assigned: restoring", (int)p);
     forge_owner_drop(w->owner, p);
     forge_owner_assign(w->owner, p);
     if (forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {
@@ -594,9 +595,12 @@ static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
 {
     worker_t *w = ctx;
 
-    (void)lost;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         forge_owner_drop(w->owner, parts[i]);
+        forge_log_info("partition %d %s", (int)parts[i],
+                       lost ? "lost: dropped without commit"
+                            : "revoked: committed and dropped");
+    }
 }
 
 /* ---- the loop

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "log.h"
 #include "slurm/client.h"
+#include "testpoint.h"
 #include "worker.h"
 
 #include <signal.h>
@@ -85,6 +86,9 @@ int cmd_run(int argc, char **argv)
         rc = cli_load_series(cfg, &cat);
     if (!rc)
         rc = check_api_version(cfg);
+    if (!rc && FORGE_TESTPOINTS_BUILT)
+        forge_log_warn("this build carries test failure points "
+                       "(FORGE_TEST_HOOKS): not for production");
     if (!rc) {
         install_signals();
         rc = forge_worker_run(cfg, cat, &stop_requested);

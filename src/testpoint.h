@@ -1,0 +1,35 @@
+/*
+ * testpoint.h - named places where the end-to-end tests make a worker fail
+ * on purpose, to prove what a real crash or a broker error would do:
+ *
+ *   FORGE_TEST_CRASH_POINT=<name>  the process kills itself (SIGKILL, no
+ *                                  cleanup, like kill -9) on reaching <name>
+ *   FORGE_TEST_ABORT_TXN=<n>       the n-th transaction that carries
+ *                                  anything is aborted instead of committed
+ *
+ * Points: "submit.before" (the intent committed, Slurm not yet called),
+ * "submit.after" (Slurm took the job, its id not yet recorded).
+ *
+ * Compiled in only when the build defines FORGE_TEST_HOOKS (CMake option
+ * of the same name; scripts/build sets it for the builds the tests use). A
+ * production build has none of this: the macros expand to constants and
+ * the environment variables mean nothing to it.
+ */
+#ifndef FORGE_TESTPOINT_H
+#define FORGE_TESTPOINT_H
+
+#include <stdbool.h>
+
+#ifdef FORGE_TEST_HOOKS
+void forge_testpoint_crash(const char *name);
+bool forge_testpoint_abort_txn(void);
+#define FORGE_TESTPOINT_CRASH(name) forge_testpoint_crash(name)
+#define FORGE_TESTPOINT_ABORT_TXN() forge_testpoint_abort_txn()
+#define FORGE_TESTPOINTS_BUILT      1
+#else
+#define FORGE_TESTPOINT_CRASH(name) ((void)0)
+#define FORGE_TESTPOINT_ABORT_TXN() false
+#define FORGE_TESTPOINTS_BUILT      0
+#endif
+
+#endif

@@ -1,0 +1,408 @@
+"""
+harness.py - what the end-to-end scenarios need to drive real forge-worker
+processes through Kafka only, against the real stack (tests/e2e/stack up):
+
+  Stack         the stack's env file, read once
+  Topics        a fresh set of the five topics per scenario (unique names, so
+                scenarios never see each other's messages or state)
+  Worker        one `forge-worker run` process: start, SIGTERM, kill -9, its
+                JSON log (ownership intervals are read from it)
+  StatusReader  a read_committed (or read_uncommitted) reader of the status
+                topic, collecting events by launch_id on its own thread
+  SlurmWatch    a thread that lists slurmctld's jobs every 0.3 s through
+                slurmrestd and remembers every job it ever saw, by comment tag
+                (forge:<launch_id>:<attempt>), so duplicates are counted even
+                after a job ended
+
+The requests are built here too (launch(), het_launch(), cancel()), in the
+contract's bare JSON form; the image file they name is created under the
+stack's runtime root (the stack's apptainer is a stand-in that checks the
+image exists and runs the command: this sandbox cannot run containers).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+PARTITIONS = 6
+TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "LOST", "REJECTED"}
+
+
+def wait_until(what, predicate, timeout, step=0.2):
+    """Polls predicate until it returns a true value; fails naming what."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+class Stack:
+    def __init__(self):
+        path = os.environ.get("FORGE_STACK_ENV", "/var/tmp/forge-stack/stack.env")
+        if not os.path.exists(path):
+            raise RuntimeError(f"{path} is missing: run tests/e2e/stack up first")
+        self.env = {}
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("export "):
+                    line = line[len("export "):]
+                key, _, value = line.partition("=")
+                self.env[key] = value.strip("'\"")
+        self.brokers = self.env["FORGE_KAFKA_BROKERS"]
+        self.api = self.env.get("FORGE_SLURM_REST_API_VERSION", "v0.0.43")
+        self.runtime_root = self.env.get(
+            "FORGE_RUNTIME_ROOT",
+            os.path.join(self.env["FORGE_STORAGE_ROOT"], "runtimes"))
+        image_dir = os.path.join(self.runtime_root, "images")
+        os.makedirs(image_dir, exist_ok=True)
+        open(os.path.join(image_dir, "e2e.sif"), "a").close()
+
+    def slurm_get(self, path):
+        with open(self.env["FORGE_SLURM_JWT_FILE"]) as f:
+            token = f.read().strip()
+            if token.startswith("SLURM_JWT="):
+                token = token[len("SLURM_JWT="):]
+        req = urllib.request.Request(
+            f"{self.env['FORGE_SLURM_REST_URL']}/slurm/{self.api}/{path}",
+            headers={"X-SLURM-USER-NAME": self.env["FORGE_SLURM_REST_USER"],
+                     "X-SLURM-USER-TOKEN": token})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+
+
+class Topics:
+    """requests and state co-partitioned (state compacted), like the stack's."""
+
+    def __init__(self, stack, tag):
+        self.stack = stack
+        base = f"e2e.{tag}.{uuid.uuid4().hex[:8]}"
+        self.requests = f"{base}.requests"
+        self.state = f"{base}.state"
+        self.status = f"{base}.status"
+        self.logs = f"{base}.logs"
+        self.dlq = f"{base}.dlq"
+        admin = AdminClient({"bootstrap.servers": stack.brokers})
+        compacted = {"cleanup.policy": "compact", "max.message.bytes": "4194304"}
+        new = [NewTopic(self.requests, PARTITIONS, 1),
+               NewTopic(self.state, PARTITIONS, 1, config=compacted),
+               NewTopic(self.status, 3, 1), NewTopic(self.logs, 3, 1),
+               NewTopic(self.dlq, 1, 1)]
+        for future in admin.create_topics(new).values():
+            future.result(30)
+        self.producer = Producer({"bootstrap.servers": stack.brokers,
+                                  "partitioner": "murmur2_random"})
+
+    def env(self):
+        return {"FORGE_KAFKA_TOPIC_REQUESTS": self.requests,
+                "FORGE_KAFKA_TOPIC_STATE": self.state,
+                "FORGE_KAFKA_TOPIC_STATUS": self.status,
+                "FORGE_KAFKA_TOPIC_LOGS": self.logs,
+                "FORGE_KAFKA_TOPIC_DLQ": self.dlq}
+
+    def send(self, key, value):
+        """One request (dict, or raw bytes), keyed as the platform keys it."""
+        if isinstance(value, dict):
+            value = json.dumps(value).encode()
+        self.producer.produce(self.requests, key=key, value=value)
+        self.producer.flush(10)
+
+    def read_all(self, topic, timeout=5.0):
+        """Every committed message of a topic so far: (key, value, headers)."""
+        c = Consumer({"bootstrap.servers": self.stack.brokers,
+                      "group.id": f"e2e-read-{uuid.uuid4().hex[:8]}",
+                      "isolation.level": "read_committed",
+                      "enable.auto.commit": False})
+        meta = c.list_topics(topic, timeout=10).topics[topic]
+        c.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+        out, idle_until = [], time.monotonic() + timeout
+        while time.monotonic() < idle_until:
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            out.append((m.key(), m.value(), dict(m.headers() or [])))
+            idle_until = time.monotonic() + 1.0
+        c.close()
+        return out
+
+
+class StatusReader:
+    """Collects status events by launch_id, on its own thread."""
+
+    def __init__(self, stack, topic, isolation="read_committed"):
+        self.events = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.consumer = Consumer({"bootstrap.servers": stack.brokers,
+                                  "group.id": f"e2e-status-{uuid.uuid4().hex[:8]}",
+                                  "isolation.level": isolation,
+                                  "enable.auto.commit": False})
+        meta = self.consumer.list_topics(topic, timeout=10).topics[topic]
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping:
+            m = self.consumer.poll(0.1)
+            if m is None or m.error():
+                continue
+            event = json.loads(m.value())
+            event["_headers"] = dict(m.headers() or [])
+            event["_received"] = time.time()
+            with self.lock:
+                self.events.setdefault(m.key().decode(), []).append(event)
+
+    def of(self, launch_id):
+        with self.lock:
+            return list(self.events.get(launch_id, []))
+
+    def states(self, launch_id):
+        return [e["data"]["state"] for e in self.of(launch_id)]
+
+    def all(self):
+        with self.lock:
+            return {k: list(v) for k, v in self.events.items()}
+
+    def wait_state(self, launch_id, state, timeout=120):
+        return wait_until(f"{launch_id} to reach {state} (so far: "
+                          f"{self.states(launch_id)})",
+                          lambda: next((e for e in self.of(launch_id)
+                                        if e["data"]["state"] == state), None),
+                          timeout)
+
+    def wait_terminal(self, launch_id, timeout=180):
+        return wait_until(f"{launch_id} to end (so far: {self.states(launch_id)})",
+                          lambda: next((e for e in self.of(launch_id)
+                                        if e["data"]["state"] in TERMINAL), None),
+                          timeout)
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+        self.consumer.close()
+
+
+class SlurmWatch:
+    """Every Slurm job seen while it runs, by comment tag."""
+
+    def __init__(self, stack):
+        self.stack = stack
+        self.jobs = {}  # job_id -> {"comment", "het_job_id", "states": [..]}
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.max_live = {}  # comment -> most leaders alive at once
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping:
+            try:
+                self._sample(self.stack.slurm_get("jobs")["jobs"])
+            except Exception:  # slurmrestd busy: the next sample will do
+                pass
+            time.sleep(0.3)
+
+    def _sample(self, jobs):
+        live = {}
+        with self.lock:
+            for j in jobs:
+                comment = j.get("comment") or ""
+                if not comment.startswith("forge:"):
+                    continue
+                jid = j["job_id"]
+                het = (j.get("het_job_id") or {}).get("number", 0) or 0
+                leader = het or jid
+                state = j["job_state"]
+                rec = self.jobs.setdefault(jid, {"comment": comment,
+                                                 "leader": leader, "states": []})
+                if not rec["states"] or rec["states"][-1] != state:
+                    rec["states"].append(state)
+                ended = any(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                  "NODE_FAIL", "OUT_OF_MEMORY") for s in state)
+                if not ended:
+                    live.setdefault(comment, set()).add(leader)
+            for comment, leaders in live.items():
+                self.max_live[comment] = max(self.max_live.get(comment, 0),
+                                             len(leaders))
+
+    def leaders(self, launch_id, attempt=1):
+        """Distinct Slurm jobs (het leaders) ever seen for one attempt."""
+        tag = f"forge:{launch_id}:{attempt}"
+        with self.lock:
+            return sorted({j["leader"] for j in self.jobs.values()
+                           if j["comment"] == tag})
+
+    def most_alive(self, launch_id, attempt=1):
+        with self.lock:
+            return self.max_live.get(f"forge:{launch_id}:{attempt}", 0)
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+
+
+class Worker:
+    """One `forge-worker run` process with its own log file."""
+
+    def __init__(self, stack, topics, worker_id, group, logdir, extra_env=None,
+                 binary=None):
+        self.worker_id = worker_id
+        self.log_path = os.path.join(logdir, f"{worker_id}.log")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
+        env.update(stack.env)
+        env.update(topics.env())
+        env.update({"FORGE_WORKER_ID": worker_id,
+                    "FORGE_KAFKA_GROUP_ID": group,
+                    "FORGE_POLL_INTERVAL_MS": "500",
+                    "FORGE_LOST_GRACE_S": "30",
+                    "FORGE_LOG_FORMAT": "json",
+                    "FORGE_LOG_LEVEL": "info",
+                    # a killed member leaves the group in seconds, not 45 s
+                    "FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "6000",
+                    "FORGE_KAFKA_PROP_HEARTBEAT_INTERVAL_MS": "1000"})
+        env.update(extra_env or {})
+        self.binary = binary or os.environ.get(
+            "FORGE_WORKER_BIN", os.path.join(TOP, "build", "forge-worker"))
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([self.binary, "run"], env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.ended_at = None
+
+    def lines(self):
+        out = []
+        with open(self.log_path, "rb") as f:
+            for raw in f:
+                try:
+                    out.append(json.loads(raw))
+                except ValueError:
+                    pass  # librdkafka's own stderr lines
+        return out
+
+    def logged(self, text):
+        return any(text in line.get("msg", "") for line in self.lines())
+
+    def wait_ready(self, timeout=60):
+        wait_until(f"{self.worker_id} to be ready",
+                   lambda: self.logged("ready: every owned partition") or
+                   self._died(), timeout)
+        assert self.proc.poll() is None, f"{self.worker_id} exited: {self.tail()}"
+
+    def _died(self):
+        return self.proc.poll() is not None
+
+    def terminate(self, timeout=60):
+        """SIGTERM; returns the exit code (the worker's bound is 30 s)."""
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout)
+        self.ended_at = time.time()
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait(10)
+        self.ended_at = time.time()
+
+    def wait_exit(self, timeout):
+        rc = self.proc.wait(timeout)
+        self.ended_at = time.time()
+        return rc
+
+    def tail(self, n=30):
+        with open(self.log_path, "rb") as f:
+            return b"".join(f.readlines()[-n:]).decode(errors="replace")
+
+    def ownership(self):
+        """[(partition, start, end)] from the log: restore start to revoke."""
+        out, open_since = [], {}
+        for line in self.lines():
+            msg = line.get("msg", "")
+            parts = msg.split()
+            if len(parts) < 3 or parts[0] != "partition":
+                continue
+            p, ts = int(parts[1]), _epoch(line["ts"])
+            if parts[2] == "assigned:":
+                open_since[p] = ts
+            elif parts[2] in ("revoked:", "lost:") and p in open_since:
+                out.append((p, open_since.pop(p), ts))
+        end = self.ended_at or time.time()
+        out.extend((p, start, end) for p, start in open_since.items())
+        return out
+
+    def stop_quietly(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.log.close()
+
+
+def _epoch(ts):
+    # "2026-12-03T06:01:02.345Z"
+    base = time.mktime(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    return base + int(ts[20:23]) / 1000.0
+
+
+# ---- requests ----------------------------------------------------------------
+
+def unique_id(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def launch(launch_id, command, attempt=1, series="h200", gpus=1, time_limit=5,
+           env=None):
+    req = {"kind": "launch", "launch_id": launch_id, "attempt": attempt,
+           "project": "e2e",
+           "image": {"path": "images/e2e.sif", "format": "sif"},
+           "command": command,
+           "pools": [{"name": "main", "series": series, "nodes": 1,
+                      "gpus_per_node": gpus, "tasks_per_node": 1}],
+           "time_limit_minutes": time_limit}
+    if env:
+        req["env"] = env
+    return req
+
+
+def het_launch(launch_id, command, attempt=1):
+    req = launch(launch_id, command, attempt)
+    req["pools"] = [
+        {"name": "trainer", "series": "h200", "nodes": 1, "gpus_per_node": 2,
+         "tasks_per_node": 1},
+        {"name": "rollout", "series": "a100", "nodes": 1, "gpus_per_node": 1,
+         "tasks_per_node": 1}]
+    req["roles"] = {"actor": "trainer", "generator": "rollout"}
+    return req
+
+
+def cancel(launch_id, attempt=None):
+    req = {"kind": "cancel", "launch_id": launch_id}
+    if attempt:
+        req["attempt"] = attempt
+    return req
+
+
+def assert_contiguous(events, launch_id):
+    """seq 1..n in order, no seq twice, ids <launch_id>/<attempt>/<seq>."""
+    seqs = [e["data"]["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), f"{launch_id}: seqs {seqs}"
+    for e in events:
+        d = e["data"]
+        assert e["id"] == f"{launch_id}/{d['attempt']}/{d['seq']}"
+        assert e["subject"] == launch_id
+        assert e["_headers"].get("content-type") == b"application/cloudevents+json"
+    terminal = [e for e in events if e["data"]["state"] in TERMINAL]
+    assert len(terminal) <= 1, f"{launch_id}: several terminal events"
