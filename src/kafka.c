@@ -87,7 +87,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
         k->handlers.assigned(k->handlers.ctx, p, n);
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
-        if (!lost && k->handlers.flush(k->handlers.ctx) != 0)
+        if (!lost && k->handlers.flush(k->handlers.ctx, p, n) != 0)
             lost = true; /* could not commit: treat as lost */
         if (lost && k->in_txn) {
             if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS)))

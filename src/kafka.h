@@ -28,8 +28,8 @@ typedef struct forge_kafka_handlers {
     void *ctx;
     void (*assigned)(void *ctx, const int32_t *partitions, size_t n);
     void (*revoked)(void *ctx, const int32_t *partitions, size_t n, bool lost);
-    /* Commit what is pending before partitions go (returns 0 on success). */
-    int (*flush)(void *ctx);
+    /* Commit what is pending before these partitions go (0 on success). */
+    int (*flush)(void *ctx, const int32_t *partitions, size_t n);
 } forge_kafka_handlers_t;
 
 /* One request message, borrowed until the next forge_kafka_poll(). */

@@ -21,6 +21,7 @@ typedef struct forge_entry {
     bool busy;             /* a submit/cancel for it is in flight */
     long long retry_at_ms; /* a failed submit waits until then */
     int submit_failures;
+    long long cancel_sent_ms; /* when a cancel was last posted */
     struct forge_entry *next; /* bucket chain */
 } forge_entry_t;
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SIGNATURES_MAX 65536
@@ -35,8 +36,10 @@ struct forge_runner {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    pthread_cond_t finished; /* an item reached the outbox */
     forge_work_t *inbox, *outbox;
     size_t in_flight;
+    size_t done; /* items in the outbox */
     bool stopping;
     signature_t *sigs; /* poll runner only; its thread only */
     size_t sig_count;
@@ -321,6 +324,8 @@ static void *thread_main(void *arg)
         run_one(r, w);
         pthread_mutex_lock(&r->lock);
         append(&r->outbox, w);
+        r->done++;
+        pthread_cond_broadcast(&r->finished);
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
@@ -347,6 +352,7 @@ forge_rc_t forge_runner_start(const forge_config_t *cfg,
     }
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
+    pthread_cond_init(&r->finished, NULL);
     if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
         forge_slurm_client_destroy(r->client);
         free(r->name);
@@ -375,8 +381,30 @@ forge_work_t *forge_runner_take(forge_runner_t *r)
     r->outbox = NULL;
     for (w = list; w; w = w->next)
         r->in_flight--;
+    r->done = 0;
     pthread_mutex_unlock(&r->lock);
     return list;
+}
+
+bool forge_runner_settle(forge_runner_t *r, long timeout_ms)
+{
+    struct timespec until;
+    bool settled;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->lock);
+    while (r->done < r->in_flight && !r->stopping &&
+           pthread_cond_timedwait(&r->finished, &r->lock, &until) == 0)
+        ;
+    settled = r->done >= r->in_flight;
+    pthread_mutex_unlock(&r->lock);
+    return settled;
 }
 
 size_t forge_runner_in_flight(forge_runner_t *r)
@@ -414,6 +442,7 @@ void forge_runner_stop(forge_runner_t *r)
     forge_slurm_client_destroy(r->client);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->wake);
+    pthread_cond_destroy(&r->finished);
     free(r->name);
     free(r);
 }

@@ -77,6 +77,10 @@ void forge_runner_post(forge_runner_t *r, forge_work_t *w);
  * blocks. */
 forge_work_t *forge_runner_take(forge_runner_t *r);
 
+/* Waits up to timeout_ms until every posted item is finished (in the
+ * outbox, ready for forge_runner_take). True when all are. */
+bool forge_runner_settle(forge_runner_t *r, long timeout_ms);
+
 /* Work posted and not yet taken back. */
 size_t forge_runner_in_flight(forge_runner_t *r);
 

@@ -252,8 +252,10 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
         publish(w, e, &cancelled); /* never submitted: nothing to cancel */
     } else {
         write_record(w, e);
-        if (e->rec->job_id) /* else: the submit result will cancel it */
+        if (e->rec->job_id) { /* else: the submit result will cancel it */
+            e->cancel_sent_ms = forge_event_now_ms();
             defer(w, new_work(FORGE_WORK_CANCEL, e));
+        }
     }
 }
 
@@ -311,8 +313,10 @@ static void on_submitted(worker_t *w, forge_work_t *work)
         c.slurm = slurm;
         publish(w, e, &c);
         json_decref(slurm);
-        if (e->rec->cancel_requested)
+        if (e->rec->cancel_requested) {
+            e->cancel_sent_ms = forge_event_now_ms();
             defer(w, new_work(FORGE_WORK_CANCEL, e));
+        }
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
         change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
@@ -431,6 +435,11 @@ static void tend_entry(void *ctx, forge_entry_t *e)
     if (forge_state_is_terminal(r->state) ||
         !forge_owner_owns(t->w->owner, e->partition))
         return;
+    if (r->job_id && r->cancel_requested && !e->busy &&
+        t->now - e->cancel_sent_ms >= FORGE_WORKER_CANCEL_RESEND_MS) {
+        e->cancel_sent_ms = t->now; /* not confirmed yet: ask again */
+        defer(t->w, new_work(FORGE_WORK_CANCEL, e));
+    }
     if (r->job_id) { /* a live job: into this tick's batch */
         forge_work_t *p = t->poll;
         forge_poll_item_t *it;
@@ -581,14 +590,49 @@ static forge_kafka_outcome_t commit(worker_t *w)
     return out;
 }
 
-static int on_flush(void *ctx)
+static bool among(int32_t p, const int32_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (parts[i] == p)
+            return true;
+    return false;
+}
+
+/* Deferred work of leaving partitions: their next owner's. */
+static void drop_deferred_of(worker_t *w, const int32_t *parts, size_t n)
+{
+    forge_work_t **link = &w->deferred;
+
+    while (*link) {
+        forge_work_t *work = *link;
+        forge_entry_t *e = entry_of(w, work);
+        if (e && !among(e->partition, parts, n)) {
+            link = &work->next;
+            continue;
+        }
+        *link = work->next;
+        if (e)
+            e->busy = false;
+        forge_work_free(work);
+    }
+}
+
+/* Partitions are leaving. Submits and cancels in flight finish first (up
+ * to FORGE_WORKER_SETTLE_MS, more than one submit's worst case), so their
+ * job ids go into this last transaction and the next owner takes each
+ * launch over as it stands, instead of finding a bare intent and cancelling
+ * a job that was fine. Whatever is still out after the bound is settled by
+ * the next owner through the comment tag. */
+static int on_flush(void *ctx, const int32_t *parts, size_t n)
 {
     worker_t *w = ctx;
-    forge_kafka_outcome_t out = forge_kafka_commit(w->kafka);
 
-    /* Partitions are leaving: work for them is their next owner's. */
-    drop_deferred(w);
-    return out == FORGE_KAFKA_COMMITTED ? 0 : -1;
+    if (!forge_runner_settle(w->slurm, FORGE_WORKER_SETTLE_MS))
+        forge_log_warn("partitions leave with Slurm calls in flight: their "
+                       "next owner settles them by the jobs' tags");
+    on_results(w);
+    drop_deferred_of(w, parts, n);
+    return commit(w) == FORGE_KAFKA_COMMITTED ? 0 : -1;
 }
 
 static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)

@@ -20,5 +20,10 @@ int forge_worker_run(const forge_config_t *cfg,
                      volatile sig_atomic_t *stop);
 
 #define FORGE_WORKER_DRAIN_MS 20000
+/* How long a rebalance waits for Slurm calls in flight before partitions
+ * leave (longer than one submit's worst case: see worker.c on_flush). */
+#define FORGE_WORKER_SETTLE_MS 45000
+/* A cancel not yet confirmed by Slurm is sent again this often. */
+#define FORGE_WORKER_CANCEL_RESEND_MS 30000
 
 #endif

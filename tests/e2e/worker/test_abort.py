@@ -1,0 +1,38 @@
+"""
+A transaction aborted after its messages reached the broker (test point
+FORGE_TEST_ABORT_TXN=1: the worker's first transaction, carrying the first
+launch's ACCEPTED event, its state record and its request's offset): a
+read_committed reader never sees it, a read_uncommitted one does (proof the
+abort really happened with data on the broker), and the worker redoes the
+work from the committed offsets: one ACCEPTED, one Slurm job.
+"""
+
+from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
+                     unique_id)
+
+
+def test_read_committed_reader_sees_no_aborted_event(stack, slurm, logdir):
+    topics = Topics(stack, "abort")
+    committed = StatusReader(stack, topics.status, "read_committed")
+    uncommitted = StatusReader(stack, topics.status, "read_uncommitted")
+    worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
+                    {"FORGE_TEST_ABORT_TXN": "1"})
+    try:
+        worker.wait_ready()
+        lid = unique_id("abort")
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 1"]))
+        done = committed.wait_terminal(lid)
+        assert done["data"]["state"] == "SUCCEEDED", committed.states(lid)
+        assert worker.logged("aborting transaction 1 on purpose")
+        assert_contiguous(committed.of(lid), lid)
+        assert committed.states(lid).count("ACCEPTED") == 1
+        uncommitted.wait_terminal(lid)
+        seen = [e["data"]["seq"] for e in uncommitted.of(lid)
+                if e["data"]["state"] == "ACCEPTED"]
+        assert seen == [1, 1], f"the aborted ACCEPTED should be there: {seen}"
+        assert len(slurm.leaders(lid)) == 1
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        committed.close()
+        uncommitted.close()
+        worker.stop_quietly()
