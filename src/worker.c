@@ -46,6 +46,7 @@ typedef struct worker {
     bool poll_in_flight;
     long long next_poll_ms;
     bool was_ready;
+    bool drained; /* shutting down: the drain already waited */
     bool fatal;
 } worker_t;
 
@@ -68,6 +69,14 @@ static forge_work_t *new_work(forge_work_kind_t kind, const forge_entry_t *e)
     }
     work->job_id = e->rec->job_id;
     return work;
+}
+
+/* The entry a work item is for, if this worker still has that attempt. */
+static forge_entry_t *entry_of(worker_t *w, const forge_work_t *work)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
+
+    return e && e->rec->attempt == work->attempt ? e : NULL;
 }
 
 /* ---- publishing ---------------------------------------------------------- */
@@ -239,6 +248,22 @@ static void on_launch(worker_t *w, const forge_kafka_message_t *m,
     }
 }
 
+/* Takes back a submit of e not yet posted (its intent is in the same
+ * uncommitted batch). True when there was one. */
+static bool withdraw_submit(worker_t *w, forge_entry_t *e)
+{
+    for (forge_work_t **link = &w->deferred; *link; link = &(*link)->next) {
+        forge_work_t *work = *link;
+        if (work->kind == FORGE_WORK_CANCEL || entry_of(w, work) != e)
+            continue;
+        *link = work->next;
+        forge_work_free(work);
+        e->busy = false;
+        return true;
+    }
+    return false;
+}
+
 static void on_cancel(worker_t *w, const forge_cancel_t *c)
 {
     forge_entry_t *e = forge_owner_find(w->owner, c->launch_id);
@@ -248,6 +273,8 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
         forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
         return; /* unknown, another attempt, finished, or already asked */
     e->rec->cancel_requested = true;
+    if (e->rec->job_id == 0 && e->busy)
+        withdraw_submit(w, e); /* not sent yet: it never will be */
     if (e->rec->job_id == 0 && !e->busy) {
         publish(w, e, &cancelled); /* never submitted: nothing to cancel */
     } else {
@@ -275,13 +302,6 @@ static void on_message(worker_t *w, const forge_kafka_message_t *m)
 }
 
 /* ---- results from the runners -------------------------------------------- */
-
-static forge_entry_t *entry_of(worker_t *w, const forge_work_t *work)
-{
-    forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
-
-    return e && e->rec->attempt == work->attempt ? e : NULL;
-}
 
 static long long retry_delay_ms(int failures)
 {
@@ -627,7 +647,7 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
 {
     worker_t *w = ctx;
 
-    if (!forge_runner_settle(w->slurm, FORGE_WORKER_SETTLE_MS))
+    if (!forge_runner_settle(w->slurm, w->drained ? 0 : FORGE_WORKER_SETTLE_MS))
         forge_log_warn("partitions leave with Slurm calls in flight: their "
                        "next owner settles them by the jobs' tags");
     on_results(w);
@@ -690,15 +710,14 @@ static void drain(worker_t *w)
     on_results(w);
     if (!w->fatal)
         commit(w);
+    w->drained = true;
 }
 
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
                      volatile sig_atomic_t *stop)
 {
-    worker_t w = {cfg,  catalog, NULL, forge_owner_new(),
-                  NULL, NULL,    NULL, false,
-                  0,    false,   false};
+    worker_t w = {.cfg = cfg, .catalog = catalog, .owner = forge_owner_new()};
     forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
     forge_error_t err = {0};
     int rc = 78;

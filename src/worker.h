@@ -19,10 +19,12 @@ int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
                      volatile sig_atomic_t *stop);
 
-#define FORGE_WORKER_DRAIN_MS 20000
-/* How long a rebalance waits for Slurm calls in flight before partitions
- * leave (longer than one submit's worst case: see worker.c on_flush). */
+/* How long a rebalance, or a shutdown, waits for Slurm calls in flight
+ * before partitions leave (longer than one submit's worst case: see
+ * worker.c on_flush). A shutdown waits once: SIGTERM to exit stays within
+ * this bound plus a commit (deploy/forge-worker.service allows 75 s). */
 #define FORGE_WORKER_SETTLE_MS 45000
+#define FORGE_WORKER_DRAIN_MS  FORGE_WORKER_SETTLE_MS
 /* A cancel not yet confirmed by Slurm is sent again this often. */
 #define FORGE_WORKER_CANCEL_RESEND_MS 30000
 
