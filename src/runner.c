@@ -90,6 +90,13 @@ static forge_slurm_status_t find_tagged(forge_runner_t *r,
     return st;
 }
 
+static void single_component(forge_work_t *w)
+{
+    w->component_ids = forge_xcalloc(1, sizeof(uint32_t));
+    w->component_ids[0] = w->job_id;
+    w->component_count = 1;
+}
+
 /* The leader and component ids of job_id (details; just the id when the
  * details cannot be had). */
 static void learn_components(forge_runner_t *r, forge_work_t *w)
@@ -105,9 +112,7 @@ static void learn_components(forge_runner_t *r, forge_work_t *w)
             w->component_ids[i] = jobs.jobs[i].job_id;
         w->component_count = jobs.count;
     } else {
-        w->component_ids = forge_xcalloc(1, sizeof(uint32_t));
-        w->component_ids[0] = w->job_id;
-        w->component_count = 1;
+        single_component(w);
     }
     forge_slurm_job_list_free(&jobs);
 }
@@ -160,8 +165,10 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
                w->status != FORGE_SLURM_AUTH && adopt_tagged(r, w)) {
         w->status = FORGE_SLURM_OK; /* it did reach Slurm */
     }
-    if (w->status == FORGE_SLURM_OK)
-        learn_components(r, w);
+    if (w->status == FORGE_SLURM_OK && p->request->launch.pool_count > 1)
+        learn_components(r, w); /* a het job: its component ids */
+    else if (w->status == FORGE_SLURM_OK)
+        single_component(w);
 out:
     free(staging);
     forge_prepared_destroy(p);
