@@ -1,5 +1,6 @@
 /*
- * events.c - building status_changed CloudEvents (events.h).
+ * events.c - building status_changed and logs_archived CloudEvents
+ * (events.h).
  */
 #include "events.h"
 #include "buf.h"
@@ -47,17 +48,38 @@ static json_t *no_job(void)
                      "exit_code", "signal", "state_reason", "restart_count", 0);
 }
 
+static json_t *labels_json(const forge_kv_t *kv, size_t n)
+{
+    json_t *labels = json_object();
+
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(labels, kv[i].key, json_string(kv[i].value));
+    return labels;
+}
+
+/* The envelope around data (stolen). */
+static json_t *cloud_event(const char *id, const char *type,
+                           const char *worker_id, const char *subject,
+                           const char *at, json_t *data)
+{
+    forge_buf_t source = FORGE_BUF_INIT;
+    json_t *event;
+
+    forge_buf_printf(&source, "forge-worker/%s", worker_id);
+    event = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "specversion",
+                      "1.0", "id", id, "source", forge_buf_str(&source), "type",
+                      type, "subject", subject, "time", at, "datacontenttype",
+                      "application/json", "data", data);
+    forge_buf_free(&source);
+    return event;
+}
+
 json_t *forge_event_status(const forge_status_event_t *e)
 {
     char at[32], *id = forge_event_status_id(e->launch_id, e->attempt, e->seq);
-    forge_buf_t source = FORGE_BUF_INIT;
-    json_t *labels = json_object(), *data, *event;
+    json_t *labels = labels_json(e->labels, e->label_count), *data, *event;
 
     forge_event_time(e->at_ms, at, sizeof(at));
-    forge_buf_printf(&source, "forge-worker/%s", e->worker_id);
-    for (size_t i = 0; i < e->label_count; i++)
-        json_object_set_new(labels, e->labels[i].key,
-                            json_string(e->labels[i].value));
     data = json_pack("{s:s, s:i, s:I, s:s, s:o, s:o, s:s, s:s, s:o, s:o}",
                      "launch_id", e->launch_id, "attempt", e->attempt, "seq",
                      (json_int_t)e->seq, "state", forge_state_name(e->state),
@@ -72,12 +94,47 @@ json_t *forge_event_status(const forge_status_event_t *e)
             json_pack("{s:s, s:s, s:s}", "code", e->error_code, "field",
                       e->error_field ? e->error_field : "$", "message",
                       e->error_message ? e->error_message : ""));
-    event = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "specversion",
-                      "1.0", "id", id, "source", forge_buf_str(&source), "type",
-                      "forge.launch.status_changed", "subject", e->launch_id,
-                      "time", at, "datacontenttype", "application/json", "data",
-                      data);
-    forge_buf_free(&source);
+    event = cloud_event(id, "forge.launch.status_changed", e->worker_id,
+                        e->launch_id, at, data);
     free(id);
+    return event;
+}
+
+static json_t *archive_files(const forge_archive_t *a)
+{
+    json_t *files = json_array();
+
+    for (size_t i = 0; i < a->file_count; i++)
+        json_array_append_new(files, json_pack("{s:s, s:I}", "name",
+                                               a->files[i].name, "bytes",
+                                               (json_int_t)a->files[i].bytes));
+    return files;
+}
+
+json_t *forge_event_logs(const forge_logs_event_t *e)
+{
+    const forge_archive_t *a = e->archive;
+    json_t *missing = json_array(), *tail = json_null(), *data, *event;
+    forge_buf_t id = FORGE_BUF_INIT;
+    char at[32];
+
+    forge_event_time(a->at_ms, at, sizeof(at));
+    forge_buf_printf(&id, "%s/%d/logs", e->launch_id, e->attempt);
+    for (size_t i = 0; i < a->missing_count; i++)
+        json_array_append_new(missing, json_string(a->missing[i]));
+    if (a->tail_name)
+        tail = json_pack("{s:s, s:s}", "name", a->tail_name, "text",
+                         a->tail_text ? a->tail_text : "");
+    data = json_pack(
+        "{s:s, s:i, s:s, s:{s:s, s:s, s:I, s:s, s:s}, s:o, s:o, s:o, s:o}",
+        "launch_id", e->launch_id, "attempt", e->attempt, "at", at, "archive",
+        "path", a->path, "relative_path", a->relative_path, "bytes",
+        (json_int_t)a->bytes, "sha256", a->sha256, "format", "tar+gzip",
+        "files", archive_files(a), "missing", missing, "tail",
+        tail ? tail : json_null(), "labels",
+        labels_json(e->labels, e->label_count));
+    event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
+                        e->worker_id, e->launch_id, at, data);
+    forge_buf_free(&id);
     return event;
 }

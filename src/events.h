@@ -8,6 +8,7 @@
 #ifndef FORGE_EVENTS_H
 #define FORGE_EVENTS_H
 
+#include "log_archive.h"
 #include "platform_state.h"
 #include "request.h"
 
@@ -34,6 +35,19 @@ typedef struct forge_status_event {
 
 /* The whole CloudEvent (new reference). */
 json_t *forge_event_status(const forge_status_event_t *e);
+
+typedef struct forge_logs_event {
+    const char *launch_id;
+    int attempt;
+    const char *worker_id;
+    const forge_kv_t *labels;
+    size_t label_count;
+    const forge_archive_t *archive; /* data.at is archive->at_ms */
+} forge_logs_event_t;
+
+/* forge.launch.logs_archived, id "<launch_id>/<attempt>/logs" (new
+ * reference). */
+json_t *forge_event_logs(const forge_logs_event_t *e);
 
 /* "<launch_id>/<attempt>/<seq>" (new). */
 char *forge_event_status_id(const char *launch_id, int attempt, long seq);

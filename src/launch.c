@@ -75,7 +75,7 @@ json_t *forge_launch_record_encode(const forge_launch_record_t *r)
         request = json_stringn(r->request, r->request_len);
     return json_pack(
         "{s:i, s:s, s:i, s:s, s:I, s:s, s:o, s:I, s:o, s:b, s:b, s:I, s:I, "
-        "s:I}",
+        "s:I, s:b}",
         "v", RECORD_VERSION, "launch_id", r->launch_id, "attempt", r->attempt,
         "state", forge_state_name(r->state) ? forge_state_name(r->state) : "",
         "seq", (json_int_t)r->seq, "digest", r->digest, "request",
@@ -83,7 +83,7 @@ json_t *forge_launch_record_encode(const forge_launch_record_t *r)
         "components", ids, "cancel_requested", r->cancel_requested, "archived",
         r->archived, "accepted_at_ms", (json_int_t)r->accepted_at_ms,
         "updated_at_ms", (json_int_t)r->updated_at_ms, "missing_since_ms",
-        (json_int_t)r->missing_since_ms);
+        (json_int_t)r->missing_since_ms, "cleaned", r->cleaned);
 }
 
 static forge_rc_t fill(forge_launch_record_t *r, json_t *o, forge_error_t *err)
@@ -129,6 +129,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o, forge_error_t *err)
     r->accepted_at_ms = acc;
     r->updated_at_ms = upd;
     r->missing_since_ms = miss;
+    r->cleaned = json_is_true(json_object_get(o, "cleaned")); /* optional */
     return FORGE_OK;
 }
 

@@ -6,7 +6,11 @@
  * transitions, seq +1 per event) are enforced here.
  *
  * The request itself is kept (as received) until the launch is archived, so
- * a new owner can resubmit an interrupted submit without the requests topic.
+ * a new owner can resubmit an interrupted submit without the requests topic,
+ * and knows the pools whose logs to archive.
+ *
+ * After a terminal state: archived (the logs event is out, in the same
+ * transaction as the record saying so), then cleaned (staging deleted).
  */
 #ifndef FORGE_LAUNCH_H
 #define FORGE_LAUNCH_H
@@ -33,7 +37,8 @@ typedef struct forge_launch_record {
     uint32_t *component_ids; /* het components, in het_offset order */
     size_t component_count;
     bool cancel_requested;
-    bool archived;
+    bool archived; /* the logs_archived event is published */
+    bool cleaned;  /* staging and scheduler logs deleted (or never made) */
     long long accepted_at_ms;
     long long updated_at_ms;
     long long missing_since_ms; /* 0: Slurm knows the job */

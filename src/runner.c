@@ -1,12 +1,15 @@
 /*
- * runner.c - a thread with a slurmrestd client, an inbox and an outbox
- * (runner.h). Threads: `lock` guards both queues and `stopping`; the
- * thread waits on `wake`; everything else in a work item is touched by one
- * thread at a time (ownership moves with the item).
+ * runner.c - threads with an inbox and an outbox (runner.h): one thread
+ * with a slurmrestd client, or several for file work (archives, cleanup),
+ * which never touch the client. Threads: `lock` guards both queues, the
+ * counters and `stopping`; threads wait on `wake`, forge_runner_settle on
+ * `finished`; everything else in a work item is touched by one thread at a
+ * time (ownership moves with the item).
  */
 #include "runner.h"
 #include "buf.h"
 #include "log.h"
+#include "log_archive.h"
 #include "prepare.h"
 #include "render.h"
 #include "slurm/verdict.h"
@@ -33,7 +36,8 @@ struct forge_runner {
     const forge_series_catalog_t *catalog;
     char *name;
     forge_slurm_client_t *client;
-    pthread_t thread;
+    pthread_t threads[FORGE_RUNNER_MAX_THREADS];
+    size_t thread_count;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_cond_t finished; /* an item reached the outbox */
@@ -58,6 +62,7 @@ void forge_work_free(forge_work_t *w)
     free(w->launch_id);
     free(w->request);
     free(w->component_ids);
+    forge_archive_clear(&w->archive);
     free(w);
 }
 
@@ -294,6 +299,45 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
     free(ids);
 }
 
+/* ---- after a terminal state: archive, clean ------------------------------ */
+
+static void do_archive(forge_runner_t *r, forge_work_t *w)
+{
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+    const char *pools[FORGE_POOLS_MAX];
+    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL};
+
+    if (w->request &&
+        forge_request_parse(w->request, w->request_len, &req, &err) == 0 &&
+        req->kind == FORGE_REQUEST_LAUNCH) {
+        for (size_t i = 0; i < req->launch.pool_count && i < FORGE_POOLS_MAX;
+             i++)
+            pools[spec.pool_count++] = req->launch.pools[i].name;
+        spec.secret = req->launch.ingest_token;
+    }
+    w->status = FORGE_SLURM_OK;
+    if (forge_archive_logs(r->cfg, &spec, &w->archive, &err)) {
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+        snprintf(w->message, sizeof(w->message), "%s", err.message);
+    } else {
+        FORGE_TESTPOINT_CRASH("archive.after");
+    }
+    forge_request_destroy(req);
+}
+
+static void do_cleanup(forge_runner_t *r, forge_work_t *w)
+{
+    forge_error_t err = {0};
+
+    FORGE_TESTPOINT_CRASH("cleanup.before");
+    w->status = FORGE_SLURM_OK;
+    if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err)) {
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+        snprintf(w->message, sizeof(w->message), "%s", err.message);
+    }
+}
+
 /* ---- the thread ------------------------------------------------------------
  */
 
@@ -311,6 +355,12 @@ static void run_one(forge_runner_t *r, forge_work_t *w)
         break;
     case FORGE_WORK_POLL:
         do_poll(r, w);
+        break;
+    case FORGE_WORK_ARCHIVE:
+        do_archive(r, w);
+        break;
+    case FORGE_WORK_CLEANUP:
+        do_cleanup(r, w);
         break;
     }
 }
@@ -338,36 +388,60 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+static forge_runner_t *runner_new(const forge_config_t *cfg,
+                                  const forge_series_catalog_t *catalog,
+                                  const char *name)
+{
+    forge_runner_t *r = forge_xcalloc(1, sizeof(*r));
+
+    r->cfg = cfg;
+    r->catalog = catalog;
+    r->name = forge_xstrdup(name);
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    pthread_cond_init(&r->finished, NULL);
+    return r;
+}
+
+static forge_rc_t runner_run(forge_runner_t *r, size_t threads,
+                             forge_runner_t **out, forge_error_t *err)
+{
+    for (size_t i = 0; i < threads && i < FORGE_RUNNER_MAX_THREADS; i++) {
+        if (pthread_create(&r->threads[i], NULL, thread_main, r) != 0) {
+            forge_error_set(err, FORGE_EIO, r->name, "pthread_create failed");
+            forge_runner_stop(r);
+            return FORGE_EIO;
+        }
+        r->thread_count++;
+    }
+    *out = r;
+    return FORGE_OK;
+}
+
 forge_rc_t forge_runner_start(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
                               const char *name, forge_runner_t **out,
                               forge_error_t *err)
 {
-    forge_runner_t *r = forge_xcalloc(1, sizeof(*r));
+    forge_runner_t *r = runner_new(cfg, catalog, name);
     forge_slurm_options_t opts;
     forge_rc_t rc;
 
     *out = NULL;
-    r->cfg = cfg;
-    r->catalog = catalog;
-    r->name = forge_xstrdup(name);
     forge_slurm_options_from_config(cfg, &opts);
     if ((rc = forge_slurm_client_new(&opts, &r->client, err))) {
-        free(r->name);
-        free(r);
+        forge_runner_stop(r);
         return rc;
     }
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->wake, NULL);
-    pthread_cond_init(&r->finished, NULL);
-    if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
-        forge_slurm_client_destroy(r->client);
-        free(r->name);
-        free(r);
-        return forge_error_set(err, FORGE_EIO, name, "pthread_create failed");
-    }
-    *out = r;
-    return FORGE_OK;
+    return runner_run(r, 1, out, err);
+}
+
+forge_rc_t forge_runner_start_files(const forge_config_t *cfg, const char *name,
+                                    size_t threads, forge_runner_t **out,
+                                    forge_error_t *err)
+{
+    *out = NULL;
+    return runner_run(runner_new(cfg, NULL, name), threads, out, err);
 }
 
 void forge_runner_post(forge_runner_t *r, forge_work_t *w)
@@ -432,9 +506,10 @@ void forge_runner_stop(forge_runner_t *r)
         return;
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
-    pthread_cond_signal(&r->wake);
+    pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
-    pthread_join(r->thread, NULL);
+    for (size_t i = 0; i < r->thread_count; i++)
+        pthread_join(r->threads[i], NULL);
     while ((w = r->inbox)) {
         r->inbox = w->next;
         forge_work_free(w);

@@ -14,6 +14,7 @@
 #define FORGE_RUNNER_H
 
 #include "config.h"
+#include "log_archive.h"
 #include "series.h"
 #include "slurm/client.h"
 
@@ -25,7 +26,11 @@ typedef enum forge_work_kind {
                                 remove staging, then submit */
     FORGE_WORK_CANCEL,
     FORGE_WORK_POLL,
+    FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
+    FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
 } forge_work_kind_t;
+
+#define FORGE_RUNNER_MAX_THREADS 8
 
 /* One launch in a poll tick, and what the tick found. */
 typedef struct forge_poll_item {
@@ -58,6 +63,7 @@ typedef struct forge_work {
     char message[512];
     uint32_t *component_ids; /* SUBMIT result */
     size_t component_count;
+    forge_archive_t archive; /* ARCHIVE result */
     struct forge_work *next;
 } forge_work_t;
 
@@ -69,6 +75,12 @@ forge_rc_t forge_runner_start(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
                               const char *name, forge_runner_t **out,
                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* A runner for file work only (ARCHIVE, CLEANUP): `threads` threads, no
+ * slurmrestd client. */
+forge_rc_t forge_runner_start_files(const forge_config_t *cfg, const char *name,
+                                    size_t threads, forge_runner_t **out,
+                                    forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Hands w to the runner (stolen). */
 void forge_runner_post(forge_runner_t *r, forge_work_t *w);

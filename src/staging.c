@@ -19,9 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* mkdir -p for the part of path below root (root must exist). */
-static forge_rc_t make_dirs(const char *root, const char *path, uid_t uid,
-                            gid_t gid, forge_error_t *err)
+forge_rc_t forge_storage_mkdirs(const char *root, const char *path, uid_t uid,
+                                gid_t gid, forge_error_t *err)
 {
     char *copy = forge_xstrdup(path);
     forge_rc_t rc = FORGE_OK;
@@ -31,19 +30,19 @@ static forge_rc_t make_dirs(const char *root, const char *path, uid_t uid,
         *p = '\0';
         if (mkdir(copy, 0775) == 0) {
             if (uid != (uid_t)-1 && chown(copy, uid, gid) != 0)
-                rc = forge_error_set(err, FORGE_EIO, "staging", "chown %s: %s",
+                rc = forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s",
                                      copy, strerror(errno));
         } else if (errno != EEXIST) {
-            rc = forge_error_set(err, FORGE_EIO, "staging", "mkdir %s: %s",
+            rc = forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s",
                                  copy, strerror(errno));
         }
         *p = saved;
     }
     if (!rc && mkdir(copy, 0775) != 0 && errno != EEXIST)
-        rc = forge_error_set(err, FORGE_EIO, "staging", "mkdir %s: %s", copy,
+        rc = forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s", copy,
                              strerror(errno));
     if (!rc && uid != (uid_t)-1 && chown(copy, uid, gid) != 0)
-        rc = forge_error_set(err, FORGE_EIO, "staging", "chown %s: %s", copy,
+        rc = forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s", copy,
                              strerror(errno));
     free(copy);
     return rc;
@@ -106,7 +105,7 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
         uid = root.st_uid;
         gid = root.st_gid;
     }
-    if ((rc = make_dirs(cfg->storage_root, dir, uid, gid, err)))
+    if ((rc = forge_storage_mkdirs(cfg->storage_root, dir, uid, gid, err)))
         goto out;
     if ((rc = write_file(dir, FORGE_STAGING_SCRIPT, script, 0644, uid, gid,
                          err)))

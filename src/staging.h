@@ -15,6 +15,8 @@
 #include "config.h"
 #include "request.h"
 
+#include <sys/types.h>
+
 #define FORGE_STAGING_SCRIPT "job.sh"
 
 /* Creates (or refreshes) the staging folder of launch. *path: host-side
@@ -23,6 +25,12 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
                                  const forge_launch_t *launch,
                                  const char *script, char **path,
                                  forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* mkdir -p of the part of path below root (root must exist); each folder
+ * it creates is given to uid:gid unless uid is (uid_t)-1. */
+forge_rc_t forge_storage_mkdirs(const char *root, const char *path, uid_t uid,
+                                gid_t gid,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Removes the staging folder of (launch_id, attempt) and everything in it.
  * FORGE_OK when it did not exist. */

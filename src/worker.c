@@ -2,10 +2,15 @@
  * worker.c - the consume loop. Threads and ownership:
  *   - this file runs on one thread, the loop's: it alone touches Kafka
  *     (kafka.h), the launch table (owner.h) and the records in it;
- *   - slurmrestd calls and staging run on two runners (runner.h): `slurm`
- *     for submits and cancels, `poller` for poll ticks. Work goes out with
- *     forge_runner_post and comes back through forge_runner_take; nothing
- *     slow ever runs here, so heartbeats and max.poll.interval.ms are safe.
+ *   - slurmrestd calls and file work run on three runners (runner.h):
+ *     `slurm` for submits and cancels, `poller` for poll ticks, `archiver`
+ *     (FORGE_ARCHIVE_THREADS threads) for archives and cleanups. Work goes
+ *     out with forge_runner_post and comes back through forge_runner_take;
+ *     nothing slow ever runs here, so heartbeats and max.poll.interval.ms
+ *     are safe, and a 1 GiB log never delays a poll tick.
+ *
+ * worker_publish.c writes events and records into the transaction;
+ * worker_finish.c archives and cleans after a terminal state.
  *
  * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
  * BATCH_MS), one transaction carries the events, the state records and the
@@ -16,6 +21,7 @@
  * in-memory state and restores every owned partition from the state topic.
  */
 #include "worker.h"
+#include "worker_int.h"
 #include "events.h"
 #include "kafka.h"
 #include "log.h"
@@ -34,145 +40,6 @@
 #define BATCH_MS       50
 #define RETRY_BASE_MS  2000
 #define RETRY_MAX_MS   60000
-
-typedef struct worker {
-    const forge_config_t *cfg;
-    const forge_series_catalog_t *catalog;
-    forge_kafka_t *kafka;
-    forge_owner_t *owner;
-    forge_runner_t *slurm;  /* submits, cancels */
-    forge_runner_t *poller; /* poll ticks */
-    forge_work_t *deferred; /* posted once the transaction commits */
-    bool poll_in_flight;
-    long long next_poll_ms;
-    bool was_ready;
-    bool drained; /* shutting down: the drain already waited */
-    bool fatal;
-} worker_t;
-
-static void defer(worker_t *w, forge_work_t *work)
-{
-    work->next = w->deferred;
-    w->deferred = work;
-}
-
-static forge_work_t *new_work(forge_work_kind_t kind, const forge_entry_t *e)
-{
-    forge_work_t *work = forge_xcalloc(1, sizeof(*work));
-
-    work->kind = kind;
-    work->launch_id = forge_xstrdup(e->rec->launch_id);
-    work->attempt = e->rec->attempt;
-    if (e->rec->request) {
-        work->request = forge_xstrndup(e->rec->request, e->rec->request_len);
-        work->request_len = e->rec->request_len;
-    }
-    work->job_id = e->rec->job_id;
-    return work;
-}
-
-/* The entry a work item is for, if this worker still has that attempt. */
-static forge_entry_t *entry_of(worker_t *w, const forge_work_t *work)
-{
-    forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
-
-    return e && e->rec->attempt == work->attempt ? e : NULL;
-}
-
-/* ---- publishing ---------------------------------------------------------- */
-
-static int write_record(worker_t *w, const forge_entry_t *e)
-{
-    json_t *o = forge_launch_record_encode(e->rec);
-    char *text = json_dumps(o, JSON_COMPACT);
-    forge_error_t err = {0};
-    int rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
-                                 e->rec->launch_id, text, strlen(text), NULL,
-                                 NULL, &err);
-
-    if (rc)
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
-    return rc;
-}
-
-typedef struct change {
-    forge_state_t to;
-    const char *reason;
-    const json_t *slurm;
-    const forge_error_t *error;
-} change_t;
-
-/* One status event, in the transaction; store: with the record that
- * justifies it. */
-static int publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
-                         bool store)
-{
-    forge_state_t from = e->rec->state;
-    const forge_launch_t *l =
-        e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
-    forge_status_event_t ev = {0};
-    forge_error_t err = {0};
-    json_t *o;
-    char *text;
-    int rc;
-
-    if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
-        return 0; /* not a legal move: nothing to say */
-    ev.launch_id = e->rec->launch_id;
-    ev.attempt = e->rec->attempt;
-    ev.seq = e->rec->seq;
-    ev.state = c->to;
-    ev.previous = from;
-    ev.reason = c->reason;
-    ev.worker_id = w->cfg->worker_id;
-    ev.labels = l ? l->labels : NULL;
-    ev.label_count = l ? l->label_count : 0;
-    ev.slurm = c->slurm;
-    if (c->error) {
-        ev.error_code = forge_rc_name(c->error->code);
-        ev.error_field = c->error->field;
-        ev.error_message = c->error->message;
-    }
-    ev.at_ms = e->rec->updated_at_ms;
-    o = forge_event_status(&ev);
-    text = json_dumps(o, JSON_COMPACT);
-    rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,
-                             e->rec->launch_id, text, strlen(text), NULL, NULL,
-                             &err);
-    if (rc)
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
-    {
-        forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
-                                 {"state", forge_state_name(c->to)}};
-        forge_log_fields(FORGE_LOG_INFO, f, 2, "launch %s",
-                         forge_state_name(c->to));
-    }
-    return rc || !store ? rc : write_record(w, e);
-}
-
-static int publish(worker_t *w, forge_entry_t *e, const change_t *c)
-{
-    return publish_event(w, e, c, true);
-}
-
-/* REJECTED for an attempt that conflicts with a live one: an event, but
- * no record (the live attempt's record stays the launch's). */
-static void publish_unstored(worker_t *w, const char *launch_id, int attempt,
-                             int32_t partition, const forge_error_t *error)
-{
-    forge_entry_t tmp = {0};
-    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
-                  error};
-
-    tmp.rec = forge_launch_record_new(launch_id, attempt, NULL, 0);
-    tmp.partition = partition;
-    publish_event(w, &tmp, &c, false);
-    forge_launch_record_free(tmp.rec);
-}
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -209,12 +76,12 @@ static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
     if (e && e->rec->attempt >= attempt) {
         /* a replay or a stale attempt: already decided */
     } else if (e && !forge_state_is_terminal(e->rec->state)) {
-        publish_unstored(w, id, attempt, m->partition, error);
+        forge_worker_publish_unstored(w, id, attempt, m->partition, error);
     } else {
         e = forge_owner_put(w->owner,
                             forge_launch_record_new(id, attempt, NULL, 0), NULL,
                             m->partition);
-        publish(w, e, &c);
+        forge_worker_publish_event(w, e, &c, true);
     }
     free(id);
 }
@@ -235,16 +102,17 @@ static void on_launch(worker_t *w, const forge_kafka_message_t *m,
                         "attempt %d of %s is still live; a new attempt is "
                         "taken once it has ended",
                         e->rec->attempt, l->launch_id);
-        publish_unstored(w, l->launch_id, l->attempt, m->partition, &err);
+        forge_worker_publish_unstored(w, l->launch_id, l->attempt, m->partition,
+                                      &err);
         return;
     }
     rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
                                   m->value_len);
     e = forge_owner_put(w->owner, rec, p->request, m->partition);
     p->request = NULL; /* stolen by the entry */
-    if (publish(w, e, &accepted) == 0) {
+    if (forge_worker_publish_event(w, e, &accepted, true) == 0) {
         e->busy = true; /* the intent commits first, then the submit */
-        defer(w, new_work(FORGE_WORK_SUBMIT, e));
+        forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_SUBMIT, e));
     }
 }
 
@@ -254,7 +122,8 @@ static bool withdraw_submit(worker_t *w, forge_entry_t *e)
 {
     for (forge_work_t **link = &w->deferred; *link; link = &(*link)->next) {
         forge_work_t *work = *link;
-        if (work->kind == FORGE_WORK_CANCEL || entry_of(w, work) != e)
+        if (work->kind == FORGE_WORK_CANCEL ||
+            forge_worker_entry_of(w, work) != e)
             continue;
         *link = work->next;
         forge_work_free(work);
@@ -276,12 +145,13 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
     if (e->rec->job_id == 0 && e->busy)
         withdraw_submit(w, e); /* not sent yet: it never will be */
     if (e->rec->job_id == 0 && !e->busy) {
-        publish(w, e, &cancelled); /* never submitted: nothing to cancel */
+        forge_worker_publish_event(
+            w, e, &cancelled, true); /* never submitted: nothing to cancel */
     } else {
-        write_record(w, e);
+        forge_worker_write_record(w, e);
         if (e->rec->job_id) { /* else: the submit result will cancel it */
             e->cancel_sent_ms = forge_event_now_ms();
-            defer(w, new_work(FORGE_WORK_CANCEL, e));
+            forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
         }
     }
 }
@@ -314,7 +184,7 @@ static long long retry_delay_ms(int failures)
 
 static void on_submitted(worker_t *w, forge_work_t *work)
 {
-    forge_entry_t *e = entry_of(w, work);
+    forge_entry_t *e = forge_worker_entry_of(w, work);
     json_t *slurm;
 
     if (!e) /* the partition moved: its new owner cleans and resubmits */
@@ -331,18 +201,18 @@ static void on_submitted(worker_t *w, forge_work_t *work)
                           (json_int_t)work->job_id, "components", "exit_code",
                           "signal", "state_reason", "restart_count", 0);
         c.slurm = slurm;
-        publish(w, e, &c);
+        forge_worker_publish_event(w, e, &c, true);
         json_decref(slurm);
         if (e->rec->cancel_requested) {
             e->cancel_sent_ms = forge_event_now_ms();
-            defer(w, new_work(FORGE_WORK_CANCEL, e));
+            forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
         }
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
         change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
         forge_error_set(&err, FORGE_ESCHEMA, "$", "Slurm refused the job: %s",
                         work->message);
-        publish(w, e, &c);
+        forge_worker_publish_event(w, e, &c, true);
     } else {
         e->submit_failures++;
         e->retry_at_ms =
@@ -355,7 +225,7 @@ static void on_submitted(worker_t *w, forge_work_t *work)
 
 static void on_cancelled(worker_t *w, forge_work_t *work)
 {
-    forge_entry_t *e = entry_of(w, work);
+    forge_entry_t *e = forge_worker_entry_of(w, work);
 
     if (e)
         e->busy = false;
@@ -393,22 +263,22 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
         learn_components(e, &it->jobs);
         e->rec->missing_since_ms = 0;
         if (v.state != FORGE_STATE_NONE && v.state != e->rec->state)
-            publish(w, e, &c);
+            forge_worker_publish_event(w, e, &c, true);
         json_decref(slurm);
     } else if (it->outcome == FORGE_POLL_ABSENT) {
         /* Missing is never "finished": wait out the grace, then LOST. */
         if (!e->rec->missing_since_ms) {
             e->rec->missing_since_ms = now;
-            write_record(w, e);
+            forge_worker_write_record(w, e);
         } else if (now - e->rec->missing_since_ms >=
                    (long long)w->cfg->lost_grace_s * 1000) {
             change_t c = {FORGE_STATE_LOST, "not_found", NULL, NULL};
-            publish(w, e, &c);
+            forge_worker_publish_event(w, e, &c, true);
         }
     } else if (it->outcome == FORGE_POLL_UNCHANGED &&
                e->rec->missing_since_ms) {
         e->rec->missing_since_ms = 0;
-        write_record(w, e);
+        forge_worker_write_record(w, e);
     }
 }
 
@@ -436,6 +306,11 @@ static void on_results(worker_t *w)
                            forge_slurm_status_name(list->status));
         forge_work_free(list);
     }
+    for (list = forge_runner_take(w->archiver); list; list = next) {
+        next = list->next;
+        forge_worker_on_finished_work(w, list);
+        forge_work_free(list);
+    }
 }
 
 /* ---- the poll tick and the retry scan --------------------------------------
@@ -452,13 +327,16 @@ static void tend_entry(void *ctx, forge_entry_t *e)
     tick_t *t = ctx;
     forge_launch_record_t *r = e->rec;
 
-    if (forge_state_is_terminal(r->state) ||
-        !forge_owner_owns(t->w->owner, e->partition))
+    if (!forge_owner_owns(t->w->owner, e->partition))
         return;
+    if (forge_state_is_terminal(r->state)) {
+        forge_worker_tend_finished(t->w, e, t->now);
+        return;
+    }
     if (r->job_id && r->cancel_requested && !e->busy &&
         t->now - e->cancel_sent_ms >= FORGE_WORKER_CANCEL_RESEND_MS) {
         e->cancel_sent_ms = t->now; /* not confirmed yet: ask again */
-        defer(t->w, new_work(FORGE_WORK_CANCEL, e));
+        forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
     }
     if (r->job_id) { /* a live job: into this tick's batch */
         forge_work_t *p = t->poll;
@@ -479,11 +357,12 @@ static void tend_entry(void *ctx, forge_entry_t *e)
          * retry. Clean whatever the tag finds first: never two jobs. */
         if (r->cancel_requested) {
             change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
-            publish(t->w, e, &c);
+            forge_worker_publish_event(t->w, e, &c, true);
             return;
         }
         e->busy = true;
-        defer(t->w, new_work(FORGE_WORK_CLEAN_SUBMIT, e));
+        forge_worker_defer(t->w,
+                           forge_worker_new_work(FORGE_WORK_CLEAN_SUBMIT, e));
     }
 }
 
@@ -494,6 +373,10 @@ static void tick(worker_t *w)
 
     t.poll->kind = FORGE_WORK_POLL;
     forge_owner_each(w->owner, tend_entry, &t);
+    /* how late the loop came to this tick: the e2e tests read it */
+    forge_log_debug("poll tick: %zu live jobs, %lld ms late",
+                    t.poll->item_count,
+                    w->next_poll_ms ? t.now - w->next_poll_ms : 0);
     if (t.poll->item_count && !w->poll_in_flight) {
         w->poll_in_flight = true;
         forge_runner_post(w->poller, t.poll);
@@ -565,11 +448,8 @@ static void drop_deferred(worker_t *w)
 {
     while (w->deferred) {
         forge_work_t *work = w->deferred;
-        forge_entry_t *e = entry_of(w, work);
         w->deferred = work->next;
-        if (e)
-            e->busy = false;
-        forge_work_free(work);
+        forge_worker_discard(w, work);
     }
 }
 
@@ -586,7 +466,11 @@ static void post_deferred(worker_t *w)
     while (list) {
         forge_work_t *work = list;
         list = work->next;
-        forge_runner_post(w->slurm, work);
+        forge_runner_post(work->kind == FORGE_WORK_ARCHIVE ||
+                                  work->kind == FORGE_WORK_CLEANUP
+                              ? w->archiver
+                              : w->slurm,
+                          work);
     }
 }
 
@@ -625,15 +509,13 @@ static void drop_deferred_of(worker_t *w, const int32_t *parts, size_t n)
 
     while (*link) {
         forge_work_t *work = *link;
-        forge_entry_t *e = entry_of(w, work);
+        forge_entry_t *e = forge_worker_entry_of(w, work);
         if (e && !among(e->partition, parts, n)) {
             link = &work->next;
             continue;
         }
         *link = work->next;
-        if (e)
-            e->busy = false;
-        forge_work_free(work);
+        forge_worker_discard(w, work);
     }
 }
 
@@ -724,6 +606,8 @@ int forge_worker_run(const forge_config_t *cfg,
 
     if (forge_runner_start(cfg, catalog, "slurm", &w.slurm, &err) ||
         forge_runner_start(cfg, catalog, "poller", &w.poller, &err) ||
+        forge_runner_start_files(cfg, "archiver", FORGE_ARCHIVE_THREADS,
+                                 &w.archiver, &err) ||
         forge_kafka_new(cfg, &h, &w.kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
         goto out;
@@ -746,6 +630,7 @@ out:
     drop_deferred(&w);
     forge_runner_stop(w.slurm);
     forge_runner_stop(w.poller);
+    forge_runner_stop(w.archiver); /* an archive in progress finishes */
     forge_owner_destroy(w.owner);
     forge_log_info("stopped (exit %d)", rc);
     return rc;

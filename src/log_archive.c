@@ -1,0 +1,454 @@
+/*
+ * log_archive.c - logs.tar.gz from a staging folder (log_archive.h). libarchive
+ * writes the tar+gzip stream (pax restricted format, gzip without its
+ * timestamp: same files, same bytes) through our write callback, which
+ * hashes (OpenSSL SHA-256) what it writes, so the archive is read once.
+ * Files are opened with O_NOFOLLOW relative to their folder's descriptor:
+ * a link planted by a job is skipped, never followed.
+ */
+#include "log_archive.h"
+#include "buf.h"
+#include "events.h"
+#include "paths.h"
+#include "render.h"
+#include "staging.h"
+#include "util.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK     (256 * 1024)
+#define MAX_DEPTH 8
+#define MAX_FILES 10000
+
+/* Files of the worker's own in the staging folder: never archived. */
+static const char *const own_files[] = {FORGE_STAGING_SCRIPT,
+                                        FORGE_CREDENTIALS_FILE, NULL};
+
+typedef struct sink {
+    int fd;
+    EVP_MD_CTX *sha;
+    uint64_t bytes;
+} sink_t;
+
+static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
+                             size_t len)
+{
+    sink_t *s = ctx;
+    const char *p = buf;
+    size_t left = len;
+
+    while (left > 0) {
+        ssize_t n = write(s->fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            archive_set_error(a, errno, "write: %s", strerror(errno));
+            return -1;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    EVP_DigestUpdate(s->sha, buf, len);
+    s->bytes += len;
+    return (la_ssize_t)len;
+}
+
+/* ---- which files ---------------------------------------------------------
+ */
+
+typedef struct listing {
+    char **names;
+    size_t count;
+} listing_t;
+
+static bool is_own(const char *rel)
+{
+    for (size_t i = 0; own_files[i]; i++)
+        if (!strcmp(rel, own_files[i]))
+            return true;
+    return false;
+}
+
+static void list_dir(int dfd, const char *prefix, int depth, listing_t *l)
+{
+    DIR *d = fdopendir(dfd);
+    struct dirent *de;
+
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    while ((de = readdir(d)) && l->count < MAX_FILES) {
+        struct stat st;
+        char *rel;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        rel = *prefix ? forge_path_join(prefix, de->d_name)
+                      : forge_xstrdup(de->d_name);
+        if (S_ISREG(st.st_mode) && !is_own(rel)) {
+            l->names =
+                forge_xrealloc(l->names, (l->count + 1) * sizeof(char *));
+            l->names[l->count++] = rel;
+            continue;
+        }
+        if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
+            int sub = openat(dirfd(d), de->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                list_dir(sub, rel, depth + 1, l);
+        }
+        free(rel);
+    }
+    closedir(d);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Opens rel under the staging folder without following any link. */
+static int open_rel(int root, const char *rel)
+{
+    char *copy = forge_xstrdup(rel), *slash;
+    int dfd = dup(root), fd = -1;
+    char *name = copy;
+
+    while (dfd >= 0 && (slash = strchr(name, '/'))) {
+        int next;
+        *slash = '\0';
+        next =
+            openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(dfd);
+        dfd = next;
+        name = slash + 1;
+    }
+    if (dfd >= 0) {
+        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        close(dfd);
+    }
+    free(copy);
+    return fd;
+}
+
+/* One file into the archive. 1: added; 0: unreadable (skipped); -1: the
+ * archive itself failed. */
+static int add_file(struct archive *a, int root, const char *rel,
+                    uint64_t *bytes)
+{
+    int fd = open_rel(root, rel);
+    struct archive_entry *e;
+    struct stat st;
+    char *buf;
+    int rc = 1;
+
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    e = archive_entry_new();
+    archive_entry_set_pathname(e, rel);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, st.st_size);
+    archive_entry_set_mtime(e, st.st_mtim.tv_sec, 0);
+    if (archive_write_header(a, e) != ARCHIVE_OK)
+        rc = -1;
+    buf = forge_xmalloc(CHUNK);
+    *bytes = 0;
+    while (rc == 1 && *bytes < (uint64_t)st.st_size) {
+        ssize_t n = read(fd, buf, CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* shrank: the writer pads the entry */
+        if (archive_write_data(a, buf, (size_t)n) < 0)
+            rc = -1;
+        *bytes += (uint64_t)n;
+    }
+    free(buf);
+    archive_entry_free(e);
+    close(fd);
+    return rc;
+}
+
+static struct archive *new_writer(sink_t *sink)
+{
+    struct archive *a = archive_write_new();
+
+    archive_write_add_filter_gzip(a);
+    archive_write_set_filter_option(a, "gzip", "timestamp", NULL);
+    archive_write_set_format_pax_restricted(a);
+    archive_write_set_bytes_in_last_block(a, 1);
+    if (archive_write_open2(a, sink, NULL, sink_write, NULL, NULL) !=
+        ARCHIVE_OK) {
+        archive_write_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* ---- the tail ------------------------------------------------------------ */
+
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    size_t n = *p < 0x80         ? 1
+               : (*p >> 5) == 6  ? 2
+               : (*p >> 4) == 14 ? 3
+               : (*p >> 3) == 30 ? 4
+                                 : 0;
+
+    if (n == 0 || n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
+                              const char *secret)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t start = 0, secret_len = secret ? strlen(secret) : 0;
+    forge_buf_t b = FORGE_BUF_INIT;
+    const char *nl;
+
+    if (len > FORGE_ARCHIVE_TAIL_MAX) {
+        start = len - FORGE_ARCHIVE_TAIL_MAX;
+        from_start = false;
+    }
+    if (!from_start && (nl = memchr(text + start, '\n', len - start)) &&
+        nl + 1 < text + len)
+        start = (size_t)(nl + 1 - text); /* a line start */
+    while (start < len && (p[start] & 0xC0) == 0x80)
+        start++; /* a character boundary */
+    for (size_t i = start; i < len;) {
+        size_t n = utf8_len(p + i, len - i);
+        if (secret_len && len - i >= secret_len &&
+            !memcmp(p + i, secret, secret_len)) {
+            forge_buf_puts(&b, "[REDACTED]");
+            i += secret_len;
+        } else if (n == 0 || p[i] == 0) {
+            forge_buf_puts(&b, "\xEF\xBF\xBD");
+            i++;
+        } else {
+            forge_buf_append(&b, text + i, n);
+            i += n;
+        }
+    }
+    return forge_buf_take(&b);
+}
+
+static void read_tail(int root, const char *name, const char *secret,
+                      forge_archive_t *out)
+{
+    int fd = open_rel(root, name);
+    char buf[FORGE_ARCHIVE_TAIL_MAX];
+    struct stat st;
+    off_t at = 0;
+    ssize_t n;
+
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && st.st_size > FORGE_ARCHIVE_TAIL_MAX)
+        at = st.st_size - FORGE_ARCHIVE_TAIL_MAX;
+    n = pread(fd, buf, sizeof(buf), at);
+    close(fd);
+    if (n < 0)
+        return;
+    out->tail_name = forge_xstrdup(name);
+    out->tail_text = forge_archive_tail_text(buf, (size_t)n, at == 0, secret);
+}
+
+/* ---- the whole ----------------------------------------------------------- */
+
+static void note_missing(const forge_archive_spec_t *spec, forge_archive_t *out)
+{
+    static const char *const kinds[] = {"out", "err"};
+
+    for (size_t i = 0; i < spec->pool_count; i++) {
+        for (size_t k = 0; k < 2; k++) {
+            char name[128];
+            bool found = false;
+            snprintf(name, sizeof(name), "%s.%s", spec->pools[i], kinds[k]);
+            for (size_t f = 0; f < out->file_count && !found; f++)
+                found = !strcmp(out->files[f].name, name);
+            if (found)
+                continue;
+            out->missing = forge_xrealloc(
+                out->missing, (out->missing_count + 1) * sizeof(char *));
+            out->missing[out->missing_count++] = forge_xstrdup(name);
+        }
+    }
+}
+
+static forge_rc_t write_all(struct archive *a, int root, listing_t *l,
+                            forge_archive_t *out, forge_error_t *err)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        uint64_t bytes = 0;
+        int rc = add_file(a, root, l->names[i], &bytes);
+        if (rc < 0)
+            return forge_error_set(err, FORGE_EIO, out->path, "archive %s: %s",
+                                   out->path, archive_error_string(a));
+        if (rc == 0)
+            continue; /* unreadable: listed as missing if expected */
+        out->files = forge_xrealloc(out->files, (out->file_count + 1) *
+                                                    sizeof(*out->files));
+        out->files[out->file_count].name = l->names[i];
+        out->files[out->file_count++].bytes = bytes;
+        l->names[i] = NULL;
+    }
+    if (archive_write_close(a) != ARCHIVE_OK)
+        return forge_error_set(err, FORGE_EIO, out->path, "archive %s: %s",
+                               out->path, archive_error_string(a));
+    return FORGE_OK;
+}
+
+/* <artifacts>/<launch_id>/<attempt>, created; out->path set. */
+static forge_rc_t prepare_target(const forge_config_t *cfg,
+                                 const forge_archive_spec_t *spec,
+                                 forge_archive_t *out, forge_error_t *err)
+{
+    forge_buf_t rel = FORGE_BUF_INIT;
+    char *dir;
+    forge_rc_t rc = FORGE_OK;
+
+    forge_buf_printf(&rel, "artifacts/%s/%d", spec->launch_id, spec->attempt);
+    dir = forge_path_join(cfg->storage_root, forge_buf_str(&rel));
+    rc =
+        forge_storage_mkdirs(cfg->storage_root, dir, (uid_t)-1, (gid_t)-1, err);
+    forge_buf_puts(&rel, "/" FORGE_ARCHIVE_NAME);
+    out->relative_path = forge_buf_take(&rel);
+    out->path = forge_path_join(cfg->storage_root, out->relative_path);
+    free(dir);
+    return rc;
+}
+
+/* The rename itself made durable. */
+static void sync_parent(const char *path)
+{
+    char *dir = forge_xstrdup(path), *slash = strrchr(dir, '/');
+    int fd;
+
+    if (slash)
+        *slash = '\0';
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+static forge_rc_t finish_file(sink_t *sink, const char *tmp,
+                              forge_archive_t *out, forge_error_t *err)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+
+    if (fsync(sink->fd) != 0 || close(sink->fd) != 0) {
+        sink->fd = -1;
+        return forge_error_set(err, FORGE_EIO, tmp, "sync %s: %s", tmp,
+                               strerror(errno));
+    }
+    sink->fd = -1;
+    if (rename(tmp, out->path) != 0)
+        return forge_error_set(err, FORGE_EIO, out->path, "rename to %s: %s",
+                               out->path, strerror(errno));
+    sync_parent(out->path);
+    EVP_DigestFinal_ex(sink->sha, md, &md_len);
+    for (unsigned int i = 0; i < md_len && i < 32; i++)
+        snprintf(out->sha256 + 2 * i, 3, "%02x", md[i]);
+    out->bytes = sink->bytes;
+    out->at_ms = forge_event_now_ms();
+    return FORGE_OK;
+}
+
+forge_rc_t forge_archive_logs(const forge_config_t *cfg,
+                              const forge_archive_spec_t *spec,
+                              forge_archive_t *out, forge_error_t *err)
+{
+    char *staging = forge_path_staging(cfg, spec->launch_id, spec->attempt);
+    sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    listing_t l = {NULL, 0};
+    struct archive *a = NULL;
+    char *tmp = NULL;
+    int root;
+    forge_rc_t rc;
+
+    memset(out, 0, sizeof(*out));
+    root = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root >= 0)
+        list_dir(dup(root), "", 0, &l);
+    qsort(l.names, l.count, sizeof(char *), by_name);
+    if ((rc = prepare_target(cfg, spec, out, err)))
+        goto done;
+    tmp = forge_xmalloc(strlen(out->path) + 8);
+    sprintf(tmp, "%s.tmp", out->path);
+    EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
+    sink.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (sink.fd < 0 || !(a = new_writer(&sink))) {
+        rc = forge_error_set(err, FORGE_EIO, tmp, "cannot write %s: %s", tmp,
+                             strerror(errno));
+        goto done;
+    }
+    if (!(rc = write_all(a, root, &l, out, err)) &&
+        !(rc = finish_file(&sink, tmp, out, err))) {
+        note_missing(spec, out);
+        if (spec->pool_count > 0 && root >= 0) {
+            char main_log[128];
+            snprintf(main_log, sizeof(main_log), "%s.out", spec->pools[0]);
+            read_tail(root, main_log, spec->secret, out);
+        }
+    }
+done:
+    if (a)
+        archive_write_free(a);
+    if (sink.fd >= 0)
+        close(sink.fd);
+    if (rc && tmp)
+        unlink(tmp);
+    if (root >= 0)
+        close(root);
+    for (size_t i = 0; i < l.count; i++)
+        free(l.names[i]);
+    free(l.names);
+    EVP_MD_CTX_free(sink.sha);
+    free(tmp);
+    free(staging);
+    return rc;
+}
+
+void forge_archive_clear(forge_archive_t *a)
+{
+    if (!a)
+        return;
+    free(a->path);
+    free(a->relative_path);
+    for (size_t i = 0; i < a->file_count; i++)
+        free(a->files[i].name);
+    free(a->files);
+    for (size_t i = 0; i < a->missing_count; i++)
+        free(a->missing[i]);
+    free(a->missing);
+    free(a->tail_name);
+    free(a->tail_text);
+    memset(a, 0, sizeof(*a));
+}
