@@ -242,6 +242,22 @@ static void put_pyxis_task(forge_buf_t *s, const forge_launch_t *l,
     free(roles);
 }
 
+/* A het component's own <pool>.out / <pool>.err in the staging folder,
+ * where the archive (log_archive.h) expects them. */
+static void put_component_logs(forge_buf_t *s, const forge_config_t *cfg,
+                               const forge_launch_t *l,
+                               const forge_pool_t *pool)
+{
+    char *staging = forge_path_staging(cfg, l->launch_id, l->attempt);
+    char *cluster = forge_path_to_cluster(cfg, staging);
+
+    forge_buf_puts(s, " \\\n   ");
+    forge_shell_argf(s, "--output=%s/%s.out", cluster, pool->name);
+    forge_shell_argf(s, "--error=%s/%s.err", cluster, pool->name);
+    free(cluster);
+    free(staging);
+}
+
 static void put_srun(forge_buf_t *s, const forge_launch_t *l,
                      const forge_config_t *cfg)
 {
@@ -263,6 +279,8 @@ static void put_srun(forge_buf_t *s, const forge_launch_t *l,
         if (pool->cpus_per_task)
             forge_buf_printf(s, " --cpus-per-task=%d", pool->cpus_per_task);
         forge_buf_puts(s, " --kill-on-bad-exit=1");
+        if (i > 0) /* the leader's step writes the batch's own logs */
+            put_component_logs(s, cfg, l, pool);
         if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
             put_apptainer_task(s, l, cfg, pool, image);
         else

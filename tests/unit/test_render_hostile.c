@@ -481,6 +481,14 @@ static void expected_srun_argv(const json_t *req, strv_t *out,
         if (jint(pool, "cpus_per_task", 0))
             sv_pushf(out, "--cpus-per-task=%d", jint(pool, "cpus_per_task", 0));
         sv_push(out, "--kill-on-bad-exit=1");
+        if (i) { /* a het component's own logs, in the staging folder */
+            sv_pushf(out, "--output=%s/staging/%s/%d/%s.out", fx.storage,
+                     jget(req, "launch_id"), jint(req, "attempt", 1),
+                     jget(pool, "name"));
+            sv_pushf(out, "--error=%s/staging/%s/%d/%s.err", fx.storage,
+                     jget(req, "launch_id"), jint(req, "attempt", 1),
+                     jget(pool, "name"));
+        }
         if (fx.profile == FORGE_PROFILE_APPTAINER) {
             sv_push(out, "/bin/bash");
             sv_push(out, "-c");

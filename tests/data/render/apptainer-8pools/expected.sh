@@ -33,30 +33,37 @@ exec srun --het-group=0 --nodes=1 --ntasks-per-node=1 --kill-on-bad-exit=1 \
     apptainer exec --cleanenv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=1 --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p1.out' '--error=/cluster/forge/staging/eight-pools/1/p1.err' \
     /bin/bash -c "$forge_task" forge-task 'p1' 'r1' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=2 --nodes=3 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p2.out' '--error=/cluster/forge/staging/eight-pools/1/p2.err' \
     /bin/bash -c "$forge_task" forge-task 'p2' 'r2' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=3 --nodes=4 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p3.out' '--error=/cluster/forge/staging/eight-pools/1/p3.err' \
     /bin/bash -c "$forge_task" forge-task 'p3' 'r3' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=4 --nodes=5 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p4.out' '--error=/cluster/forge/staging/eight-pools/1/p4.err' \
     /bin/bash -c "$forge_task" forge-task 'p4' 'r4' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=5 --nodes=6 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p5.out' '--error=/cluster/forge/staging/eight-pools/1/p5.err' \
     /bin/bash -c "$forge_task" forge-task 'p5' 'r5' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=6 --nodes=7 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p6.out' '--error=/cluster/forge/staging/eight-pools/1/p6.err' \
     /bin/bash -c "$forge_task" forge-task 'p6' 'r6' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=7 --nodes=8 --ntasks-per-node=1 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/eight-pools/1/p7.out' '--error=/cluster/forge/staging/eight-pools/1/p7.err' \
     /bin/bash -c "$forge_task" forge-task 'p7' 'r7' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh'

@@ -34,6 +34,7 @@ exec srun --het-group=0 --nodes=4 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' 'python' '-m' 'rlhf.main' '--steps=1000' \
   : --het-group=1 --nodes=2 --ntasks-per-node=4 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/rlhf-7/2/rollout.out' '--error=/cluster/forge/staging/rlhf-7/2/rollout.err' \
     /bin/bash -c "$forge_task" forge-task 'rollout' 'generator' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' 'python' '-m' 'rlhf.main' '--steps=1000'

@@ -21,6 +21,7 @@ exec srun --het-group=0 --nodes=4 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     /usr/bin/env 'FORGE_POOL=trainer' 'FORGE_ROLES=actor critic' 'RLHF_MODE=ppo' \
     'python' '-m' 'rlhf.main' '--steps=1000' \
   : --het-group=1 --nodes=2 --ntasks-per-node=4 --kill-on-bad-exit=1 \
+    '--output=/cluster/forge/staging/rlhf-7/2/rollout.out' '--error=/cluster/forge/staging/rlhf-7/2/rollout.err' \
     '--container-image=/cluster/forge/runtimes/images/pytorch-24.01.sqsh' --no-container-mount-home \
     /usr/bin/env 'FORGE_POOL=rollout' 'FORGE_ROLES=generator' 'RLHF_MODE=ppo' \
     'python' '-m' 'rlhf.main' '--steps=1000'
