@@ -64,6 +64,39 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
     return (la_ssize_t)len;
 }
 
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    size_t n = *p < 0x80         ? 1
+               : (*p >> 5) == 6  ? 2
+               : (*p >> 4) == 14 ? 3
+               : (*p >> 3) == 30 ? 4
+                                 : 0;
+
+    if (n == 0 || n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* Names an event can carry (schemas/logs-archived.v1.json): UTF-8, no
+ * control characters. A file named otherwise is not archived. */
+static bool name_ok(const char *name)
+{
+    const unsigned char *p = (const unsigned char *)name;
+    size_t left = strlen(name);
+
+    while (left > 0) {
+        size_t n = utf8_len(p, left);
+        if (n == 0 || *p < 0x20 || *p == 0x7f)
+            return false;
+        p += n;
+        left -= n;
+    }
+    return true;
+}
+
 /* ---- which files ---------------------------------------------------------
  */
 
@@ -92,7 +125,8 @@ static void list_dir(int dfd, const char *prefix, int depth, listing_t *l)
     while ((de = readdir(d)) && l->count < MAX_FILES) {
         struct stat st;
         char *rel;
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            !name_ok(de->d_name))
             continue;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
@@ -205,22 +239,6 @@ static struct archive *new_writer(sink_t *sink)
 }
 
 /* ---- the tail ------------------------------------------------------------ */
-
-static size_t utf8_len(const unsigned char *p, size_t left)
-{
-    size_t n = *p < 0x80         ? 1
-               : (*p >> 5) == 6  ? 2
-               : (*p >> 4) == 14 ? 3
-               : (*p >> 3) == 30 ? 4
-                                 : 0;
-
-    if (n == 0 || n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
 
 char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
                               const char *secret)
