@@ -415,7 +415,8 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
     root = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (root >= 0)
         list_dir(dup(root), "", 0, &l);
-    qsort(l.names, l.count, sizeof(char *), by_name);
+    if (l.count > 1)
+        qsort(l.names, l.count, sizeof(char *), by_name);
     if ((rc = prepare_target(cfg, spec, out, err)))
         goto done;
     tmp = forge_xmalloc(strlen(out->path) + 8);
