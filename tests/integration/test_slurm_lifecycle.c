@@ -160,10 +160,10 @@ ParameterizedTest(int *ver, slurm_lifecycle, het)
     cr_assert_eq(t.last.jobs[0].het_job_id, t.job_id);
     cr_assert_eq(t.last.jobs[1].het_job_id, t.job_id);
     cr_assert_eq(t.last.jobs[0].job_id, t.job_id);
-    /* Both steps ran: srun's output of every het group is the batch
-     * script's, i.e. component 0's standard_output. */
+    /* Both steps ran: component 0's output is the batch script's; every
+     * later het group writes its own <pool>.out (srun --output). */
     expect_output(&t, "trainer.out", "ran pool=trainer node=h200-1");
-    expect_output(&t, "trainer.out", "ran pool=rollout node=a100-1");
+    expect_output(&t, "rollout.out", "ran pool=rollout node=a100-1");
 
     /* jobs/state for the leader: every component, "<own id>+<offset>". */
     st = forge_slurm_job_states(c, &t.job_id, 1, &states, &res);
