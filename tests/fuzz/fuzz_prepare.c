@@ -338,6 +338,12 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
         if (pool->cpus_per_task)
             pushf(w, "--cpus-per-task=%d", pool->cpus_per_task);
         pushf(w, "--kill-on-bad-exit=1");
+        if (i) { /* a later het component's own logs */
+            pushf(w, "--output=" CLUSTER_ROOT "/staging/%s/%d/%s.out",
+                  l->launch_id, l->attempt, pool->name);
+            pushf(w, "--error=" CLUSTER_ROOT "/staging/%s/%d/%s.err",
+                  l->launch_id, l->attempt, pool->name);
+        }
         if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER) {
             pushf(w, "/bin/bash");
             pushf(w, "-c");
