@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,17 +65,30 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
     return (la_ssize_t)len;
 }
 
+/* Length of the well-formed UTF-8 character at p (RFC 3629, as jansson
+ * checks it: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
+ * when p does not start one. left >= 1. */
 static size_t utf8_len(const unsigned char *p, size_t left)
 {
-    size_t n = *p < 0x80         ? 1
-               : (*p >> 5) == 6  ? 2
-               : (*p >> 4) == 14 ? 3
-               : (*p >> 3) == 30 ? 4
-                                 : 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t n;
 
-    if (n == 0 || n > left)
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] < 0xC2 || p[0] > 0xF4)
         return 0;
-    for (size_t i = 1; i < n; i++)
+    n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+    if (p[0] == 0xE0)
+        lo = 0xA0; /* overlong */
+    else if (p[0] == 0xED)
+        hi = 0x9F; /* surrogates */
+    else if (p[0] == 0xF0)
+        lo = 0x90; /* overlong */
+    else if (p[0] == 0xF4)
+        hi = 0x8F; /* past U+10FFFF */
+    if (n > left || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
         if ((p[i] & 0xC0) != 0x80)
             return 0;
     return n;
@@ -156,7 +170,9 @@ static int by_name(const void *a, const void *b)
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* Opens rel under the staging folder without following any link. */
+/* Opens rel under the staging folder without following any link, and
+ * without waiting: a FIFO put where a file was opens at once (then fails
+ * the caller's S_ISREG check) instead of stalling for a writer. */
 static int open_rel(int root, const char *rel)
 {
     char *copy = forge_xstrdup(rel), *slash;
@@ -173,15 +189,17 @@ static int open_rel(int root, const char *rel)
         name = slash + 1;
     }
     if (dfd >= 0) {
-        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         close(dfd);
     }
     free(copy);
     return fd;
 }
 
-/* One file into the archive. 1: added; 0: unreadable (skipped); -1: the
- * archive itself failed. */
+/* One file into the archive, as big as it was when its header was
+ * written: a file that grows meanwhile is cut there, one that shrinks is
+ * padded (by the writer), so *bytes is what the entry holds. 1: added;
+ * 0: unreadable (skipped); -1: the archive itself failed. */
 static int add_file(struct archive *a, int root, const char *rel,
                     uint64_t *bytes)
 {
@@ -202,20 +220,21 @@ static int add_file(struct archive *a, int root, const char *rel,
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, st.st_size);
     archive_entry_set_mtime(e, st.st_mtim.tv_sec, 0);
-    if (archive_write_header(a, e) != ARCHIVE_OK)
-        rc = -1;
+    if (archive_write_header(a, e) < ARCHIVE_WARN)
+        rc = -1; /* WARN: written, the name as raw bytes (hdrcharset) */
     buf = forge_xmalloc(CHUNK);
-    *bytes = 0;
-    while (rc == 1 && *bytes < (uint64_t)st.st_size) {
-        ssize_t n = read(fd, buf, CHUNK);
+    for (uint64_t done = 0; rc == 1 && done < (uint64_t)st.st_size;) {
+        uint64_t left = (uint64_t)st.st_size - done;
+        ssize_t n = read(fd, buf, left < CHUNK ? (size_t)left : CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break; /* shrank: the writer pads the entry */
         if (archive_write_data(a, buf, (size_t)n) < 0)
             rc = -1;
-        *bytes += (uint64_t)n;
+        done += (uint64_t)n;
     }
+    *bytes = (uint64_t)st.st_size;
     free(buf);
     archive_entry_free(e);
     close(fd);
@@ -240,54 +259,131 @@ static struct archive *new_writer(sink_t *sink)
 
 /* ---- the tail ------------------------------------------------------------ */
 
+#define TAIL_MAX FORGE_ARCHIVE_TAIL_MAX
+/* A cut through the secret shorter than this is left alone (a few
+ * characters of a token say nothing, and short matches are mostly chance). */
+#define SECRET_PART_MIN 4
+
+/* Where the last TAIL_MAX bytes of text start: at a line start when there
+ * is one (the byte before the window counts, when text has it); *mid_line
+ * when the start cuts a line. */
+static size_t tail_start(const char *text, size_t len, bool from_start,
+                         bool *mid_line)
+{
+    size_t start = len > TAIL_MAX ? len - TAIL_MAX : 0;
+    const char *nl;
+
+    *mid_line = false;
+    if ((from_start && len <= TAIL_MAX) ||
+        (start > 0 && text[start - 1] == '\n'))
+        return start;
+    if (len > start && (nl = memchr(text + start, '\n', len - start)) &&
+        nl + 1 < text + len)
+        return (size_t)(nl + 1 - text);
+    *mid_line = true;
+    return start;
+}
+
+/* How many bytes of the secret's end open text (a cut through it), or 0. */
+static size_t secret_end_at_head(const char *text, size_t len,
+                                 const char *secret, size_t slen)
+{
+    for (size_t k = slen; k-- > SECRET_PART_MIN;)
+        if (k <= len && !memcmp(text, secret + slen - k, k))
+            return k;
+    return 0;
+}
+
+/* How many bytes of the secret's start close text (a log ending inside
+ * it), or 0. */
+static size_t secret_start_at_end(const char *text, size_t len,
+                                  const char *secret, size_t slen)
+{
+    for (size_t k = slen; k-- > SECRET_PART_MIN;)
+        if (k <= len && !memcmp(text + len - k, secret, k))
+            return k;
+    return 0;
+}
+
+/* text as valid UTF-8 without NULs, every secret replaced. */
+static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len,
+                      const char *secret, size_t slen)
+{
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_len(p + i, len - i);
+        if (slen && len - i >= slen && !memcmp(p + i, secret, slen)) {
+            forge_buf_puts(b, "[REDACTED]");
+            i += slen;
+        } else if (n == 0 || p[i] == 0) {
+            forge_buf_puts(b, "\xEF\xBF\xBD");
+            i++;
+        } else {
+            forge_buf_append(b, p + i, n);
+            i += n;
+        }
+    }
+}
+
+/* The replacements can make the text longer than it was: its last TAIL_MAX
+ * bytes, cut as tail_start cuts. New string; b emptied. */
+static char *take_last(forge_buf_t *b)
+{
+    const char *s = forge_buf_str(b);
+    size_t len = b->len, start;
+    bool mid_line;
+    char *out;
+
+    if (len <= TAIL_MAX)
+        return forge_buf_take(b);
+    start = tail_start(s, len, false, &mid_line);
+    while (start < len && ((unsigned char)s[start] & 0xC0) == 0x80)
+        start++; /* s is valid UTF-8: a character boundary */
+    out = forge_xstrdup(s + start);
+    forge_buf_free(b);
+    return out;
+}
+
 char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
                               const char *secret)
 {
     const unsigned char *p = (const unsigned char *)text;
-    size_t start = 0, secret_len = secret ? strlen(secret) : 0;
+    size_t slen = secret ? strlen(secret) : 0, head = 0, foot = 0, start;
     forge_buf_t b = FORGE_BUF_INIT;
-    const char *nl;
+    bool mid_line;
 
-    if (len > FORGE_ARCHIVE_TAIL_MAX) {
-        start = len - FORGE_ARCHIVE_TAIL_MAX;
-        from_start = false;
-    }
-    if (!from_start && (nl = memchr(text + start, '\n', len - start)) &&
-        nl + 1 < text + len)
-        start = (size_t)(nl + 1 - text); /* a line start */
-    while (start < len && (p[start] & 0xC0) == 0x80)
+    start = tail_start(text, len, from_start, &mid_line);
+    if (mid_line && slen)
+        head = secret_end_at_head(text + start, len - start, secret, slen);
+    if (head)
+        forge_buf_puts(&b, "[REDACTED]");
+    start += head;
+    while (!head && start < len && (p[start] & 0xC0) == 0x80)
         start++; /* a character boundary */
-    for (size_t i = start; i < len;) {
-        size_t n = utf8_len(p + i, len - i);
-        if (secret_len && len - i >= secret_len &&
-            !memcmp(p + i, secret, secret_len)) {
-            forge_buf_puts(&b, "[REDACTED]");
-            i += secret_len;
-        } else if (n == 0 || p[i] == 0) {
-            forge_buf_puts(&b, "\xEF\xBF\xBD");
-            i++;
-        } else {
-            forge_buf_append(&b, text + i, n);
-            i += n;
-        }
-    }
-    return forge_buf_take(&b);
+    if (slen)
+        foot = secret_start_at_end(text + start, len - start, secret, slen);
+    put_clean(&b, p + start, len - start - foot, secret, slen);
+    if (foot)
+        forge_buf_puts(&b, "[REDACTED]");
+    return take_last(&b);
 }
 
+/* The main log's tail, when it is a regular file (never a link, a FIFO). */
 static void read_tail(int root, const char *name, const char *secret,
                       forge_archive_t *out)
 {
     int fd = open_rel(root, name);
-    char buf[FORGE_ARCHIVE_TAIL_MAX];
+    char buf[TAIL_MAX + 1]; /* + the byte before: is it a line start? */
     struct stat st;
     off_t at = 0;
-    ssize_t n;
+    ssize_t n = -1;
 
     if (fd < 0)
         return;
-    if (fstat(fd, &st) == 0 && st.st_size > FORGE_ARCHIVE_TAIL_MAX)
-        at = st.st_size - FORGE_ARCHIVE_TAIL_MAX;
-    n = pread(fd, buf, sizeof(buf), at);
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (st.st_size > TAIL_MAX)
+            at = st.st_size - (TAIL_MAX + 1);
+        n = pread(fd, buf, sizeof(buf), at);
+    }
     close(fd);
     if (n < 0)
         return;
@@ -399,37 +495,82 @@ static forge_rc_t finish_file(sink_t *sink, const char *tmp,
     return FORGE_OK;
 }
 
+/* A temporary of its own beside out->path: two writers of one archive at
+ * once (a partition that moved while its archive ran) never share one, so
+ * each renames a whole archive. *tmp new; the descriptor, or -1. */
+static int open_temp(const forge_archive_t *out, char **tmp)
+{
+    size_t n = strlen(out->path) + sizeof(".tmp.XXXXXX");
+    int fd;
+
+    *tmp = forge_xmalloc(n);
+    snprintf(*tmp, n, "%s.tmp.XXXXXX", out->path);
+    fd = mkostemp(*tmp, O_CLOEXEC);
+    if (fd >= 0 && fchmod(fd, 0644) != 0) {
+        close(fd);
+        unlink(*tmp);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The listed files into out->path. */
+static forge_rc_t write_archive(int root, listing_t *l, forge_archive_t *out,
+                                forge_error_t *err)
+{
+    sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    struct archive *a = NULL;
+    char *tmp = NULL;
+    forge_rc_t rc;
+
+    EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
+    sink.fd = open_temp(out, &tmp);
+    if (sink.fd < 0 || !(a = new_writer(&sink))) {
+        rc = forge_error_set(err, FORGE_EIO, tmp, "cannot write %s: %s", tmp,
+                             sink.fd < 0 ? strerror(errno) : "libarchive");
+        goto out;
+    }
+    if (!(rc = write_all(a, root, l, out, err)))
+        rc = finish_file(&sink, tmp, out, err);
+out:
+    if (a)
+        archive_write_free(a);
+    if (sink.fd >= 0)
+        close(sink.fd);
+    if (rc && tmp)
+        unlink(tmp);
+    EVP_MD_CTX_free(sink.sha);
+    free(tmp);
+    return rc;
+}
+
+/* The files under the staging folder (opened as root; -1: none), sorted. */
+static void list_files(int root, listing_t *l)
+{
+    if (root >= 0)
+        list_dir(dup(root), "", 0, l);
+    if (l->count > 1)
+        qsort(l->names, l->count, sizeof(char *), by_name);
+}
+
 forge_rc_t forge_archive_logs(const forge_config_t *cfg,
                               const forge_archive_spec_t *spec,
                               forge_archive_t *out, forge_error_t *err)
 {
     char *staging = forge_path_staging(cfg, spec->launch_id, spec->attempt);
-    sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    /* libarchive writes a non-ASCII name as a standard UTF-8 pax path only
+     * under a UTF-8 locale; the worker runs in "C". This thread only. */
+    locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    locale_t saved = utf8 ? uselocale(utf8) : (locale_t)0;
     listing_t l = {NULL, 0};
-    struct archive *a = NULL;
-    char *tmp = NULL;
     int root;
     forge_rc_t rc;
 
     memset(out, 0, sizeof(*out));
     root = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (root >= 0)
-        list_dir(dup(root), "", 0, &l);
-    if (l.count > 1)
-        qsort(l.names, l.count, sizeof(char *), by_name);
-    if ((rc = prepare_target(cfg, spec, out, err)))
-        goto done;
-    tmp = forge_xmalloc(strlen(out->path) + 8);
-    sprintf(tmp, "%s.tmp", out->path);
-    EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
-    sink.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (sink.fd < 0 || !(a = new_writer(&sink))) {
-        rc = forge_error_set(err, FORGE_EIO, tmp, "cannot write %s: %s", tmp,
-                             strerror(errno));
-        goto done;
-    }
-    if (!(rc = write_all(a, root, &l, out, err)) &&
-        !(rc = finish_file(&sink, tmp, out, err))) {
+    list_files(root, &l);
+    if (!(rc = prepare_target(cfg, spec, out, err)) &&
+        !(rc = write_archive(root, &l, out, err))) {
         note_missing(spec, out);
         if (spec->pool_count > 0 && root >= 0) {
             char main_log[128];
@@ -437,21 +578,16 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
             read_tail(root, main_log, spec->secret, out);
         }
     }
-done:
-    if (a)
-        archive_write_free(a);
-    if (sink.fd >= 0)
-        close(sink.fd);
-    if (rc && tmp)
-        unlink(tmp);
     if (root >= 0)
         close(root);
     for (size_t i = 0; i < l.count; i++)
         free(l.names[i]);
     free(l.names);
-    EVP_MD_CTX_free(sink.sha);
-    free(tmp);
     free(staging);
+    if (utf8) {
+        uselocale(saved);
+        freelocale(utf8);
+    }
     return rc;
 }
 
