@@ -471,6 +471,29 @@ static void sync_parent(const char *path)
     free(dir);
 }
 
+/* The sink's digest and size redone over the archive already in place. */
+static int hash_existing(const forge_archive_t *out, sink_t *sink)
+{
+    char *buf = forge_xmalloc(CHUNK);
+    int fd = open(out->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = 0;
+
+    errno = 0;
+    if (fd >= 0) {
+        EVP_DigestInit_ex(sink->sha, EVP_sha256(), NULL);
+        sink->bytes = 0;
+        while ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)) {
+            if (n < 0)
+                continue;
+            EVP_DigestUpdate(sink->sha, buf, (size_t)n);
+            sink->bytes += (uint64_t)n;
+        }
+        close(fd);
+    }
+    free(buf);
+    return fd < 0 || n < 0 ? -1 : 0;
+}
+
 static forge_rc_t finish_file(sink_t *sink, const char *tmp,
                               forge_archive_t *out, forge_error_t *err)
 {
@@ -483,9 +506,20 @@ static forge_rc_t finish_file(sink_t *sink, const char *tmp,
                                strerror(errno));
     }
     sink->fd = -1;
-    if (rename(tmp, out->path) != 0)
-        return forge_error_set(err, FORGE_EIO, out->path, "rename to %s: %s",
+    /* Into place without ever replacing an archive: link() fails with
+     * EEXIST when one is there already (a redo after a crash, or an old
+     * owner finishing late after a rebalance). That one was whole when it
+     * was linked and may be published already, so it stays, and it is the
+     * one described. link() is atomic on NFS too, unlike RENAME_NOREPLACE. */
+    int linked = link(tmp, out->path);
+
+    if (linked != 0 && errno != EEXIST)
+        return forge_error_set(err, FORGE_EIO, out->path, "link to %s: %s",
                                out->path, strerror(errno));
+    if (linked != 0 && hash_existing(out, sink) != 0)
+        return forge_error_set(err, FORGE_EIO, out->path, "read %s: %s",
+                               out->path, strerror(errno));
+    unlink(tmp);
     sync_parent(out->path);
     EVP_DigestFinal_ex(sink->sha, md, &md_len);
     for (unsigned int i = 0; i < md_len && i < 32; i++)

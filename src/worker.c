@@ -519,19 +519,27 @@ static void drop_deferred_of(worker_t *w, const int32_t *parts, size_t n)
     }
 }
 
-/* Partitions are leaving. Submits and cancels in flight finish first (up
- * to FORGE_WORKER_SETTLE_MS, more than one submit's worst case), so their
- * job ids go into this last transaction and the next owner takes each
+/* Partitions are leaving. Submits, cancels and archives in flight finish
+ * first (up to FORGE_WORKER_SETTLE_MS, more than one submit's worst case), so
+ * their job ids go into this last transaction and the next owner takes each
  * launch over as it stands, instead of finding a bare intent and cancelling
  * a job that was fine. Whatever is still out after the bound is settled by
  * the next owner through the comment tag. */
 static int on_flush(void *ctx, const int32_t *parts, size_t n)
 {
     worker_t *w = ctx;
+    long long until =
+        forge_event_now_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
 
-    if (!forge_runner_settle(w->slurm, w->drained ? 0 : FORGE_WORKER_SETTLE_MS))
+    if (!forge_runner_settle(w->slurm, until - forge_event_now_ms()))
         forge_log_warn("partitions leave with Slurm calls in flight: their "
                        "next owner settles them by the jobs' tags");
+    /* Archives too, in the time left: their events go out with this
+     * commit. One not done in time is redone by the next owner, and the
+     * archive in place first stays (log_archive.c never replaces one). */
+    if (!forge_runner_settle(w->archiver, until - forge_event_now_ms()))
+        forge_log_warn("partitions leave with archives in progress: their "
+                       "next owner archives again");
     on_results(w);
     drop_deferred_of(w, parts, n);
     return commit(w) == FORGE_KAFKA_COMMITTED ? 0 : -1;
