@@ -9,6 +9,7 @@
 #   libjwt-dev             minting short-lived HS256 tokens for slurmrestd
 #   libarchive-dev         tar+gzip log archives
 #   libcriterion-dev       unit and integration tests
+#   libmicrohttpd-dev      the scripted local HTTP server of the slurmrestd fault tests
 #   python3-jsonschema python3-yaml   the schemas checked against their examples
 #   curl jq                the stack scripts' readiness probes and the demo
 #   openjdk-17-jdk-headless maven   the Kafka 4 broker from Maven jars
@@ -19,5 +20,5 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 stack_apt_install build-essential cmake pkg-config \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
-	libarchive-dev libcriterion-dev python3-jsonschema python3-yaml \
+	libarchive-dev libcriterion-dev libmicrohttpd-dev python3-jsonschema python3-yaml \
 	curl jq openjdk-17-jdk-headless maven

@@ -146,7 +146,8 @@ forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
     a->user = forge_xstrdup(user);
     a->token_file = forge_xstrdup(token_file);
     a->key_file = forge_xstrdup(key_file);
-    a->lifetime_s = lifetime_s > 30 ? lifetime_s : 30;
+    /* At least 2 s: a token must outlive the call it is minted for. */
+    a->lifetime_s = lifetime_s > 2 ? lifetime_s : 2;
     if (!!token_file == !!key_file)
         rc = forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
                              "set FORGE_SLURM_JWT_FILE or "

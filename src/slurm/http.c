@@ -262,6 +262,12 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
         json_decref(*json);
         *json = NULL;
         reauth_pending = false;
+        /* libcurl silently sends a request again when a reused connection
+         * turns out closed without an answer - even a POST, which the
+         * server may have carried out. A call that must never be repeated
+         * (a submit) therefore always goes on a fresh connection. */
+        if (retry == SLURM_RETRY_NEVER)
+            c->fresh_connection = true;
         st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
                      res);
         if (st == FORGE_SLURM_AUTH && !reauthed) {
