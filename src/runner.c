@@ -472,6 +472,8 @@ bool forge_runner_settle(forge_runner_t *r, long timeout_ms)
     struct timespec until;
     bool settled;
 
+    if (timeout_ms < 0)
+        timeout_ms = 0;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += timeout_ms / 1000;
     until.tv_nsec += (timeout_ms % 1000) * 1000000L;
