@@ -218,9 +218,8 @@ Test(slurm_faults, a_connection_closed_without_answer)
     forge_slurm_job_list_free(&jobs);
     /* a submit: sent, no answer: outcome unknown, never repeated */
     fake_http_push_close(srv);
-    cr_assert_eq(forge_slurm_submit(c, body, &sub, &res),
-                 FORGE_SLURM_TIMED_OUT, "%s (%s)",
-                 forge_slurm_status_name(res.status), res.message);
+    cr_assert_eq(forge_slurm_submit(c, body, &sub, &res), FORGE_SLURM_TIMED_OUT,
+                 "%s (%s)", forge_slurm_status_name(res.status), res.message);
     cr_assert_eq(fake_http_count(srv), 3);
     json_decref(body);
     forge_slurm_client_destroy(c);
