@@ -42,11 +42,16 @@ static forge_rc_t set(rd_kafka_conf_t *conf, const char *name,
     return FORGE_OK;
 }
 
-/* The operator's FORGE_KAFKA_PROP_* first, then ours (which win). */
+/* Our defaults, then the operator's FORGE_KAFKA_PROP_*, then what we own
+ * (which wins). message.max.bytes: a state record carries its request (up
+ * to 1 MiB, JSON-escaped inside the record), more than librdkafka's 1 MB
+ * default; the state topic's max.message.bytes must allow it too. */
 static rd_kafka_conf_t *base_conf(const forge_config_t *cfg, forge_error_t *err)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
+    if (set(conf, "message.max.bytes", "4194304", err))
+        goto fail;
     for (size_t i = 0; i < cfg->kafka_prop_count; i++)
         if (set(conf, cfg->kafka_props[i].name, cfg->kafka_props[i].value, err))
             goto fail;

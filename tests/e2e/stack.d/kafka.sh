@@ -45,10 +45,11 @@ topic_status=forge.launch.status
 topic_logs=forge.launch.logs
 topic_dlq=forge.launch.dlq
 # NAME[:KEY=VALUE,...] for StackAdmin ensure. The state topic is compacted and
-# co-partitioned with the requests (all topics get the same partition count).
+# co-partitioned with the requests (all topics get the same partition count);
+# its records carry their request (up to 1 MiB), hence 4 MiB messages.
 topic_specs=(
 	"$topic_requests"
-	"$topic_state:cleanup.policy=compact"
+	"$topic_state:cleanup.policy=compact,max.message.bytes=4194304"
 	"$topic_status"
 	"$topic_logs"
 	"$topic_dlq"
