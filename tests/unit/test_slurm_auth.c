@@ -3,9 +3,9 @@
  * key files readable by others are refused, `scontrol token`'s SLURM_JWT=
  * form is read as the bare token, keys too short are refused, exactly one
  * source must be set. What reaches the server is read back from a local
- * HTTP server (fake_http.h).
+ * HTTP server (support_http.h).
  */
-#include "fake_http.h"
+#include "support_http.h"
 #include "slurm/client.h"
 
 #include <criterion/criterion.h>
@@ -16,19 +16,19 @@
 #include <unistd.h>
 
 static char dir[64], path[96];
-static fake_http_t *srv;
+static support_http_t *srv;
 
 static void setup(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/forge-auth-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/secret", dir);
-    srv = fake_http_start();
+    srv = support_http_start();
 }
 
 static void teardown(void)
 {
-    fake_http_stop(srv);
+    support_http_stop(srv);
     unlink(path);
     rmdir(dir);
 }
@@ -49,7 +49,7 @@ static forge_rc_t make(const char *jwt_file, const char *key_file,
                        forge_slurm_client_t **c, forge_error_t *err)
 {
     forge_slurm_options_t o = {
-        .base_url = fake_http_url(srv),
+        .base_url = support_http_url(srv),
         .version = FORGE_API_V0_0_43,
         .user = "forge",
         .jwt_file = jwt_file,
@@ -92,15 +92,15 @@ Test(slurm_auth, scontrol_token_form_is_sent_bare)
     forge_error_t err = {0};
     forge_slurm_ping_t ping;
     forge_slurm_result_t res = {0};
-    fake_request_t r;
+    support_http_request_t r;
 
     write_file("SLURM_JWT=eyJhbGciOiJIUzI1NiJ9.e30.sig\n", 0600);
     cr_assert_eq(make(path, NULL, &c, &err), FORGE_OK, "%s", err.message);
     (void)forge_slurm_ping(c, &ping, &res);
-    r = fake_http_request(srv, 0);
+    r = support_http_request(srv, 0);
     cr_assert_str_eq(r.token, "eyJhbGciOiJIUzI1NiJ9.e30.sig");
     cr_assert_str_eq(r.user, "forge");
-    fake_request_clear(&r);
+    support_http_request_clear(&r);
     forge_slurm_client_destroy(c);
 }
 

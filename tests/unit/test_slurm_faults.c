@@ -1,12 +1,12 @@
 /*
  * test_slurm_faults.c - the slurmrestd client against a misbehaving server
- * (fake_http.h: fault injection the real slurmrestd cannot do): 500 storms,
+ * (support_http.h: fault injection the real slurmrestd cannot do): 500 storms,
  * slow answers, connections closed without an answer, garbage and oversized
  * bodies, 401 with a rotated token file, minted tokens renewed, batched
  * states, per-job cancel outcomes. No crash, bounded retries, the token
  * never in a log line; the ASan build checks for leaks.
  */
-#include "fake_http.h"
+#include "support_http.h"
 #include "log.h"
 #include "slurm/client.h"
 #include "util.h"
@@ -34,7 +34,7 @@
     "\"exit_code\": {\"status\": [\"PENDING\"], \"return_code\": {\"set\": "   \
     "false, \"infinite\": false, \"number\": 0}}}], \"errors\": []}"
 
-static fake_http_t *srv;
+static support_http_t *srv;
 static char dir[64], token_file[96], key_file[96], log_path[96];
 static int log_fd = -1;
 
@@ -58,12 +58,12 @@ static void setup(void)
     write_private(key_file, "0123456789abcdef0123456789abcdef");
     log_fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_JSON, log_fd, "w-faults");
-    srv = fake_http_start();
+    srv = support_http_start();
 }
 
 static void teardown(void)
 {
-    fake_http_stop(srv);
+    support_http_stop(srv);
     forge_log_reset();
     close(log_fd);
     unlink(token_file);
@@ -78,7 +78,7 @@ static forge_slurm_client_t *client(const char *jwt_file, const char *key,
                                     int lifetime_s)
 {
     forge_slurm_options_t o = {
-        .base_url = fake_http_url(srv),
+        .base_url = support_http_url(srv),
         .version = FORGE_API_V0_0_43,
         .user = "forge",
         .jwt_file = jwt_file,
@@ -123,11 +123,11 @@ Test(slurm_faults, a_500_storm_is_retried_a_bounded_number_of_times)
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
 
-    fake_http_default(srv, 500, ERR_500);
+    support_http_default(srv, 500, ERR_500);
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_SERVER);
     cr_assert_eq(res.attempts, 4);
-    cr_assert_eq(fake_http_count(srv), 4);
+    cr_assert_eq(support_http_count(srv), 4);
     cr_assert(strstr(res.message, "Unable to contact slurm controller"), "%s",
               res.message);
     cr_assert_eq(res.http_status, 500);
@@ -140,9 +140,9 @@ Test(slurm_faults, a_read_recovers_after_two_503s)
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
 
-    fake_http_push(srv, 503, ERR_500, 0);
-    fake_http_push(srv, 503, "<html>busy</html>", 0);
-    fake_http_push(srv, 200, JOB_42, 0);
+    support_http_push(srv, NULL, 503, ERR_500, 0);
+    support_http_push(srv, NULL, 503, "<html>busy</html>", 0);
+    support_http_push(srv, NULL, 200, JOB_42, 0);
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res), FORGE_SLURM_OK,
                  "%s", res.message);
     cr_assert_eq(res.attempts, 3);
@@ -159,10 +159,10 @@ Test(slurm_faults, a_submit_answered_500_is_never_repeated)
     forge_slurm_submit_t sub;
     json_t *body = submit_body();
 
-    fake_http_default(srv, 500, ERR_500);
+    support_http_default(srv, 500, ERR_500);
     cr_assert_neq(forge_slurm_submit(c, body, &sub, &res), FORGE_SLURM_OK);
-    cr_assert_eq(fake_http_count(srv), 1, "a submit was sent %zu times",
-                 fake_http_count(srv));
+    cr_assert_eq(support_http_count(srv), 1, "a submit was sent %zu times",
+                 support_http_count(srv));
     json_decref(body);
     forge_slurm_client_destroy(c);
 }
@@ -175,7 +175,7 @@ Test(slurm_faults, a_slow_read_times_out_and_is_retried_within_bounds)
     struct timespec t0, t1;
 
     for (int i = 0; i < 4; i++)
-        fake_http_push(srv, 200, JOB_42, 1500); /* > request timeout */
+        support_http_push(srv, NULL, 200, JOB_42, 1500); /* > request timeout */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_TIMED_OUT);
@@ -193,10 +193,10 @@ Test(slurm_faults, a_slow_submit_is_outcome_unknown_and_not_repeated)
     forge_slurm_submit_t sub;
     json_t *body = submit_body();
 
-    fake_http_push(srv, 200, "{\"job_id\": 7, \"errors\": []}", 1500);
+    support_http_push(srv, NULL, 200, "{\"job_id\": 7, \"errors\": []}", 1500);
     cr_assert_eq(forge_slurm_submit(c, body, &sub, &res),
                  FORGE_SLURM_TIMED_OUT);
-    cr_assert_eq(fake_http_count(srv), 1);
+    cr_assert_eq(support_http_count(srv), 1);
     json_decref(body);
     forge_slurm_client_destroy(c);
 }
@@ -210,17 +210,17 @@ Test(slurm_faults, a_connection_closed_without_answer)
     json_t *body = submit_body();
 
     /* a read: retried, then answered */
-    fake_http_push_close(srv);
-    fake_http_push(srv, 200, JOB_42, 0);
+    support_http_push_fault(srv, NULL, SUPPORT_HTTP_EOF, NULL);
+    support_http_push(srv, NULL, 200, JOB_42, 0);
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res), FORGE_SLURM_OK,
                  "%s", res.message);
     cr_assert_eq(res.attempts, 2);
     forge_slurm_job_list_free(&jobs);
     /* a submit: sent, no answer: outcome unknown, never repeated */
-    fake_http_push_close(srv);
+    support_http_push_fault(srv, NULL, SUPPORT_HTTP_EOF, NULL);
     cr_assert_eq(forge_slurm_submit(c, body, &sub, &res), FORGE_SLURM_TIMED_OUT,
                  "%s (%s)", forge_slurm_status_name(res.status), res.message);
-    cr_assert_eq(fake_http_count(srv), 3);
+    cr_assert_eq(support_http_count(srv), 3);
     json_decref(body);
     forge_slurm_client_destroy(c);
 }
@@ -232,22 +232,22 @@ Test(slurm_faults, garbage_truncated_and_oversized_bodies)
     forge_slurm_result_t res = {0};
     char *big = forge_xmalloc(8192);
 
-    fake_http_default(srv, 200, "\x01\xff not json {{{");
+    support_http_default(srv, 200, "\x01\xff not json {{{");
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_PROTOCOL);
     cr_assert_eq(res.attempts, 4);
-    fake_http_default(srv, 200, "{\"jobs\": [{\"job_id\": 42, \"job_st");
+    support_http_default(srv, 200, "{\"jobs\": [{\"job_id\": 42, \"job_st");
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_PROTOCOL);
     memset(big, ' ', 8191);
     big[0] = '{';
     big[8190] = '}';
     big[8191] = '\0';
-    fake_http_default(srv, 200, big); /* max_body_bytes is 4096 here */
+    support_http_default(srv, 200, big); /* max_body_bytes is 4096 here */
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_PROTOCOL);
     cr_assert(strstr(res.message, "larger"), "%s", res.message);
-    fake_http_default(srv, 200, "{\"jobs\": \"not a list\"}");
+    support_http_default(srv, 200, "{\"jobs\": \"not a list\"}");
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res),
                  FORGE_SLURM_PROTOCOL);
     free(big);
@@ -276,26 +276,26 @@ Test(slurm_faults, a_401_rereads_the_rotated_token_file_once)
     forge_slurm_client_t *c = client(token_file, NULL, 0);
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
-    fake_request_t first, second;
+    support_http_request_t first, second;
     char *log;
 
     rotate_unseen(TOKEN_B "\n");
-    fake_http_accept_token(srv, TOKEN_B);
-    fake_http_default(srv, 200, JOB_42);
+    support_http_accept_token(srv, TOKEN_B);
+    support_http_default(srv, 200, JOB_42);
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res), FORGE_SLURM_OK,
                  "%s", res.message);
-    cr_assert_eq(fake_http_count(srv), 2);
-    first = fake_http_request(srv, 0);
-    second = fake_http_request(srv, 1);
+    cr_assert_eq(support_http_count(srv), 2);
+    first = support_http_request(srv, 0);
+    second = support_http_request(srv, 1);
     cr_assert_str_eq(first.token, TOKEN_A);
     cr_assert_str_eq(second.token, TOKEN_B);
     cr_assert_str_eq(second.user, "forge");
-    fake_request_clear(&first);
-    fake_request_clear(&second);
+    support_http_request_clear(&first);
+    support_http_request_clear(&second);
     forge_slurm_job_list_free(&jobs);
 
     /* refused again with a file that did not change: AUTH, no loop */
-    fake_http_accept_token(srv, "some-other-token");
+    support_http_accept_token(srv, "some-other-token");
     cr_assert_eq(forge_slurm_job_details(c, 42, &jobs, &res), FORGE_SLURM_AUTH);
     cr_assert_eq(res.attempts, 2);
     log = log_text();
@@ -340,23 +340,23 @@ Test(slurm_faults, a_minted_token_is_renewed_before_it_expires)
     forge_slurm_client_t *c = client(NULL, key_file, 2);
     forge_slurm_ping_t ping;
     forge_slurm_result_t res = {0};
-    fake_request_t first, second;
+    support_http_request_t first, second;
     long exp1, exp2;
 
-    fake_http_default(srv, 200, "{\"pings\": [], \"errors\": []}");
+    support_http_default(srv, 200, "{\"pings\": [], \"errors\": []}");
     (void)forge_slurm_ping(c, &ping, &res);
     sleep(3); /* the first token has expired by now */
     (void)forge_slurm_ping(c, &ping, &res);
-    first = fake_http_request(srv, 0);
-    second = fake_http_request(srv, fake_http_count(srv) - 1);
+    first = support_http_request(srv, 0);
+    second = support_http_request(srv, support_http_count(srv) - 1);
     exp1 = claim(first.token, "exp");
     exp2 = claim(second.token, "exp");
     cr_assert_eq(claim(first.token, "sun"), 1);
     cr_assert_eq(exp1 - claim(first.token, "iat"), 2);
     cr_assert_gt(exp2, exp1, "the second call carried the expired token");
     cr_assert_gt(exp2, (long)time(NULL) - 1);
-    fake_request_clear(&first);
-    fake_request_clear(&second);
+    support_http_request_clear(&first);
+    support_http_request_clear(&second);
     forge_slurm_client_destroy(c);
 }
 
@@ -366,8 +366,9 @@ Test(slurm_faults, an_expired_minted_token_refused_is_reminted_once)
     forge_slurm_ping_t ping;
     forge_slurm_result_t res = {0};
 
-    fake_http_push(srv, 401, "{\"errors\": [{\"error\": \"expired\"}]}", 0);
-    fake_http_default(srv, 200, "{\"pings\": [], \"errors\": []}");
+    support_http_push(srv, NULL, 401,
+                      "{\"errors\": [{\"error\": \"expired\"}]}", 0);
+    support_http_default(srv, 200, "{\"pings\": [], \"errors\": []}");
     cr_assert_eq(forge_slurm_ping(c, &ping, &res), FORGE_SLURM_OK, "%s",
                  res.message);
     cr_assert_eq(res.attempts, 2);
@@ -387,12 +388,12 @@ Test(slurm_faults, states_of_600_jobs_go_in_three_calls_of_repeated_job_ids)
 
     for (size_t i = 0; i < 600; i++)
         ids[i] = (uint32_t)(1000 + i);
-    fake_http_default(srv, 200, "{\"jobs\": [], \"errors\": []}");
+    support_http_default(srv, 200, "{\"jobs\": [], \"errors\": []}");
     cr_assert_eq(forge_slurm_job_states(c, ids, 600, &jobs, &res),
                  FORGE_SLURM_OK, "%s", res.message);
-    cr_assert_eq(fake_http_count(srv), 3);
+    cr_assert_eq(support_http_count(srv), 3);
     for (size_t k = 0, next = 0; k < 3; k++) {
-        fake_request_t r = fake_http_request(srv, k);
+        support_http_request_t r = support_http_request(srv, k);
         size_t n = 0;
         cr_assert(strstr(r.target, "/slurm/v0.0.43/jobs/state?job_id="), "%s",
                   r.target);
@@ -401,7 +402,7 @@ Test(slurm_faults, states_of_600_jobs_go_in_three_calls_of_repeated_job_ids)
             n++;
         }
         cr_assert_eq(n, per_call[k]);
-        fake_request_clear(&r);
+        support_http_request_clear(&r);
     }
     forge_slurm_job_list_free(&jobs);
     forge_slurm_client_destroy(c);
@@ -417,7 +418,7 @@ static forge_slurm_status_t cancel_answered(forge_slurm_client_t *c, int code,
              "{\"status\": [{\"error\": {\"code\": %d, \"message\": \"%s\"}, "
              "\"job_id\": 42, \"step_id\": \"batch\"}], \"errors\": []}",
              code, message);
-    fake_http_push(srv, 200, body, 0);
+    support_http_push(srv, NULL, 200, body, 0);
     return forge_slurm_cancel(c, 42, NULL, res);
 }
 
