@@ -7,11 +7,13 @@
  * Every call returns a forge_slurm_status_t and fills a caller-owned
  * forge_slurm_result_t with the HTTP status, Slurm's first error and a
  * message. The status says what the caller may do next:
- *   TRANSPORT  nothing reached slurmrestd (connect refused, reset before the
- *              request was sent) - retried here; safe to retry later
- *   TIMED_OUT  sent, no complete answer: the outcome is unknown. Reads were
- *              retried; a submit never is - look its tag up first
- *   AUTH       the token was refused even after one reload/re-mint: stop
+ *   TRANSPORT  nothing of the request left (connect refused, name or TLS
+ *              failure) - retried here; safe to retry later
+ *   TIMED_OUT  sent, no complete answer (timeout, connection closed or reset,
+ *              garbled answer): the outcome is unknown. Reads were retried;
+ *              a submit never is - look its tag up first
+ *   AUTH       the token was refused (401, 511, or 500 with Slurm's auth
+ *              error before 24.11) even after one reload/re-mint: stop
  *   REJECTED   4xx: Slurm said no (bad partition, invalid field): never
  *              retried; message carries Slurm's errors[] text
  *   NOT_FOUND  404 for a job id (error 2017): unknown or aged out
@@ -63,10 +65,12 @@ typedef struct forge_slurm_options {
     const char *ca_file; /* NULL: the system's */
     long connect_timeout_ms;
     long request_timeout_ms;
-    int max_attempts;      /* per call, for retriable outcomes */
+    int max_attempts;      /* per call, for retriable outcomes (+1 with a
+                              new token after a refusal) */
     long backoff_base_ms;  /* first retry delay; doubles, with jitter */
     long backoff_max_ms;   /* cap of one delay */
-    int token_lifetime_s;  /* minted tokens */
+    int token_lifetime_s;  /* minted tokens; re-minted while they have
+                              request_timeout_ms + 1 s left */
     size_t max_body_bytes; /* responses larger than this are refused */
 } forge_slurm_options_t;
 
@@ -176,7 +180,11 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
                                                  forge_slurm_result_t *res);
 
 /* Cancels a job (het-aware: the whole job). signal NULL: Slurm's default
- * (KILL). OK also when the job had already finished (error 2021). */
+ * (KILL). OK also when the job had already finished (error 2021). From
+ * v0.0.42 Slurm tells each job record it could not signal (a het job's
+ * components, an array's tasks) apart: the worst of them decides - NOT_FOUND
+ * for an unknown job (2017), REJECTED for anything else (2020 "can not be
+ * altered now") - and res names that job. */
 forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
                                         uint32_t job_id, const char *signal,
                                         forge_slurm_result_t *res);

@@ -2,12 +2,15 @@
  * slurm/http.c - one slurmrestd call with auth, classification and bounded
  * retries (client_int.h).
  *
- * Retry policy: a refused or failed connection (nothing sent) is retried
- * for every call; timeouts, resets after sending, 5xx and unreadable 2xx
- * bodies only for reads. Delays grow exponentially from backoff_base_ms to
- * backoff_max_ms with "equal jitter" (half fixed, half random), and a call
- * makes at most max_attempts requests. An auth refusal makes the token be
- * re-read or re-minted once, then the call fails with AUTH.
+ * Retry policy: a request of which nothing was sent (connection refused,
+ * name or TLS failure) is retried for every call; once anything was sent, a
+ * failure (timeout, connection closed or reset, garbled answer), 5xx and
+ * unreadable 2xx bodies only for reads. Delays grow exponentially from
+ * backoff_base_ms to backoff_max_ms with "equal jitter" (half fixed, half
+ * random), and a call makes at most max_attempts requests. An auth refusal
+ * makes the token be re-read or re-minted once and sent in one more request
+ * (even past max_attempts: that request is no retry of a failure), then the
+ * call fails with AUTH.
  */
 #include "buf.h"
 #include "log.h"
@@ -87,6 +90,17 @@ static void set_message(forge_slurm_result_t *res, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Redacts res->message as log lines are (the token, anything shaped like a
+ * JWT): an answer echoing the request's headers must not carry the token
+ * into logs or status events. */
+static void scrub(forge_slurm_result_t *res)
+{
+    char *clean = forge_log_redact(res->message);
+
+    snprintf(res->message, sizeof(res->message), "%s", clean);
+    free(clean);
+}
+
 /* Prepares the handle for one request; returns the header list (new). */
 static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
                                   const char *method, const char *body,
@@ -134,27 +148,31 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     return h;
 }
 
-/* Transport outcome of curl_easy_perform. */
-static forge_slurm_status_t classify_curl(CURLcode rc, bool *sent)
+/* Transport outcome of curl_easy_perform: TRANSPORT while nothing of the
+ * request has left, TIMED_OUT once any of it has - slurmrestd may then have
+ * carried it out, whatever went wrong after (client.h). */
+static forge_slurm_status_t classify_curl(CURL *curl, CURLcode rc, bool *sent)
 {
-    switch (rc) {
-    case CURLE_OK:
+    long request_bytes = 0;
+
+    if (rc == CURLE_OK)
         return FORGE_SLURM_OK;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-        *sent = false;
-        return FORGE_SLURM_TRANSPORT;
-    case CURLE_OPERATION_TIMEDOUT:
-        return FORGE_SLURM_TIMED_OUT;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-        return FORGE_SLURM_TIMED_OUT; /* reset after sending: outcome unknown */
-    default:
-        return FORGE_SLURM_TRANSPORT;
-    }
+    if (curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &request_bytes) !=
+        CURLE_OK)
+        request_bytes = 1; /* unknown: assume sent */
+    *sent = request_bytes > 0;
+    return *sent ? FORGE_SLURM_TIMED_OUT : FORGE_SLURM_TRANSPORT;
+}
+
+/* Slurm refused the credential: ESLURM_AUTH_* (6000-6099, HTTP 401 from
+ * 25.11) or 1007 "Protocol authentication error" (HTTP 511 from 24.11, but
+ * 500 on 23.11-24.05 - an expired token there is a 500). */
+static bool auth_refused(long code, int slurm_error)
+{
+    if (code == 401 || code == 403 || code == 511)
+        return true;
+    return code >= 500 &&
+           (slurm_error == 1007 || (slurm_error >= 6000 && slurm_error < 6100));
 }
 
 /* HTTP outcome: status code and body. */
@@ -177,7 +195,7 @@ static forge_slurm_status_t classify_http(long code, const response_t *r,
         }
         return FORGE_SLURM_OK;
     }
-    if (code == 401 || code == 403 || code == 511)
+    if (auth_refused(code, res->slurm_error))
         return FORGE_SLURM_AUTH;
     if (code == 404 && *json)
         return FORGE_SLURM_NOT_FOUND;
@@ -234,12 +252,14 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         set_message(res, "the answer is larger than %s",
                     "the configured maximum");
         st = FORGE_SLURM_PROTOCOL;
-    } else if ((st = classify_curl(rc, sent)) != FORGE_SLURM_OK) {
+    } else if ((st = classify_curl(c->curl, rc, sent)) != FORGE_SLURM_OK) {
         set_message(res, "%s", curl_easy_strerror(rc));
     } else {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &res->http_status);
         st = classify_http(res->http_status, &r, json, res);
     }
+    if (res->message[0])
+        scrub(res);
     c->fresh_connection = st != FORGE_SLURM_OK;
     forge_buf_free(&r.body);
     return st;
@@ -253,11 +273,12 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
     forge_buf_t url = FORGE_BUF_INIT;
     forge_slurm_status_t st = FORGE_SLURM_TRANSPORT;
     bool sent = false, reauthed = false, reauth_pending = false;
+    int limit = c->opts.max_attempts;
 
     forge_buf_printf(&url, "%s%s", c->base_url, path);
     *json = NULL;
     res->attempts = 0;
-    while (res->attempts < c->opts.max_attempts) {
+    while (res->attempts < limit) {
         bool force = reauth_pending;
         json_decref(*json);
         *json = NULL;
@@ -272,10 +293,11 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
                      res);
         if (st == FORGE_SLURM_AUTH && !reauthed) {
             reauthed = reauth_pending = true; /* re-read / re-mint once */
+            limit++; /* the new token's request is no retry */
             continue;
         }
         if (st == FORGE_SLURM_OK || !should_retry(st, sent, retry) ||
-            res->attempts >= c->opts.max_attempts)
+            res->attempts >= limit)
             break;
         sleep_ms(backoff_ms(c, res->attempts));
     }

@@ -414,35 +414,63 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
     return st;
 }
 
+/* How bad one status[] outcome is: 0 signalled or already finished (2021),
+ * 1 unknown job (2017), 2 anything else. */
+static int cancel_rank(int code)
+{
+    return code == 0 || code == 2021 ? 0 : code == 2017 ? 1 : 2;
+}
+
+/*
+ * status[] of DELETE job/{id} (v0.0.42+, HTTP 200): one entry per job record
+ * Slurm did not signal - each component of a het job, each task of an
+ * array has its own. The worst entry decides, and res names its job (an
+ * "already finished" one too: the caller may want to know).
+ */
+static forge_slurm_status_t cancel_outcome(const json_t *status,
+                                           forge_slurm_result_t *res)
+{
+    static const forge_slurm_status_t by_rank[] = {
+        FORGE_SLURM_OK, FORGE_SLURM_NOT_FOUND, FORGE_SLURM_REJECTED};
+    int worst = -1; /* no entry told yet */
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(status, i, e)
+    {
+        const json_t *err = json_object_get(e, "error");
+        int code = (int)json_integer_value(json_object_get(err, "code"));
+        const char *msg = json_string_value(json_object_get(err, "message"));
+        long long job = 0;
+
+        if (code == 0 || cancel_rank(code) <= worst)
+            continue;
+        worst = cancel_rank(code);
+        (void)slurm_number(json_object_get(e, "job_id"), &job);
+        res->slurm_error = code;
+        snprintf(res->message, sizeof(res->message),
+                 "job %lld: slurm error %d: %s", job, code, msg ? msg : "");
+    }
+    return by_rank[worst < 0 ? 0 : worst];
+}
+
 forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
                                         uint32_t job_id, const char *signal,
                                         forge_slurm_result_t *res)
 {
     char rest[64];
     char *path;
-    json_t *json = NULL, *e;
+    json_t *json = NULL;
     forge_slurm_status_t st;
 
     snprintf(rest, sizeof(rest), "job/%u%s%s", job_id, signal ? "?signal=" : "",
              signal ? signal : "");
     path = slurm_path(c, "slurm", rest);
     st = slurm_call(c, "DELETE", path, NULL, SLURM_RETRY_READ, &json, res);
-    /* v0.0.42+: per-job outcomes in status[] with HTTP 200. */
-    e = json_object_get(json_array_get(json_object_get(json, "status"), 0),
-                        "error");
-    if (st == FORGE_SLURM_OK && e) {
-        int code = (int)json_integer_value(json_object_get(e, "code"));
-        const char *msg = json_string_value(json_object_get(e, "message"));
-        res->slurm_error = code;
-        snprintf(res->message, sizeof(res->message), "slurm error %d: %s", code,
-                 msg ? msg : "");
-        if (code == 2017)
-            st = FORGE_SLURM_NOT_FOUND;
-        else if (code != 0 && code != 2021) /* 2021: already finished */
-            st = FORGE_SLURM_REJECTED;
-    } else if (st == FORGE_SLURM_NOT_FOUND && res->slurm_error == 2021) {
-        st = FORGE_SLURM_OK;
-    }
+    if (st == FORGE_SLURM_OK)
+        st = cancel_outcome(json_object_get(json, "status"), res);
+    else if (st == FORGE_SLURM_NOT_FOUND && res->slurm_error == 2021)
+        st = FORGE_SLURM_OK; /* before v0.0.42: an HTTP error */
     res->status = st;
     json_decref(json);
     free(path);
