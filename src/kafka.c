@@ -28,6 +28,7 @@ struct forge_kafka {
     rd_kafka_message_t *last; /* the message handed out by poll */
     rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
     bool in_txn;
+    bool produce_failed; /* this transaction lost a message: abort it */
 };
 
 static forge_rc_t set(rd_kafka_conf_t *conf, const char *name,
@@ -98,6 +99,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
             if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS)))
                 rd_kafka_error_destroy(e);
             k->in_txn = false;
+            k->produce_failed = false;
             rd_kafka_topic_partition_list_destroy(k->offsets);
             k->offsets = rd_kafka_topic_partition_list_new(8);
         }
@@ -321,6 +323,7 @@ forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
         RD_KAFKA_V_END);
     if (e) {
         rd_kafka_headers_destroy(h);
+        k->produce_failed = true; /* never commit a transaction missing it */
         return forge_error_set(err, FORGE_EIO, topic, "produce to %s: %s",
                                topic, rd_kafka_err2str(e));
     }
@@ -420,8 +423,16 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         forge_log_error("%s", err.message);
         return FORGE_KAFKA_FATAL;
     }
-    if ((e = FORGE_TESTPOINT_ABORT_TXN() ? forced_abort(k)
-                                         : send_and_commit(k))) {
+    if (k->produce_failed) /* a state record or event did not make it */
+        e = rd_kafka_error_new(RD_KAFKA_RESP_ERR__FAIL,
+                               "a message of this transaction could not be "
+                               "produced");
+    else if (FORGE_TESTPOINT_ABORT_TXN())
+        e = forced_abort(k);
+    else
+        e = send_and_commit(k);
+    k->produce_failed = false;
+    if (e) {
         if (rd_kafka_error_is_fatal(e)) {
             forge_log_error("transaction: %s", rd_kafka_error_string(e));
             rd_kafka_error_destroy(e);

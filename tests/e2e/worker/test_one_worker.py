@@ -157,3 +157,24 @@ def test_duplicate_request_starts_no_second_job(one, slurm):
     assert len(slurm.leaders(lid)) == 1
     assert_contiguous(reader.of(lid), lid)
     assert [e["data"]["state"] for e in reader.of(lid)].count("ACCEPTED") == 1
+
+
+def test_a_request_near_one_mib_is_recorded_and_runs(one, slurm):
+    """The state record carries the request, escaped once more inside the
+    record: a ~920 KB request full of quotes makes a record over 1.3 MB,
+    past librdkafka's 1 MB default; it must reach the state topic (4 MiB
+    messages) and the job."""
+    topics, _, reader = one
+    lid = unique_id("big-request")
+    env = {f"BLOB_{i}": 'ab"' * 5000 for i in range(45)}
+    req = launch(lid, ["/bin/sh", "-c", 'echo "${#BLOB_44}"'], env=env)
+    assert 850_000 < len(json.dumps(req)) < 1024 * 1024
+    topics.send(lid, req)
+    done = reader.wait_terminal(lid)
+    assert done["data"]["state"] == "SUCCEEDED", reader.states(lid)
+    assert_contiguous(reader.of(lid), lid)
+    assert len(slurm.leaders(lid)) == 1
+    records = [json.loads(v) for k, v, _ in topics.read_all(topics.state)
+               if k == lid.encode() and v]
+    assert records and max(len(json.dumps(r)) for r in records) > 1_000_000
+    assert records[-1]["state"] in ("SUCCEEDED",), records[-1]["state"]
