@@ -19,11 +19,13 @@ struct forge_slurm_auth {
     char *token_file; /* or ... */
     char *key_file;   /* ... this */
     int lifetime_s;
+    int min_validity_s; /* what a token handed out still has to live */
     unsigned char *key;
     size_t key_len;
-    char *token;      /* current token, registered for redaction */
-    time_t expires;   /* minted: when to mint again */
-    struct stat seen; /* token file: the version `token` came from */
+    char *token;        /* current token, registered for redaction */
+    time_t expires;     /* minted: when to mint again */
+    struct stat seen;   /* token file: the version `token` came from */
+    bool reread_failed; /* token file: warned that a re-read failed */
 };
 
 /* Refuses a secret file that group or others may read. */
@@ -91,6 +93,7 @@ static bool token_file_changed(const forge_slurm_auth_t *a)
 static forge_rc_t mint(forge_slurm_auth_t *a, forge_error_t *err)
 {
     time_t now = time(NULL);
+    int margin = a->lifetime_s / 5;
     jwt_t *jwt = NULL;
     char *encoded = NULL;
     forge_rc_t rc = FORGE_ECONFIG;
@@ -106,8 +109,11 @@ static forge_rc_t mint(forge_slurm_auth_t *a, forge_error_t *err)
         goto out;
     }
     set_token(a, forge_xstrdup(encoded));
-    /* Mint again when a fifth of the lifetime is left. */
-    a->expires = now + a->lifetime_s - a->lifetime_s / 5;
+    /* Mint again when a fifth of the lifetime is left, and no later than
+     * when just min_validity_s is. */
+    if (margin < a->min_validity_s)
+        margin = a->min_validity_s;
+    a->expires = now + a->lifetime_s - margin;
     rc = FORGE_OK;
 out:
     free(encoded);
@@ -137,7 +143,8 @@ static forge_rc_t load_key(forge_slurm_auth_t *a, forge_error_t *err)
 
 forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
                                 const char *key_file, int lifetime_s,
-                                forge_slurm_auth_t **out, forge_error_t *err)
+                                int min_validity_s, forge_slurm_auth_t **out,
+                                forge_error_t *err)
 {
     forge_slurm_auth_t *a = forge_xcalloc(1, sizeof(*a));
     forge_rc_t rc;
@@ -146,8 +153,13 @@ forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
     a->user = forge_xstrdup(user);
     a->token_file = forge_xstrdup(token_file);
     a->key_file = forge_xstrdup(key_file);
-    /* At least 2 s: a token must outlive the call it is minted for. */
-    a->lifetime_s = lifetime_s > 2 ? lifetime_s : 2;
+    /* slurmctld checks exp when it handles the call, which may be as late
+     * as the call's timeout: every token handed out keeps min_validity_s
+     * to live, so a minted one lives at least a second longer (a second of
+     * use; exp counts whole seconds). */
+    a->min_validity_s = min_validity_s > 1 ? min_validity_s : 1;
+    a->lifetime_s =
+        lifetime_s > a->min_validity_s ? lifetime_s : a->min_validity_s + 1;
     if (!!token_file == !!key_file)
         rc = forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
                              "set FORGE_SLURM_JWT_FILE or "
@@ -164,13 +176,37 @@ forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
     return FORGE_OK;
 }
 
+/*
+ * A token file that changed but cannot be read now - caught mid-rotation
+ * (`scontrol token > file` truncates it first), or briefly of a wrong mode -
+ * leaves the current token in use until the file settles: nothing says
+ * that token is stale yet. A forced re-read (slurmrestd refused the token)
+ * that fails fails.
+ */
+static forge_rc_t reread_token(forge_slurm_auth_t *a, bool force,
+                               forge_error_t *err)
+{
+    forge_error_t now = {0};
+
+    if (read_token(a, &now) == FORGE_OK) {
+        a->reread_failed = false;
+        return FORGE_OK;
+    }
+    if (force)
+        return forge_error_set(err, now.code, now.field, "%s", now.message);
+    if (!a->reread_failed)
+        forge_log_warn("%s; the token read before stays in use", now.message);
+    a->reread_failed = true;
+    return FORGE_OK;
+}
+
 const char *forge_slurm_auth_token(forge_slurm_auth_t *a, bool force,
                                    forge_error_t *err)
 {
     forge_rc_t rc = FORGE_OK;
 
     if (a->token_file && (force || token_file_changed(a)))
-        rc = read_token(a, err);
+        rc = reread_token(a, force, err);
     else if (a->key_file && (force || time(NULL) >= a->expires))
         rc = mint(a, err);
     return rc ? NULL : a->token;

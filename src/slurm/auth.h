@@ -1,10 +1,11 @@
 /*
  * slurm/auth.h - the JWT a slurmrestd request carries: read from a token
- * file (re-read when the file changes, and on demand after an auth failure)
- * or minted as short-lived HS256 tokens from the cluster's key file (claims
- * sun, iat, exp; re-minted before expiry). Either file must not be readable
- * by group or others. Tokens are registered with the log's redaction, and
- * never appear in an error message.
+ * file (re-read when the file changes - a file caught mid-rotation leaves
+ * the current token in use - and on demand after an auth failure) or minted
+ * as short-lived HS256 tokens from the cluster's key file (claims sun, iat,
+ * exp; re-minted while they still have the longest call to live). Either
+ * file must not be readable by group or others. Tokens are registered with
+ * the log's redaction, and never appear in an error message.
  *
  * Not thread-safe: one per client object.
  */
@@ -17,10 +18,15 @@
 
 typedef struct forge_slurm_auth forge_slurm_auth_t;
 
-/* Exactly one of token_file and key_file. lifetime_s: minted tokens. */
+/*
+ * Exactly one of token_file and key_file. lifetime_s: of minted tokens.
+ * min_validity_s: how long a minted token handed out has yet to live at
+ * least (the longest a call may take): it is re-minted before that, and
+ * lives at least a second longer.
+ */
 forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
                                 const char *key_file, int lifetime_s,
-                                forge_slurm_auth_t **out,
+                                int min_validity_s, forge_slurm_auth_t **out,
                                 forge_error_t *err) FORGE_WARN_UNUSED;
 
 void forge_slurm_auth_destroy(forge_slurm_auth_t *a); /* NULL-safe */

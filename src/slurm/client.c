@@ -84,9 +84,12 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
                              "the slurmrestd client needs a URL and a user");
         goto fail;
     }
-    if ((rc = forge_slurm_auth_new(opts->user, opts->jwt_file,
-                                   opts->jwt_key_file, opts->token_lifetime_s,
-                                   &c->auth, err)))
+    /* a token outlives the longest call (rounded up), plus a second */
+    if ((rc = forge_slurm_auth_new(
+             opts->user, opts->jwt_file, opts->jwt_key_file,
+             opts->token_lifetime_s,
+             (int)((c->opts.request_timeout_ms + 999) / 1000) + 1, &c->auth,
+             err)))
         goto fail;
     if (!(c->curl = curl_easy_init())) {
         rc = forge_error_set(err, FORGE_EIO, "curl", "curl_easy_init failed");
