@@ -343,3 +343,35 @@ void support_http_request_clear(support_http_request_t *r)
     free(r->body);
     r->target = r->user = r->token = r->body = NULL;
 }
+
+forge_slurm_options_t support_http_options(const support_http_t *s,
+                                           const char *jwt_file,
+                                           const char *key_file)
+{
+    forge_slurm_options_t o = {
+        .base_url = support_http_url(s),
+        .version = FORGE_API_V0_0_43,
+        .user = "forge",
+        .jwt_file = jwt_file,
+        .jwt_key_file = key_file,
+        .tls_verify = true,
+        .connect_timeout_ms = 500,
+        .request_timeout_ms = 500,
+        .max_attempts = 4,
+        .backoff_base_ms = 10,
+        .backoff_max_ms = 40,
+        .token_lifetime_s = 300,
+        .max_body_bytes = 4096,
+    };
+    return o;
+}
+
+forge_slurm_client_t *support_http_client(const forge_slurm_options_t *o)
+{
+    forge_slurm_client_t *c = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_slurm_client_new(o, &c, &err), FORGE_OK, "%s",
+                 err.message);
+    return c;
+}

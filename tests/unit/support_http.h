@@ -24,6 +24,8 @@
 #ifndef FORGE_TEST_SUPPORT_HTTP_H
 #define FORGE_TEST_SUPPORT_HTTP_H
 
+#include "slurm/client.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -50,6 +52,17 @@ void support_http_stop(support_http_t *s); /* NULL-safe; frees everything */
 
 /* "http://127.0.0.1:<port>" (borrowed), and the port alone. */
 const char *support_http_url(const support_http_t *s);
+
+/* Client options aimed at s for the tests: API v0.0.43, user "forge",
+ * requests of at most 500 ms, 4 attempts with quick backoffs, 300 s minted
+ * tokens, 4 KiB bodies; the auth source given (strings borrowed). Tests
+ * change fields as they need. */
+forge_slurm_options_t support_http_options(const support_http_t *s,
+                                           const char *jwt_file,
+                                           const char *key_file);
+
+/* A client made from o; the test fails if it cannot be made. */
+forge_slurm_client_t *support_http_client(const forge_slurm_options_t *o);
 unsigned support_http_port(const support_http_t *s);
 
 /* Queues one answer for paths starting with prefix (NULL: any path):

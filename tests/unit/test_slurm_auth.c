@@ -81,24 +81,9 @@ static void teardown(void)
 
 TestSuite(slurm_auth, .init = setup, .fini = teardown, .timeout = 20);
 
-/* Requests of at most 500 ms, quick retries; tests change fields. */
 static forge_slurm_options_t options(const char *jwt_file, const char *key)
 {
-    forge_slurm_options_t o = {
-        .base_url = support_http_url(srv),
-        .version = FORGE_API_V0_0_43,
-        .user = "forge",
-        .jwt_file = jwt_file,
-        .jwt_key_file = key,
-        .connect_timeout_ms = 500,
-        .request_timeout_ms = 500,
-        .max_attempts = 4,
-        .backoff_base_ms = 10,
-        .backoff_max_ms = 40,
-        .token_lifetime_s = 300,
-        .max_body_bytes = 4096,
-    };
-    return o;
+    return support_http_options(srv, jwt_file, key);
 }
 
 /* A new client, or the refusal's code with err set. */
@@ -114,12 +99,7 @@ static forge_rc_t try_make(const char *jwt_file, const char *key,
 
 static forge_slurm_client_t *make(const forge_slurm_options_t *o)
 {
-    forge_slurm_client_t *c = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(forge_slurm_client_new(o, &c, &err), FORGE_OK, "%s",
-                 err.message);
-    return c;
+    return support_http_client(o);
 }
 
 static forge_slurm_client_t *client(void)

@@ -92,31 +92,12 @@ TestSuite(slurm_faults, .init = setup, .fini = teardown, .timeout = 30);
 /* Small timeouts and backoffs keep the suite fast; tests change fields. */
 static forge_slurm_options_t options(void)
 {
-    forge_slurm_options_t o = {
-        .base_url = support_http_url(srv),
-        .version = FORGE_API_V0_0_43,
-        .user = "forge",
-        .jwt_file = token_file,
-        .tls_verify = true,
-        .connect_timeout_ms = 500,
-        .request_timeout_ms = 500,
-        .max_attempts = 4,
-        .backoff_base_ms = 10,
-        .backoff_max_ms = 40,
-        .token_lifetime_s = 300,
-        .max_body_bytes = 4096,
-    };
-    return o;
+    return support_http_options(srv, token_file, NULL);
 }
 
 static forge_slurm_client_t *make(const forge_slurm_options_t *o)
 {
-    forge_slurm_client_t *c = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(forge_slurm_client_new(o, &c, &err), FORGE_OK, "%s",
-                 err.message);
-    return c;
+    return support_http_client(o);
 }
 
 static forge_slurm_client_t *client(void)
