@@ -156,34 +156,13 @@ static bool key_is_sensitive(const char *key)
 
 /* ---- encoding --------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s[i], or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t i, size_t n)
-{
-    unsigned char c = s[i];
-    size_t len = c < 0x80                ? 1
-                 : c >= 0xc2 && c < 0xe0 ? 2
-                 : c >= 0xe0 && c < 0xf0 ? 3
-                 : c >= 0xf0 && c < 0xf5 ? 4
-                                         : 0;
-
-    if (!len || i + len > n)
-        return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[i + k] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xf0 && s[i + 1] < 0x90) ||
-        (c == 0xed && s[i + 1] >= 0xa0) || (c == 0xf4 && s[i + 1] >= 0x90))
-        return 0;
-    return len;
-}
-
 /* JSON string body: escapes, and U+FFFD for bytes that are not UTF-8. */
 static void json_escape(forge_buf_t *out, const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
 
     for (size_t i = 0; i < n;) {
-        size_t len = utf8_len(s, i, n);
+        size_t len = forge_utf8_len(s + i, n - i);
         if (!len) {
             forge_buf_puts(out, "\\ufffd");
             i++;

@@ -65,34 +65,8 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
     return (la_ssize_t)len;
 }
 
-/* Length of the well-formed UTF-8 character at p (RFC 3629, as jansson
- * checks it: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
- * when p does not start one. left >= 1. */
-static size_t utf8_len(const unsigned char *p, size_t left)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] < 0xC2 || p[0] > 0xF4)
-        return 0;
-    n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
-    if (p[0] == 0xE0)
-        lo = 0xA0; /* overlong */
-    else if (p[0] == 0xED)
-        hi = 0x9F; /* surrogates */
-    else if (p[0] == 0xF0)
-        lo = 0x90; /* overlong */
-    else if (p[0] == 0xF4)
-        hi = 0x8F; /* past U+10FFFF */
-    if (n > left || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
+/* ---- which files ---------------------------------------------------------
+ */
 
 /* Names an event can carry (schemas/logs-archived.v1.json): UTF-8, no
  * control characters. A file named otherwise is not archived. */
@@ -102,7 +76,7 @@ static bool name_ok(const char *name)
     size_t left = strlen(name);
 
     while (left > 0) {
-        size_t n = utf8_len(p, left);
+        size_t n = forge_utf8_len(p, left);
         if (n == 0 || *p < 0x20 || *p == 0x7f)
             return false;
         p += n;
@@ -110,9 +84,6 @@ static bool name_ok(const char *name)
     }
     return true;
 }
-
-/* ---- which files ---------------------------------------------------------
- */
 
 typedef struct listing {
     char **names;
@@ -310,7 +281,7 @@ static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len,
                       const char *secret, size_t slen)
 {
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_len(p + i, len - i);
+        size_t n = forge_utf8_len(p + i, len - i);
         if (slen && len - i >= slen && !memcmp(p + i, secret, slen)) {
             forge_buf_puts(b, "[REDACTED]");
             i += slen;
