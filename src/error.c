@@ -24,6 +24,8 @@ static const char *const rc_names[FORGE_RC__COUNT] = {
     [FORGE_ESERIES_UNCONSTRAINED] = "series_unconstrained",
     [FORGE_EMOUNT_REFUSED] = "mount_refused",
     [FORGE_EENV_REFUSED] = "env_refused",
+    [FORGE_ETENANT_UNKNOWN] = "tenant_unknown",
+    [FORGE_EUNSAFE_PATH] = "unsafe_storage",
 };
 
 const char *forge_rc_name(forge_rc_t rc)

@@ -38,6 +38,10 @@ typedef enum forge_rc {
     FORGE_ESERIES_UNCONSTRAINED,
     FORGE_EMOUNT_REFUSED,
     FORGE_EENV_REFUSED,
+    FORGE_ETENANT_UNKNOWN, /* the request's tenant is not in the site file */
+    /* Something on the shared storage is not what the worker made there (a
+     * link, a foreign owner): the step is refused, nothing is followed. */
+    FORGE_EUNSAFE_PATH,
     FORGE_RC__COUNT
 } forge_rc_t;
 

@@ -70,6 +70,25 @@ static char *pool_roles(const forge_launch_t *l, const forge_pool_t *pool)
     return forge_buf_take(&b);
 }
 
+static void put_pair(forge_buf_t *out, const char *name, const char *value)
+{
+    forge_buf_append(out, name, strlen(name) + 1);
+    forge_buf_append(out, value, strlen(value) + 1);
+}
+
+bool forge_render_credentials(const forge_launch_t *l, forge_buf_t *out)
+{
+    if (!l->ingest_token && !l->env_count && !l->secret_env_count)
+        return false;
+    if (l->ingest_token)
+        put_pair(out, "FORGE_INGEST_TOKEN", l->ingest_token);
+    for (size_t i = 0; i < l->env_count; i++)
+        put_pair(out, l->env[i].key, l->env[i].value);
+    for (size_t i = 0; i < l->secret_env_count; i++)
+        put_pair(out, l->secret_env[i].key, l->secret_env[i].value);
+    return true;
+}
+
 /* ---- script sections -------------------------------------------------- */
 
 static void put_header(forge_buf_t *s, const forge_launch_t *l,

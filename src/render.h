@@ -15,14 +15,29 @@
 #ifndef FORGE_RENDER_H
 #define FORGE_RENDER_H
 
+#include "buf.h"
 #include "config.h"
 #include "request.h"
 #include "series.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* Name of the credentials file in the staging folder. */
 #define FORGE_CREDENTIALS_FILE "credentials"
+
+/*
+ * The credentials file's content: what the job must get but the batch
+ * script (which Slurm stores, and `scontrol write batch_script` prints) must
+ * never hold. NUL-separated pairs, NAME\0VALUE\0, in this order: the ingest
+ * token as FORGE_INGEST_TOKEN, then env, then secret_env, each in request
+ * order. Names are the request's (already checked against the name rule);
+ * values hold no NUL (the request parser refuses it). The script reads the
+ * pairs with `read -r -d ''` and removes the file before any user code runs.
+ * Appends to out; returns false (out untouched) when there is nothing to
+ * pass, and the script then reads no file.
+ */
+bool forge_render_credentials(const forge_launch_t *launch, forge_buf_t *out);
 
 /* The batch script (new, free()). */
 char *forge_render_script(const forge_launch_t *launch,

@@ -65,6 +65,9 @@ typedef struct forge_launch {
     char *workdir; /* optional */
     forge_kv_t *env;
     size_t env_count;
+    forge_kv_t *secret_env; /* secret: like env, and redacted wherever seen */
+    size_t secret_env_count;
+    char *tenant; /* optional: the site's tenant (FORGE_TENANTS_FILE) */
     forge_mount_t *mounts;
     size_t mount_count;
     forge_pool_t *pools;
