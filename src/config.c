@@ -77,6 +77,7 @@ static const var_rule_t rules[] = {
     {"FORGE_MOUNT_ALLOW", VAR_PATHLIST, AT(mount_allow), NULL, 0, 0, NULL},
     {"FORGE_GPU_SERIES_FILE", VAR_ABSPATH, AT(gpu_series_file), NULL, 0, 0,
      NULL},
+    {"FORGE_TENANTS_FILE", VAR_ABSPATH, AT(tenants_file), NULL, 0, 0, NULL},
     {"FORGE_KAFKA_BROKERS", VAR_BROKERS, AT(kafka_brokers), NULL, 0, 0, NULL},
     {"FORGE_KAFKA_GROUP_ID", VAR_ID, AT(kafka_group_id), "forge-worker", 0, 0,
      NULL},

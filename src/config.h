@@ -74,6 +74,7 @@ typedef struct forge_config {
     char **mount_allow;       /* NULL-terminated extra mount prefixes */
     size_t mount_allow_count;
     char *gpu_series_file;
+    char *tenants_file; /* NULL: no tenants, every job as slurm_user */
 
     char *kafka_brokers;
     char *kafka_group_id;

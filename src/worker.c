@@ -158,10 +158,12 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
 
 static void on_message(worker_t *w, const forge_kafka_message_t *m)
 {
+    const forge_tenant_t *tenant;
     forge_prepared_t *p = NULL;
     forge_error_t err = {0};
 
-    if (forge_prepare(m->value, m->value_len, w->cfg, w->catalog, &p, &err))
+    if (forge_prepare(m->value, m->value_len, w->cfg, w->catalog, &p, &err) ||
+        forge_tenant_of(w->tenants, p->request, &tenant, &err))
         on_invalid(w, m, &err);
     else if (p->request->kind == FORGE_REQUEST_LAUNCH)
         on_launch(w, m, p);
@@ -605,9 +607,13 @@ static void drain(worker_t *w)
 
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
+                     const forge_tenants_t *tenants,
                      volatile sig_atomic_t *stop)
 {
-    worker_t w = {.cfg = cfg, .catalog = catalog, .owner = forge_owner_new()};
+    worker_t w = {.cfg = cfg,
+                  .catalog = catalog,
+                  .tenants = tenants,
+                  .owner = forge_owner_new()};
     forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
     forge_error_t err = {0};
     int rc = 78;

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "series.h"
+#include "tenants.h"
 
 #include <signal.h>
 
@@ -17,6 +18,7 @@
  * start (bad configuration it could not see before). */
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
+                     const forge_tenants_t *tenants,
                      volatile sig_atomic_t *stop);
 
 /* How long a rebalance, or a shutdown, waits for Slurm calls in flight

@@ -54,6 +54,16 @@ int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
     return 0;
 }
 
+int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
+{
+    forge_error_t err = {0};
+
+    *out = NULL;
+    if (cfg->tenants_file && forge_tenants_load(cfg->tenants_file, out, &err))
+        return config_failure(&err);
+    return 0;
+}
+
 static int read_stream(FILE *f, size_t max, char **out, size_t *len)
 {
     size_t cap = 65536, n = 0, r;

@@ -15,8 +15,9 @@
 /* Reads, prepares; prints the contract's error JSON on failure. */
 static int prepare_input(const char *arg, const forge_config_t *cfg,
                          const forge_series_catalog_t *cat,
-                         forge_prepared_t **out)
+                         const forge_tenants_t *tenants, forge_prepared_t **out)
 {
+    const forge_tenant_t *tenant;
     forge_error_t err = {0};
     char *buf = NULL, *json;
     size_t len = 0;
@@ -24,7 +25,8 @@ static int prepare_input(const char *arg, const forge_config_t *cfg,
 
     if ((rc = cli_read_input(arg, FORGE_REQUEST_MAX_BYTES, &buf, &len)))
         return rc;
-    if (forge_prepare(buf, len, cfg, cat, out, &err)) {
+    if (forge_prepare(buf, len, cfg, cat, out, &err) ||
+        forge_tenant_of(tenants, (*out)->request, &tenant, &err)) {
         json = forge_error_json(&err);
         fprintf(stderr, "%s\n", json);
         free(json);
@@ -41,15 +43,18 @@ static int with_prepared(const char *arg,
 {
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
+    forge_tenants_t *tenants = NULL;
     forge_prepared_t *p = NULL;
     int rc;
 
     if ((rc = cli_load_config(FORGE_NEED_STORAGE | FORGE_NEED_SERIES, &cfg)))
         return rc;
     if (!(rc = cli_load_series(cfg, &cat)) &&
-        !(rc = prepare_input(arg, cfg, cat, &p)))
+        !(rc = cli_load_tenants(cfg, &tenants)) &&
+        !(rc = prepare_input(arg, cfg, cat, tenants, &p)))
         rc = emit(p, ctx);
     forge_prepared_destroy(p);
+    forge_tenants_destroy(tenants);
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);
     return rc;

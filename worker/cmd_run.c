@@ -72,6 +72,7 @@ int cmd_run(int argc, char **argv)
 {
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
+    forge_tenants_t *tenants = NULL;
     int rc;
 
     (void)argv;
@@ -85,14 +86,17 @@ int cmd_run(int argc, char **argv)
     if (!rc)
         rc = cli_load_series(cfg, &cat);
     if (!rc)
+        rc = cli_load_tenants(cfg, &tenants);
+    if (!rc)
         rc = check_api_version(cfg);
     if (!rc && FORGE_TESTPOINTS_BUILT)
         forge_log_warn("this build carries test failure points "
                        "(FORGE_TEST_HOOKS): not for production");
     if (!rc) {
         install_signals();
-        rc = forge_worker_run(cfg, cat, &stop_requested);
+        rc = forge_worker_run(cfg, cat, tenants, &stop_requested);
     }
+    forge_tenants_destroy(tenants);
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);
     return rc;

@@ -123,6 +123,16 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
                                         forge_slurm_submit_t *out,
                                         forge_slurm_result_t *res);
 
+/* The same, submitted for another user (X-SLURM-USER-NAME: user) with this
+ * client's token: slurmrestd's user proxy, which slurmctld allows only to a
+ * token of SlurmUser or root (seen on 24.11 and 26.05: any other token's
+ * user gets error 1007, "Protocol authentication error", status AUTH). The
+ * job then runs as user. user NULL: as forge_slurm_submit. */
+forge_slurm_status_t forge_slurm_submit_as(forge_slurm_client_t *c,
+                                           const char *user, const json_t *body,
+                                           forge_slurm_submit_t *out,
+                                           forge_slurm_result_t *res);
+
 /* One job (or het component) as Slurm reports it. */
 typedef struct forge_slurm_job {
     uint32_t job_id;

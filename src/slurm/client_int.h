@@ -14,6 +14,8 @@ struct forge_slurm_client {
     forge_slurm_options_t opts; /* strings below are owned copies */
     char *base_url;
     char *user;
+    const char *act_as; /* the user of the call under way, when not user
+                           (slurmrestd's user proxy: forge_slurm_submit_as) */
     char *ca_file;
     forge_slurm_auth_t *auth;
     CURL *curl;

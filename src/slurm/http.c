@@ -134,7 +134,8 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)strlen(body));
     }
-    forge_buf_printf(&line, "X-SLURM-USER-NAME: %s", c->user);
+    forge_buf_printf(&line, "X-SLURM-USER-NAME: %s",
+                     c->act_as ? c->act_as : c->user);
     h = curl_slist_append(h, forge_buf_str(&line));
     forge_buf_truncate(&line, 0);
     forge_buf_printf(&line, "X-SLURM-USER-TOKEN: %s", token);

@@ -414,6 +414,19 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
     return st;
 }
 
+forge_slurm_status_t forge_slurm_submit_as(forge_slurm_client_t *c,
+                                           const char *user, const json_t *body,
+                                           forge_slurm_submit_t *out,
+                                           forge_slurm_result_t *res)
+{
+    forge_slurm_status_t st;
+
+    c->act_as = user;
+    st = forge_slurm_submit(c, body, out, res);
+    c->act_as = NULL;
+    return st;
+}
+
 /* How bad one status[] outcome is: 0 signalled or already finished (2021),
  * 1 unknown job (2017), 2 anything else. */
 static int cancel_rank(int code)

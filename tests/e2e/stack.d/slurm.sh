@@ -68,9 +68,15 @@ rest_url="http://127.0.0.1:$rest_port"
 nodes=(h200-1 a100-1)
 declare -A node_port=([h200-1]=$h200_port [a100-1]=$a100_port)
 job_user=forge job_uid=2001
+# A second job user: the tenant tests' other tenant (FORGE_TENANTS_FILE).
+job_user2=forge2 job_uid2=2003
 rest_user=forgerest rest_uid=2002
 daemons=(slurmctld slurmd-h200-1 slurmd-a100-1 slurmrestd)
 token_file="$run/$job_user.jwt"
+# SlurmUser's token: slurmrestd lets it submit for another user
+# (X-SLURM-USER-NAME), which the tenant tests need.
+proxy_token_file="$run/slurm.jwt"
+tenants_file="$run/tenants.json"
 key_copy="$run/jwt_hs256.key"
 series_file="$run/gpu-series.json"
 daemon_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -292,6 +298,7 @@ configure() {
 	host=$(hostname)
 	cp /etc/hosts "$c/etc/hosts"
 	ensure_user "$job_user" "$job_uid" -m -s /bin/bash
+	ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash
 	ensure_user "$rest_user" "$rest_uid" -M -d /nonexistent -s /usr/sbin/nologin
 	in_chroot getent passwd slurm >/dev/null || die "no slurm user in the chroot"
 	mkdir -p "$c/etc/slurm"
@@ -378,6 +385,8 @@ write_token() {
 	local tmp="$token_file.tmp"
 	(umask 077 && mint_token "$job_user" 86400 >"$tmp")
 	mv "$tmp" "$token_file"
+	(umask 077 && mint_token slurm 86400 >"$tmp")
+	mv "$tmp" "$proxy_token_file"
 	(umask 077 && cp "$chroot_dir/etc/slurm/jwt_hs256.key" "$key_copy.tmp")
 	mv "$key_copy.tmp" "$key_copy"
 }
@@ -390,6 +399,11 @@ write_env() {
 	cat >"$series_file" <<-'EOF'
 		{"series": {"h200": {"slurm_constraint": "h200", "gpus_per_node": 8}, "a100": {"slurm_constraint": "a100", "gpus_per_node": 8}}}
 	EOF
+	cat >"$tenants_file" <<-EOF
+		{"tenants": {"team-a": {"slurm_user": "$job_user", "uid": $job_uid, "gid": $job_uid},
+		             "team-b": {"slurm_user": "$job_user2", "uid": $job_uid2, "gid": $job_uid2}},
+		 "default_tenant": "team-a"}
+	EOF
 	{
 		printf 'export %s=%q\n' \
 			FORGE_SLURM_REST_URL "$rest_url" \
@@ -397,6 +411,8 @@ write_env() {
 			FORGE_SLURM_REST_USER "$job_user" \
 			FORGE_SLURM_JWT_FILE "$token_file" \
 			FORGE_STACK_SLURM_JWT_KEY_FILE "$key_copy" \
+			FORGE_STACK_SLURM_PROXY_JWT_FILE "$proxy_token_file" \
+			FORGE_STACK_TENANTS_FILE "$tenants_file" \
 			FORGE_SLURM_PARTITION batch \
 			FORGE_SLURM_RUNTIME_PROFILE apptainer \
 			FORGE_STORAGE_ROOT "$storage" \
@@ -456,6 +472,7 @@ up() {
 	mkdir -p "$run"
 	# Up means the daemons and the API; node states are the tests' business.
 	if all_daemons_up && api_ping_ok; then
+		ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash
 		write_token
 		write_env
 		stack_log "slurm: already up ($rest_url)"
