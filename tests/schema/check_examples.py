@@ -61,6 +61,7 @@ SCHEMA_FILES = [
     "status-changed.v1.json",
     "logs-archived.v1.json",
     "gpu-series.v1.json",
+    "tenants.v1.json",
 ]
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_FORMAT = "application/schema+json;version=draft-2020-12"

@@ -9,6 +9,7 @@
  */
 #include "buf.h"
 #include "prepare.h"
+#include "tenants.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -102,6 +103,25 @@ static void check_catalog(json_t *entry, forge_buf_t *fails)
     forge_series_catalog_destroy(cat);
 }
 
+/* A tenants file: C's verdict must be the manifest's. */
+static void check_tenants(json_t *entry, forge_buf_t *fails)
+{
+    const char *file = json_string_value(json_object_get(entry, "file"));
+    bool valid = json_is_true(json_object_get(entry, "valid"));
+    forge_tenants_t *t = NULL;
+    forge_error_t err = {0};
+    char path[512];
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/%s", EXAMPLES, file);
+    rc = forge_tenants_load(path, &t, &err);
+    if (valid != (rc == 0))
+        forge_buf_printf(fails, "%s: manifest says %s, C says %s (%s)\n", file,
+                         valid ? "valid" : "invalid", rc ? "invalid" : "valid",
+                         err.message);
+    forge_tenants_destroy(t);
+}
+
 Test(schema_examples, c_validator_agrees_with_the_manifest)
 {
     json_error_t jerr;
@@ -126,6 +146,9 @@ Test(schema_examples, c_validator_agrees_with_the_manifest)
             checked++;
         } else if (!strcmp(schema, "gpu-series.v1.json")) {
             check_catalog(entry, &fails);
+            checked++;
+        } else if (!strcmp(schema, "tenants.v1.json")) {
+            check_tenants(entry, &fails);
             checked++;
         }
     }

@@ -1,0 +1,373 @@
+"""
+Shared storage as a trust boundary (issue 10), on the real stack: jobs are
+untrusted. A job of an attacking launch plants links where the worker (root)
+works - the staging folder of a victim, `staging` and `artifacts`
+themselves - and a victim launch follows; the host folders the links point
+to are hashed and stat'ed before and after: nothing outside the storage root
+is read, written, chowned or deleted, the victim ends with a clear reason,
+and the worker stays up. Then tenants: a job of team-a cannot read what a
+launch of team-b keeps in its staging folder; and secrets: no ingest token
+and no secret_env value in the state, status or logs topics, nor in the
+batch scripts Slurm stores.
+
+The attacker runs as the storage root's owner (the stack's `forge`, uid
+2001, team-a), the worst case of a real site: it may rename `staging` and
+`artifacts` away and put its own folders or links in their place.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+import uuid
+
+import pytest
+
+from harness import StatusReader, Topics, Worker, launch, unique_id, wait_until
+
+CLUSTER_STORAGE = "/shared/forge"  # FORGE_SLURM_STORAGE_ROOT of the stack
+
+
+def snapshot(path):
+    """Every entry under path: (mode, uid, gid, size, mtime, sha256)."""
+    out = {}
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files + [""]:
+            p = os.path.join(root, name) if name else root
+            st = os.lstat(p)
+            digest = None
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[p] = (st.st_mode, st.st_uid, st.st_gid, st.st_size,
+                      st.st_mtime_ns, digest)
+    return out
+
+
+@pytest.fixture
+def target():
+    """A root-only host folder outside the storage root, with a secret."""
+    path = f"/var/tmp/forge-e2e-target-{uuid.uuid4().hex[:8]}"
+    os.makedirs(path, mode=0o700)
+    os.chmod(path, 0o700)
+    with open(os.path.join(path, "root-only.txt"), "w") as f:
+        f.write("root's secret\n")
+    os.chmod(os.path.join(path, "root-only.txt"), 0o600)
+    before = snapshot(path)
+    yield path
+    assert os.path.isdir(path), f"{path} was deleted"
+    assert snapshot(path) == before, f"{path} was touched"
+    shutil.rmtree(path)
+
+
+@pytest.fixture(scope="module")
+def fleet(stack, logdir):
+    """One worker with the stack's tenants: team-a (forge, 2001, the
+    default) and team-b (forge2, 2003); it submits as SlurmUser for them."""
+    topics = Topics(stack, "trust")
+    env = {"FORGE_SLURM_REST_USER": "slurm",
+           "FORGE_SLURM_JWT_FILE": stack.env["FORGE_STACK_SLURM_PROXY_JWT_FILE"],
+           "FORGE_TENANTS_FILE": stack.env["FORGE_STACK_TENANTS_FILE"]}
+    worker = Worker(stack, topics, unique_id("wt"), unique_id("g"), logdir, env)
+    status = StatusReader(stack, topics.status)
+    logs = StatusReader(stack, topics.logs)
+    worker.wait_ready()
+    yield topics, worker, status, logs
+    status.close()
+    logs.close()
+    repair_storage(stack)
+    assert worker.terminate() == 0, worker.tail()
+    worker.stop_quietly()
+
+
+def storage(stack, *parts):
+    return os.path.join(stack.env["FORGE_STORAGE_ROOT"], *parts)
+
+
+def repair_storage(stack):
+    """Puts back what an attack renamed away (the next scenario's worker
+    must find `staging` and `artifacts` as the worker made them)."""
+    for area in ("staging", "artifacts"):
+        path = storage(stack, area)
+        if os.path.islink(path) or (os.path.isdir(path) and
+                                    os.stat(path).st_uid != 0):
+            if os.path.islink(path):
+                os.unlink(path)
+            else:
+                shutil.rmtree(path)
+        for name in os.listdir(storage(stack)):
+            if name.startswith(area + ".moved-"):
+                if not os.path.exists(path):
+                    os.rename(storage(stack, name), path)
+                else:
+                    shutil.rmtree(storage(stack, name))
+
+
+def run_attacker(fleet, script, tenant=None):
+    """A launch whose job runs script (sh) as its tenant's user; waits for
+    it and returns its main log from its archive ("" when the attack moved
+    the attacker's own staging folder away too)."""
+    topics, worker, status, logs = fleet
+    lid = unique_id("attacker")
+    req = launch(lid, ["/bin/sh", "-c", script], gpus=0)
+    if tenant:
+        req["tenant"] = tenant
+    topics.send(lid, req)
+    end = status.wait_terminal(lid, timeout=120)
+    assert end["data"]["state"] == "SUCCEEDED", (end, worker.tail())
+    event = wait_until(f"{lid}'s archive", lambda: logs.of(lid), 120)[0]
+    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
+        if "main.out" not in t.getnames():
+            return ""
+        return t.extractfile("main.out").read().decode(errors="replace")
+
+
+def assert_alive(worker):
+    assert worker.proc.poll() is None, worker.tail()
+
+
+# ---- links planted by a job --------------------------------------------------
+
+def swap_area(area):
+    """sh: move `area` away (the attacker owns the storage root) and put a
+    folder of the attacker's in its place."""
+    s = CLUSTER_STORAGE
+    return (f'mv {s}/{area} {s}/{area}.moved-$$ 2>/dev/null; '
+            f'mkdir -p {s}/{area}; ')
+
+
+PLANTS = {
+    # staging/<victim>/1 -> the root-only folder: was chowned, written into
+    "staging-attempt": lambda v, t: swap_area("staging") +
+    f"mkdir -p {CLUSTER_STORAGE}/staging/{v} && "
+    f"ln -s {t} {CLUSTER_STORAGE}/staging/{v}/1",
+    # staging/<victim> -> the folder: link in a middle component
+    "staging-launch": lambda v, t: swap_area("staging") +
+    f"ln -s {t} {CLUSTER_STORAGE}/staging/{v}",
+    # staging itself -> a folder holding <victim>/1 -> the target
+    "staging-root": lambda v, t:
+    f"mv {CLUSTER_STORAGE}/staging {CLUSTER_STORAGE}/staging.moved-$$; "
+    f"ln -s {t} {CLUSTER_STORAGE}/staging",
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_planted_staging_link_is_never_followed(stack, fleet, target, plant):
+    topics, worker, status, logs = fleet
+    victim = unique_id("victim")
+    run_attacker(fleet, PLANTS[plant](victim, target))
+    req = launch(victim, ["/bin/sh", "-c", "echo victim ran"], gpus=0)
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1",
+                     "token": f"victim-token-{uuid.uuid4().hex}"}
+    topics.send(victim, req)
+    end = status.wait_terminal(victim, timeout=120)
+    assert end["data"]["state"] == "REJECTED", end
+    assert end["data"]["reason"] == "unsafe_storage", end
+    assert "link" in end["data"]["error"]["message"], end
+    time.sleep(1)
+    assert_alive(worker)
+    repair_storage(stack)
+
+
+def test_link_planted_while_the_victim_runs(stack, fleet, target):
+    """The victim is submitted and running when the attacker swaps its
+    staging folder for a link: the archive and the cleanup refuse it."""
+    topics, worker, status, logs = fleet
+    victim = unique_id("victim")
+    topics.send(victim, launch(victim, ["/bin/sh", "-c", "echo v; sleep 8"],
+                               gpus=0))
+    status.wait_state(victim, "RUNNING", timeout=60)
+    run_attacker(fleet, swap_area("staging") +
+                 f"ln -s {target} {CLUSTER_STORAGE}/staging/{victim}")
+    end = status.wait_terminal(victim, timeout=120)
+    assert end["data"]["state"] == "SUCCEEDED", end
+    event = wait_until(f"{victim}'s logs event", lambda: logs.of(victim), 120)[0]
+    assert event["data"]["refused"], event["data"]
+    time.sleep(2)
+    assert_alive(worker)
+    repair_storage(stack)
+
+
+def test_planted_artifacts_link_is_never_followed(stack, fleet, target):
+    topics, worker, status, logs = fleet
+    victim = unique_id("victim")
+    run_attacker(fleet, swap_area("artifacts") +
+                 f"ln -s {target} {CLUSTER_STORAGE}/artifacts/{victim}")
+    topics.send(victim, launch(victim, ["/bin/sh", "-c", "echo v"], gpus=0))
+    assert status.wait_terminal(victim)["data"]["state"] == "SUCCEEDED"
+    event = wait_until(f"{victim}'s logs event", lambda: logs.of(victim), 120)[0]
+    path = event["data"]["archive"]["path"]
+    assert os.path.realpath(path).startswith(storage(stack) + "/"), path
+    assert not os.path.islink(storage(stack, "artifacts", victim))
+    assert_alive(worker)
+    repair_storage(stack)
+
+
+def test_hard_link_is_not_archived(stack, fleet):
+    """A job hard-links a file into its staging folder: the archive lists it
+    as refused instead of taking the other name's content."""
+    log = run_attacker(fleet, 'echo x > "$FORGE_STAGING/mine.txt"; '
+                              'ln "$FORGE_STAGING/mine.txt" "$FORGE_STAGING/hard.txt"; '
+                              'echo done')
+    assert "done" in log
+
+
+# ---- mounts ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def mount_links(stack):
+    root = storage(stack)
+    made = []
+    tag = uuid.uuid4().hex[:8]
+    for name, to in ((f"to-root-{tag}", "/"), (f"to-parent-{tag}", "..")):
+        os.symlink(to, os.path.join(root, name))
+        made.append(os.path.join(root, name))
+    os.makedirs(os.path.join(root, f"real-{tag}", "data"))
+    os.symlink("/etc", os.path.join(root, f"real-{tag}", "mid"))
+    made.append(os.path.join(root, f"real-{tag}"))
+    yield tag
+    for p in made:
+        if os.path.islink(p):
+            os.unlink(p)
+        else:
+            shutil.rmtree(p)
+
+
+@pytest.mark.parametrize("source", [
+    "to-root-{tag}", "to-root-{tag}/etc", "real-{tag}/mid/ssl",
+    "to-parent-{tag}", "staging", "staging/x", "artifacts", "artifacts/y",
+    ".", "/"])
+def test_mount_source_refused(stack, fleet, mount_links, source):
+    topics, worker, status, logs = fleet
+    lid = unique_id("mount")
+    req = launch(lid, ["/bin/true"], gpus=0)
+    src = source.format(tag=mount_links)
+    req["mounts"] = [{"source": src, "target": "/data", "read_only": True}]
+    topics.send(lid, req)
+    end = status.wait_terminal(lid)
+    assert end["data"]["state"] == "REJECTED", end
+    assert end["data"]["error"]["code"] in ("mount_refused", "schema"), end
+
+
+def test_mount_of_a_real_folder_runs(stack, fleet, mount_links):
+    topics, worker, status, logs = fleet
+    lid = unique_id("mount-ok")
+    req = launch(lid, ["/bin/true"], gpus=0)
+    req["mounts"] = [{"source": f"real-{mount_links}/data", "target": "/data",
+                      "read_only": True}]
+    topics.send(lid, req)
+    assert status.wait_terminal(lid)["data"]["state"] == "SUCCEEDED"
+
+
+# ---- tenants -----------------------------------------------------------------
+
+def test_other_tenant_cannot_read_staging(stack, fleet):
+    """A launch of team-b (forge2) runs; a job of team-a (forge) tries its
+    staging folder: its credentials, its script, its logs."""
+    topics, worker, status, logs = fleet
+    a = unique_id("tenant-b")
+    req = launch(a, ["/bin/sh", "-c", "echo b-ran; sleep 10"], gpus=0)
+    req["tenant"] = "team-b"
+    req["env"] = {"PLAIN_B": "plain-b"}
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1",
+                     "token": f"b-token-{uuid.uuid4().hex}"}
+    topics.send(a, req)
+    status.wait_state(a, "RUNNING", timeout=60)
+    st = os.stat(storage(stack, "staging", a, "1"))
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (2003, 2003, 0o700)
+    d = f"{CLUSTER_STORAGE}/staging/{a}/1"
+    log = run_attacker(fleet, f"""
+for f in {d}/credentials {d}/job.sh {d}/main.out; do
+  if cat "$f" >/dev/null 2>&1; then echo "READ $f"; else echo "DENIED $f"; fi
+done
+if ls {d} >/dev/null 2>&1; then echo "LISTED"; else echo "NOT LISTED"; fi
+id -u
+""", tenant="team-a")
+    assert "READ" not in log, log
+    assert log.count("DENIED") == 3 and "NOT LISTED" in log, log
+    assert status.wait_terminal(a)["data"]["state"] == "SUCCEEDED"
+    jobs = [j for j in stack.slurm_get("jobs")["jobs"]
+            if j.get("comment") == f"forge:{a}:1"]
+    assert jobs and jobs[0]["user_name"] == "forge2", jobs
+
+
+def test_unknown_tenant_is_rejected(stack, fleet):
+    topics, worker, status, logs = fleet
+    lid = unique_id("tenant-z")
+    req = launch(lid, ["/bin/true"], gpus=0)
+    req["tenant"] = "team-z"
+    topics.send(lid, req)
+    end = status.wait_terminal(lid)
+    assert end["data"]["state"] == "REJECTED"
+    assert end["data"]["error"]["code"] == "tenant_unknown", end
+
+
+# ---- secrets -------------------------------------------------------------------
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_no_secret_in_topics_or_stored_scripts(stack, fleet):
+    topics, worker, status, logs = fleet
+    mark = uuid.uuid4().hex
+    token, key, plain = f"tok-{mark}", f"sek-{mark}", f"plain-{mark}"
+    lid = unique_id("secrets")
+    # The job proves it got each value by printing its SHA-256 only.
+    cmd = ('printf %s "$FORGE_INGEST_TOKEN" | sha256sum; '
+           'printf %s "$API_KEY" | sha256sum; printf %s "$PLAIN" | sha256sum; '
+           'ls "$FORGE_STAGING"; sleep 2')
+    req = launch(lid, ["/bin/bash", "-c", cmd], gpus=0, env={"PLAIN": plain})
+    req["secret_env"] = {"API_KEY": key}
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1", "token": token}
+    topics.send(lid, req)
+    status.wait_state(lid, "RUNNING", timeout=60)
+    job_id = status.of(lid)[-1]["data"]["slurm"]["job_id"]
+    chroot = stack.env["FORGE_STACK_SLURM_CHROOT"]
+    script = subprocess.run(["chroot", chroot, "scontrol", "write",
+                             "batch_script", str(job_id), "-"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "srun" in script
+    for value in (token, key, plain):
+        assert value not in script, "a secret in Slurm's stored batch script"
+    assert status.wait_terminal(lid)["data"]["state"] == "SUCCEEDED"
+    event = wait_until(f"{lid}'s logs event", lambda: logs.of(lid), 120)[0]
+    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
+        out = t.extractfile("main.out").read().decode()
+    assert sha(token) in out and sha(key) in out and sha(plain) in out, out
+    assert "credentials" not in out, "the job saw its credentials file"
+    for topic in (topics.state, topics.status, topics.logs):
+        for k, v, _ in topics.read_all(topic):
+            for secret in (token, key):
+                assert secret.encode() not in v, f"a secret in {topic}"
+
+
+def test_tail_redacts_other_launches_secrets(stack, fleet):
+    """Launch A's token, known to the worker while A lives, printed by the
+    job of another launch B: B's tail shows it redacted."""
+    topics, worker, status, logs = fleet
+    token = f"leaky-{uuid.uuid4().hex}"
+    a = unique_id("holder")
+    req = launch(a, ["/bin/sh", "-c", "sleep 15"], gpus=0)
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1", "token": token}
+    topics.send(a, req)
+    status.wait_state(a, "RUNNING", timeout=60)
+    leak = storage(stack, f"leak-{uuid.uuid4().hex[:8]}.txt")
+    with open(leak, "w") as f:
+        f.write(token)
+    os.chmod(leak, 0o644)
+    try:
+        b = unique_id("printer")
+        topics.send(b, launch(b, ["/bin/sh", "-c",
+                                  f"echo before; cat {CLUSTER_STORAGE}/"
+                                  f"{os.path.basename(leak)}; echo; echo after"],
+                              gpus=0))
+        status.wait_terminal(b)
+        event = wait_until(f"{b}'s logs event", lambda: logs.of(b), 120)[0]
+        tail = event["data"]["tail"]["text"]
+        assert "before" in tail and "after" in tail, tail
+        assert token not in tail and "[REDACTED]" in tail, tail
+    finally:
+        os.unlink(leak)
