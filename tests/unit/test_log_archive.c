@@ -4,6 +4,9 @@
  * link or a FIFO), the archive read back with libarchive and hashed with
  * OpenSSL, the same bytes twice, the missing logs, and the tail an event
  * carries (4 KiB, line start, valid UTF-8 for jansson, secret redacted).
+ * Planted links and hard links (issue 10): at `staging`, `staging/<id>`,
+ * the staging folder, `artifacts`, `artifacts/<id>`, the target folder and
+ * the archive itself, each refused with nothing outside read or written.
  * Each test has its own mkdtemp storage root.
  */
 #include "log_archive.h"
@@ -74,12 +77,18 @@ static char *in_staging(const char *rel)
 
 static void make_dir(const char *rel)
 {
-    char *path = rel ? in_staging(rel) : strdup(staging);
+    const forge_fs_level_t level = {0755, FORGE_FS_KEEP, FORGE_FS_REPAIR};
     forge_error_t err = {0};
+    char path[256];
+    int rfd, fd;
 
-    cr_assert_eq(forge_storage_mkdirs(root, path, (uid_t)-1, (gid_t)-1, &err),
-                 FORGE_OK, "%s", err.message);
-    free(path);
+    snprintf(path, sizeof(path), "staging/" LAUNCH "/1%s%s", rel ? "/" : "",
+             rel ? rel : "");
+    cr_assert_eq(forge_fs_open_root(root, &rfd, &err), FORGE_OK);
+    cr_assert_eq(forge_fs_mkdirs(rfd, "", path, &level, 1, &fd, &err), FORGE_OK,
+                 "%s", err.message);
+    close(fd);
+    close(rfd);
 }
 
 static void put(const char *rel, const void *data, size_t len)
@@ -163,8 +172,8 @@ static void archive_ok(const forge_archive_spec_t *spec, forge_archive_t *a)
 {
     forge_error_t err = {0};
 
-    cr_assert_eq(forge_archive_logs(cfg, spec, a, &err), FORGE_OK, "%s: %s",
-                 forge_rc_name(err.code), err.message);
+    cr_assert_eq(forge_archive_logs(cfg, spec, FORGE_FS_KEEP, a, &err),
+                 FORGE_OK, "%s: %s", forge_rc_name(err.code), err.message);
 }
 
 static void archive_main(forge_archive_t *a)
@@ -323,6 +332,11 @@ Test(log_archive, archives_the_jobs_files_and_nothing_else, .timeout = 30)
         cr_assert_eq(a.files[i].bytes, strlen(job_texts[i]));
     }
     cr_assert_eq(a.missing_count, 0);
+    cr_assert_eq(a.refused_count, 5);
+    for (size_t i = 0; i < 5; i++) /* sorted, the worker's own not named */
+        cr_assert_str_eq(a.refused[i],
+                         ((const char *[]){"etc", "extra/passwd", "extra/pipe",
+                                           "passwd", "pipe"})[i]);
     assert_archive_file(&a);
     assert_no_leftovers(&a);
     n = read_back(a.path, e, 16);
@@ -611,7 +625,7 @@ static void *archive_thread(void *arg)
     forge_archive_spec_t spec = spec_of(main_pool, 1);
     forge_error_t err = {0};
 
-    r->rc = forge_archive_logs(cfg, &spec, &r->a, &err);
+    r->rc = forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &r->a, &err);
     return NULL;
 }
 
