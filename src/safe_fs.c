@@ -349,6 +349,10 @@ static forge_rc_t settle_dir(int fd, const struct stat *st, const char *name,
                            name, was, (unsigned)(st->st_mode & 07777), should,
                            (unsigned)lv->mode);
     }
+    /* A folder taken over becomes wholly the worker's: its group too. */
+    if (want_gid == (gid_t)-1 && lv->owner.uid == (uid_t)-1 &&
+        st->st_uid != want)
+        want_gid = getegid();
     if (me == 0 && !owner_ok && fchown(fd, want, want_gid) != 0)
         return forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s", name,
                                strerror(errno));

@@ -75,7 +75,9 @@ typedef enum forge_fs_existing {
 
 typedef struct forge_fs_level {
     mode_t mode;
-    forge_fs_owner_t owner; /* FORGE_FS_KEEP: the worker's */
+    /* FORGE_FS_KEEP: the worker's (its group too when taken over from
+     * someone else); a gid alone: the worker's user with that group */
+    forge_fs_owner_t owner;
     forge_fs_existing_t existing;
 } forge_fs_level_t;
 

@@ -24,6 +24,7 @@
 #include <locale.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -610,6 +611,208 @@ Test(log_archive, tail_redacts_the_ingest_token)
     cr_assert_not_null(strstr(a.tail_text, "token=[REDACTED]"));
     free(text);
     forge_archive_clear(&a);
+}
+
+/* ---- planted links and hard links (issue 10) ----------------------------- */
+
+static char host[64]; /* a root-only host folder the job must never reach */
+
+static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
+
+/* A shell command with $R (the storage root) and $O (host) set. */
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048], full[2300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof(full), "R=%s; O=%s; set -e; %s", root, host, cmd);
+    cr_assert_eq(system(full), 0, "%s", cmd);
+}
+
+static void make_host(void)
+{
+    snprintf(host, sizeof(host), "/tmp/forge-host-XXXXXX");
+    cr_assert_not_null(mkdtemp(host));
+    sh("chmod 700 $O; mkdir -p $O/" LAUNCH "/1; "
+       "printf 'root secret' > $O/shadow; chmod 600 $O/shadow; "
+       "printf 'root secret' > $O/" LAUNCH "/1/main.out; "
+       "cp $O/shadow $O/1; cp $O/shadow $O/main.out");
+}
+
+static void host_hash(unsigned char md[32])
+{
+    char cmd[256], line[512];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned int len = 0;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && find . -printf '%%p %%y %%m %%U %%G %%s\\n' | sort && "
+             "find . -type f -exec sha256sum {} + | sort",
+             host);
+    cr_assert_not_null(p = popen(cmd, "r"));
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    while (fgets(line, sizeof(line), p))
+        EVP_DigestUpdate(ctx, line, strlen(line));
+    cr_assert_eq(pclose(p), 0);
+    EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+}
+
+static void drop_host(void)
+{
+    nftw(host, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* After plant (a shell command): the archive is refused as unsafe in
+ * `field`, with message; the host folder is unchanged. */
+static void archive_refused(const char *plant, const char *field,
+                            const char *message)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    unsigned char before[32], after[32];
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    make_host();
+    sh("%s", plant);
+    host_hash(before);
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH, "%s: %s", plant, err.message);
+    cr_assert_str_eq(err.field, field);
+    cr_assert_str_eq(err.message, message);
+    host_hash(after);
+    cr_assert_arr_eq(before, after, 32, "%s: the host folder changed", plant);
+    forge_archive_clear(&a);
+    drop_host();
+}
+
+Test(log_archive, staging_linked_to_a_host_folder_is_refused)
+{
+    archive_refused("ln -s $O $R/staging", "staging",
+                    "staging is a symbolic link");
+    cr_assert_eq(access(root, F_OK), 0);
+}
+
+Test(log_archive, launch_folder_linked_to_a_host_folder_is_refused)
+{
+    /* Seen: a root-only file of the host folder archived world-readable. */
+    archive_refused("mkdir $R/staging; ln -s $O $R/staging/" LAUNCH, "staging",
+                    "staging/" LAUNCH " is a symbolic link");
+}
+
+Test(log_archive, staging_folder_linked_is_refused)
+{
+    archive_refused("mkdir -p $R/staging/" LAUNCH "; "
+                    "ln -s $O/" LAUNCH "/1 $R/staging/" LAUNCH "/1",
+                    "staging", "staging/" LAUNCH "/1 is a symbolic link");
+}
+
+Test(log_archive, artifacts_linked_anywhere_is_refused)
+{
+    /* Seen: the archive written outside the storage root. */
+    archive_refused("ln -s $O $R/artifacts", "artifacts",
+                    "artifacts is a symbolic link");
+    sh("rm -f $R/artifacts");
+    archive_refused("mkdir $R/artifacts; ln -s $O $R/artifacts/" LAUNCH,
+                    "artifacts", "artifacts/" LAUNCH " is a symbolic link");
+    sh("rm -rf $R/artifacts");
+    archive_refused("mkdir -p $R/artifacts/" LAUNCH "; "
+                    "ln -s $O $R/artifacts/" LAUNCH "/1",
+                    "artifacts", "artifacts/" LAUNCH "/1 is a symbolic link");
+}
+
+Test(log_archive, hard_links_are_refused_not_archived_nor_tailed)
+{
+    forge_archive_t a;
+    entry_t e[4];
+    size_t n;
+
+    make_host();
+    make_dir(NULL);
+    put_text("notes.txt", "mine\n");
+    sh("ln $O/shadow $R/staging/" LAUNCH "/1/main.out; "
+       "ln $O/1 $R/staging/" LAUNCH "/1/other.log");
+    archive_main(&a);
+    cr_assert_eq(a.file_count, 1);
+    cr_assert_str_eq(a.files[0].name, "notes.txt");
+    cr_assert_eq(a.refused_count, 2);
+    cr_assert_str_eq(a.refused[0], "main.out");
+    cr_assert_str_eq(a.refused[1], "other.log");
+    cr_assert_str_eq(a.missing[0], "main.out");
+    cr_assert_null(a.tail_name, "the tail read a hard link");
+    n = read_back(a.path, e, 4);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_null(memmem(e[i].data, e[i].len, "root secret", 11));
+    entries_free(e, n);
+    forge_archive_clear(&a);
+    drop_host();
+}
+
+Test(log_archive, target_owners_and_modes)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_fs_owner_t job = {2001, 2002};
+    static const struct {
+        const char *rel;
+        gid_t gid;
+        mode_t mode;
+    } want[] = {
+        {"artifacts", 0, 0711},
+        {"artifacts/" LAUNCH, 0, 0711},
+        {"artifacts/" LAUNCH "/1", 2002, 0750},
+        {"artifacts/" LAUNCH "/1/logs.tar.gz", 2002, 0640},
+    };
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    /* An old deployment's artifacts/, the storage owner's and open. */
+    sh("mkdir -m 777 $R/artifacts; chown 2001:2001 $R/artifacts");
+    make_dir(NULL);
+    put_text("main.out", "ok\n");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, job, &a, &err), FORGE_OK, "%s",
+                 err.message);
+    for (size_t i = 0; i < 4; i++) {
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", root, want[i].rel);
+        cr_assert_eq(lstat(path, &st), 0, "%s", path);
+        cr_assert_eq(st.st_uid, 0u, "%s: uid %u", want[i].rel, st.st_uid);
+        cr_assert_eq(st.st_gid, want[i].gid, "%s: gid %u", want[i].rel,
+                     st.st_gid);
+        cr_assert_eq(st.st_mode & 07777, want[i].mode, "%s: mode %04o",
+                     want[i].rel, st.st_mode & 07777);
+    }
+    forge_archive_clear(&a);
+}
+
+Test(log_archive, an_archive_in_place_must_be_the_workers_own)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    make_host();
+    sh("mkdir -p $R/artifacts/" LAUNCH "/1; "
+       "ln $O/shadow $R/artifacts/" LAUNCH "/1/logs.tar.gz");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH);
+    cr_assert_str_eq(err.message, "artifacts/" LAUNCH "/1/logs.tar.gz has more "
+                                  "than one hard link");
+    forge_archive_clear(&a);
+    forge_error_clear(&err);
+    sh("rm $R/artifacts/" LAUNCH "/1/logs.tar.gz; "
+       "printf fake > $R/artifacts/" LAUNCH "/1/logs.tar.gz; "
+       "chown 2001 $R/artifacts/" LAUNCH "/1/logs.tar.gz");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH);
+    cr_assert_str_eq(err.message, "artifacts/" LAUNCH "/1/logs.tar.gz is owned "
+                                  "by uid 2001, not the worker");
+    forge_archive_clear(&a);
+    drop_host();
 }
 
 /* ---- two archivers of one launch at once --------------------------------- */
