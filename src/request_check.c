@@ -1,7 +1,10 @@
 /*
  * request_check.c - configuration-dependent rules of a LaunchRequest
  * (request_check.h). One function per rule, run in document order so the
- * first error reported is the first one a reader meets.
+ * first error reported is the first one a reader meets. Paths (the image,
+ * mount sources) are resolved on the file system beneath a descriptor of
+ * their root, never matched as strings only: a job owns much of what lies
+ * under the storage root and may plant links there.
  */
 #include "request_check.h"
 #include "buf.h"
