@@ -285,6 +285,8 @@ static void forbid_secrets(const forge_config_t *cfg, guard_t *g)
          cfg->slurm_jwt_key_file},
     };
 
+    _Static_assert(sizeof(secrets) / sizeof(*secrets) + 3 <= FORBIDDEN_MAX,
+                   "guard_t holds the secrets and the storage's three");
     for (size_t i = 0; i < sizeof(secrets) / sizeof(*secrets); i++) {
         forbidden_t *f;
         if (!secrets[i].path)

@@ -310,11 +310,11 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
 
 static void do_archive(forge_runner_t *r, forge_work_t *w)
 {
+    forge_fs_owner_t owner;
     forge_request_t *req = NULL;
     forge_error_t err = {0};
     const char *pools[FORGE_POOLS_MAX];
     forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL};
-    forge_fs_owner_t owner;
 
     if (w->request &&
         forge_request_parse(w->request, w->request_len, &req, &err) == 0 &&

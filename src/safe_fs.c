@@ -183,7 +183,7 @@ static forge_rc_t name_the_culprit(int dirfd, const char *where,
     const char *what = NULL;
     int cur = dirfd;
 
-    for (bool last = false; !what && cur >= 0 && !last; name = slash + 1) {
+    for (bool last = false; !what && cur >= 0 && !last;) {
         struct stat st;
         slash = strchr(name, '/');
         last = !slash;
@@ -195,15 +195,16 @@ static forge_rc_t name_the_culprit(int dirfd, const char *where,
             what = "is a symbolic link";
         else if ((!last || want_dir) && !S_ISDIR(st.st_mode))
             what = "is not a directory";
-        else if (!last) {
+        if (what) {
+            shown(buf, where, rel, (size_t)(name - copy) + strlen(name));
+        } else if (!last) {
             int next = openat(cur, name,
                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (cur != dirfd)
                 close(cur);
             cur = next;
+            name = slash + 1;
         }
-        if (what)
-            shown(buf, where, rel, (size_t)(name - copy) + strlen(name));
     }
     if (cur >= 0 && cur != dirfd)
         close(cur);

@@ -260,7 +260,8 @@ static void assert_no_leftovers(const forge_archive_t *a)
     *strrchr(dir, '/') = '\0';
     cr_assert_not_null(d = opendir(dir));
     while ((de = readdir(d)))
-        cr_assert(de->d_name[0] == '.' || !strcmp(de->d_name, "logs.tar.gz"),
+        cr_assert(!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+                      !strcmp(de->d_name, "logs.tar.gz"),
                   "left in %s: %s", dir, de->d_name);
     closedir(d);
     free(dir);
