@@ -99,11 +99,17 @@ typedef struct bench {
 /* pool<i>.out / pool<i>.err, total bytes spread evenly. */
 static int make_files(bench_t *b, size_t total)
 {
+    const forge_fs_level_t level = {0755, FORGE_FS_KEEP, FORGE_FS_REPAIR};
     forge_error_t err = {0};
     struct stat st;
+    int root = -1, dir = -1;
 
-    if (forge_storage_mkdirs(b->root, b->staging, (uid_t)-1, (gid_t)-1, &err))
+    if (forge_fs_open_root(b->root, &root, &err) ||
+        forge_fs_mkdirs(root, "", "staging/" LAUNCH "/1", &level, 1, &dir,
+                        &err))
         return fprintf(stderr, "%s\n", err.message), -1;
+    close(dir);
+    close(root);
     for (size_t i = 0; i < b->nfiles; i++) {
         char *path;
         snprintf(b->pool_names[i / 2], sizeof(b->pool_names[0]), "pool%zu",
@@ -145,7 +151,7 @@ static double time_ours(const bench_t *b, uint64_t *out_bytes)
     forge_error_t err = {0};
     double start = now(), t;
 
-    if (forge_archive_logs(b->cfg, &spec, &a, &err)) {
+    if (forge_archive_logs(b->cfg, &spec, FORGE_FS_KEEP, &a, &err)) {
         fprintf(stderr, "forge_archive_logs: %s\n", err.message);
         exit(1);
     }

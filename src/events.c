@@ -100,6 +100,16 @@ json_t *forge_event_status(const forge_status_event_t *e)
     return event;
 }
 
+/* The entries of the staging folder that were refused (log_archive.h). */
+static json_t *archive_refused(const forge_archive_t *a)
+{
+    json_t *refused = json_array();
+
+    for (size_t i = 0; i < a->refused_count; i++)
+        json_array_append_new(refused, json_string(a->refused[i]));
+    return refused;
+}
+
 static json_t *archive_files(const forge_archive_t *a)
 {
     json_t *files = json_array();
@@ -133,6 +143,7 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
         "files", archive_files(a), "missing", missing, "tail",
         tail ? tail : json_null(), "labels",
         labels_json(e->labels, e->label_count));
+    json_object_set_new(data, "refused", archive_refused(a));
     event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
                         e->worker_id, e->launch_id, at, data);
     forge_buf_free(&id);

@@ -3,14 +3,19 @@
  * writes the tar+gzip stream (pax restricted format, gzip without its
  * timestamp: same files, same bytes) through our write callback, which
  * hashes (OpenSSL SHA-256) what it writes, so the archive is read once.
- * Files are opened with O_NOFOLLOW relative to their folder's descriptor:
- * a link planted by a job is skipped, never followed.
+ * Every file operation goes through safe_fs.h, beneath a descriptor of the
+ * storage root: a link planted by a job anywhere on the way (at `staging`,
+ * the staging folder, `artifacts`, ...) is refused or skipped, never
+ * followed, and so is a file with more than one hard link (it may be
+ * another launch's or root's). The archive is created, linked into place,
+ * re-read and synced by descriptors of its folder only.
  */
 #include "log_archive.h"
 #include "buf.h"
 #include "events.h"
 #include "paths.h"
 #include "render.h"
+#include "safe_fs.h"
 #include "staging.h"
 #include "util.h"
 
@@ -88,7 +93,15 @@ static bool name_ok(const char *name)
 typedef struct listing {
     char **names;
     size_t count;
+    char **refused; /* links, special files, hard links: left alone */
+    size_t refused_count;
 } listing_t;
+
+static void push(char ***list, size_t *count, char *name)
+{
+    *list = forge_xrealloc(*list, (*count + 1) * sizeof(char *));
+    (*list)[(*count)++] = name;
+}
 
 static bool is_own(const char *rel)
 {
@@ -117,13 +130,19 @@ static void list_dir(int dfd, const char *prefix, int depth, listing_t *l)
             continue;
         rel = *prefix ? forge_path_join(prefix, de->d_name)
                       : forge_xstrdup(de->d_name);
-        if (S_ISREG(st.st_mode) && !is_own(rel)) {
-            l->names =
-                forge_xrealloc(l->names, (l->count + 1) * sizeof(char *));
-            l->names[l->count++] = rel;
+        if (is_own(rel)) {
+            free(rel);
             continue;
         }
-        if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
+        if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+            push(&l->names, &l->count, rel);
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) { /* a link, FIFO, ..., or a hard link */
+            push(&l->refused, &l->refused_count, rel);
+            continue;
+        }
+        if (depth < MAX_DEPTH) {
             int sub = openat(dirfd(d), de->d_name,
                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
@@ -142,28 +161,14 @@ static int by_name(const void *a, const void *b)
 /* ---- writing ------------------------------------------------------------- */
 
 /* Opens rel under the staging folder without following any link, and
- * without waiting: a FIFO put where a file was opens at once (then fails
- * the caller's S_ISREG check) instead of stalling for a writer. */
+ * without waiting: a FIFO, a link, a hard link or anything but a regular
+ * file put there since the listing gives -1 (safe_fs.h). */
 static int open_rel(int root, const char *rel)
 {
-    char *copy = forge_xstrdup(rel), *slash;
-    int dfd = dup(root), fd = -1;
-    char *name = copy;
+    int fd = -1;
 
-    while (dfd >= 0 && (slash = strchr(name, '/'))) {
-        int next;
-        *slash = '\0';
-        next =
-            openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(dfd);
-        dfd = next;
-        name = slash + 1;
-    }
-    if (dfd >= 0) {
-        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        close(dfd);
-    }
-    free(copy);
+    if (forge_fs_open_file(root, "", rel, &fd, NULL, NULL))
+        return -1;
     return fd;
 }
 
@@ -407,91 +412,107 @@ static forge_rc_t write_all(struct archive *a, int root, listing_t *l,
     return FORGE_OK;
 }
 
-/* <artifacts>/<launch_id>/<attempt>, created; out->path set. */
-static forge_rc_t prepare_target(const forge_config_t *cfg,
-                                 const forge_archive_spec_t *spec,
+/* Where the archive goes: its folder beneath the storage root, made (W
+ * 0711, W 0711, W:J.gid 0750, safe_fs.h), and its names. */
+typedef struct target {
+    int fd;      /* artifacts/<launch_id>/<attempt> */
+    char *rel;   /* that folder, storage-relative, for messages */
+    gid_t group; /* the job's group: may read the archive */
+} target_t;
+
+/* <artifacts>/<launch_id>/<attempt>, created; t->fd open, out's paths
+ * set. */
+static forge_rc_t prepare_target(const forge_config_t *cfg, int root,
+                                 const forge_archive_spec_t *spec, target_t *t,
                                  forge_archive_t *out, forge_error_t *err)
 {
+    const forge_fs_level_t levels[] = {
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* artifacts */
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
+        {0750, {(uid_t)-1, t->group}, FORGE_FS_REPAIR},
+    };
     forge_buf_t rel = FORGE_BUF_INIT;
-    char *dir;
-    forge_rc_t rc = FORGE_OK;
 
     forge_buf_printf(&rel, "artifacts/%s/%d", spec->launch_id, spec->attempt);
-    dir = forge_path_join(cfg->storage_root, forge_buf_str(&rel));
-    rc =
-        forge_storage_mkdirs(cfg->storage_root, dir, (uid_t)-1, (gid_t)-1, err);
+    t->rel = forge_xstrdup(forge_buf_str(&rel));
     forge_buf_puts(&rel, "/" FORGE_ARCHIVE_NAME);
     out->relative_path = forge_buf_take(&rel);
     out->path = forge_path_join(cfg->storage_root, out->relative_path);
-    free(dir);
+    return forge_fs_mkdirs(root, "", t->rel, levels, 3, &t->fd, err);
+}
+
+/* The sink's digest and size redone over the archive already in place,
+ * which must be the worker's own single-link regular file. */
+static forge_rc_t hash_existing(const target_t *t, sink_t *sink,
+                                forge_error_t *err)
+{
+    char *buf, who[32];
+    struct stat st;
+    ssize_t n = 0;
+    int fd;
+    forge_rc_t rc;
+
+    if ((rc = forge_fs_open_file(t->fd, t->rel, FORGE_ARCHIVE_NAME, &fd, &st,
+                                 err)))
+        return rc;
+    if (fd < 0)
+        return forge_error_set(err, FORGE_EIO, "storage",
+                               "%s/" FORGE_ARCHIVE_NAME " vanished", t->rel);
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return forge_error_set(err, FORGE_EUNSAFE_PATH, "storage",
+                               "%s/" FORGE_ARCHIVE_NAME " is owned by %s, not "
+                               "the worker",
+                               t->rel,
+                               forge_fs_uid_name(st.st_uid, who, sizeof(who)));
+    }
+    buf = forge_xmalloc(CHUNK);
+    EVP_DigestInit_ex(sink->sha, EVP_sha256(), NULL);
+    sink->bytes = 0;
+    while ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n < 0)
+            continue;
+        EVP_DigestUpdate(sink->sha, buf, (size_t)n);
+        sink->bytes += (uint64_t)n;
+    }
+    if (n < 0)
+        rc = forge_error_set(err, FORGE_EIO, "storage",
+                             "read %s/" FORGE_ARCHIVE_NAME ": %s", t->rel,
+                             strerror(errno));
+    close(fd);
+    free(buf);
     return rc;
 }
 
-/* The rename itself made durable. */
-static void sync_parent(const char *path)
-{
-    char *dir = forge_xstrdup(path), *slash = strrchr(dir, '/');
-    int fd;
-
-    if (slash)
-        *slash = '\0';
-    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-/* The sink's digest and size redone over the archive already in place. */
-static int hash_existing(const forge_archive_t *out, sink_t *sink)
-{
-    char *buf = forge_xmalloc(CHUNK);
-    int fd = open(out->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = 0;
-
-    errno = 0;
-    if (fd >= 0) {
-        EVP_DigestInit_ex(sink->sha, EVP_sha256(), NULL);
-        sink->bytes = 0;
-        while ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)) {
-            if (n < 0)
-                continue;
-            EVP_DigestUpdate(sink->sha, buf, (size_t)n);
-            sink->bytes += (uint64_t)n;
-        }
-        close(fd);
-    }
-    free(buf);
-    return fd < 0 || n < 0 ? -1 : 0;
-}
-
-static forge_rc_t finish_file(sink_t *sink, const char *tmp,
+static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
                               forge_archive_t *out, forge_error_t *err)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
+    forge_rc_t rc;
 
     if (fsync(sink->fd) != 0 || close(sink->fd) != 0) {
         sink->fd = -1;
-        return forge_error_set(err, FORGE_EIO, tmp, "sync %s: %s", tmp,
-                               strerror(errno));
+        return forge_error_set(err, FORGE_EIO, "storage", "sync %s/%s: %s",
+                               t->rel, tmp, strerror(errno));
     }
     sink->fd = -1;
     /* Into place without ever replacing an archive: link() fails with
      * EEXIST when one is there already (a redo after a crash, or an old
      * owner finishing late after a rebalance). That one was whole when it
      * was linked and may be published already, so it stays, and it is the
-     * one described. link() is atomic on NFS too, unlike RENAME_NOREPLACE. */
-    int linked = link(tmp, out->path);
+     * one described. link() is atomic on NFS too, unlike RENAME_NOREPLACE.
+     * linkat without AT_SYMLINK_FOLLOW, both names in the folder's
+     * descriptor: nothing is followed. */
+    int linked = linkat(t->fd, tmp, t->fd, FORGE_ARCHIVE_NAME, 0);
 
     if (linked != 0 && errno != EEXIST)
-        return forge_error_set(err, FORGE_EIO, out->path, "link to %s: %s",
-                               out->path, strerror(errno));
-    if (linked != 0 && hash_existing(out, sink) != 0)
-        return forge_error_set(err, FORGE_EIO, out->path, "read %s: %s",
-                               out->path, strerror(errno));
-    unlink(tmp);
-    sync_parent(out->path);
+        return forge_error_set(err, FORGE_EIO, "storage", "link to %s: %s",
+                               out->relative_path, strerror(errno));
+    if (linked != 0 && (rc = hash_existing(t, sink, err)))
+        return rc;
+    unlinkat(t->fd, tmp, 0);
+    forge_fs_sync_dir(t->fd); /* the link itself made durable */
     EVP_DigestFinal_ex(sink->sha, md, &md_len);
     for (unsigned int i = 0; i < md_len && i < 32; i++)
         snprintf(out->sha256 + 2 * i, 3, "%02x", md[i]);
@@ -500,50 +521,37 @@ static forge_rc_t finish_file(sink_t *sink, const char *tmp,
     return FORGE_OK;
 }
 
-/* A temporary of its own beside out->path: two writers of one archive at
- * once (a partition that moved while its archive ran) never share one, so
- * each renames a whole archive. *tmp new; the descriptor, or -1. */
-static int open_temp(const forge_archive_t *out, char **tmp)
-{
-    size_t n = strlen(out->path) + sizeof(".tmp.XXXXXX");
-    int fd;
-
-    *tmp = forge_xmalloc(n);
-    snprintf(*tmp, n, "%s.tmp.XXXXXX", out->path);
-    fd = mkostemp(*tmp, O_CLOEXEC);
-    if (fd >= 0 && fchmod(fd, 0644) != 0) {
-        close(fd);
-        unlink(*tmp);
-        fd = -1;
-    }
-    return fd;
-}
-
-/* The listed files into out->path. */
-static forge_rc_t write_archive(int root, listing_t *l, forge_archive_t *out,
-                                forge_error_t *err)
+/* The listed files into the archive's place. A temporary of its own beside
+ * it (safe_fs.h: unique per writer, W:J.gid 0640): two writers of one
+ * archive at once (a partition that moved while its archive ran) never
+ * share one, so each links a whole archive. */
+static forge_rc_t write_archive(int root, listing_t *l, const target_t *t,
+                                forge_archive_t *out, forge_error_t *err)
 {
     sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    forge_fs_owner_t group = {(uid_t)-1, t->group};
     struct archive *a = NULL;
     char *tmp = NULL;
     forge_rc_t rc;
 
     EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
-    sink.fd = open_temp(out, &tmp);
-    if (sink.fd < 0 || !(a = new_writer(&sink))) {
-        rc = forge_error_set(err, FORGE_EIO, tmp, "cannot write %s: %s", tmp,
-                             sink.fd < 0 ? strerror(errno) : "libarchive");
+    if ((rc = forge_fs_create_temp(t->fd, t->rel, FORGE_ARCHIVE_NAME, 0640,
+                                   group, &tmp, &sink.fd, err)))
+        goto out;
+    if (!(a = new_writer(&sink))) {
+        rc = forge_error_set(err, FORGE_EIO, "storage",
+                             "cannot write %s/%s: libarchive", t->rel, tmp);
         goto out;
     }
     if (!(rc = write_all(a, root, l, out, err)))
-        rc = finish_file(&sink, tmp, out, err);
+        rc = finish_file(&sink, t, tmp, out, err);
 out:
     if (a)
         archive_write_free(a);
     if (sink.fd >= 0)
         close(sink.fd);
     if (rc && tmp)
-        unlink(tmp);
+        unlinkat(t->fd, tmp, 0);
     EVP_MD_CTX_free(sink.sha);
     free(tmp);
     return rc;
@@ -556,26 +564,66 @@ static void list_files(int root, listing_t *l)
         list_dir(dup(root), "", 0, l);
     if (l->count > 1)
         qsort(l->names, l->count, sizeof(char *), by_name);
+    if (l->refused_count > 1)
+        qsort(l->refused, l->refused_count, sizeof(char *), by_name);
+}
+
+/* The staging folder beneath the storage root (*sroot), no link on the
+ * way: *fd -1 when it does not exist. */
+static forge_rc_t open_staging(const forge_config_t *cfg,
+                               const forge_archive_spec_t *spec, int *sroot,
+                               int *fd, forge_error_t *err)
+{
+    char rel[128];
+    forge_rc_t rc;
+
+    *fd = -1;
+    snprintf(rel, sizeof(rel), "staging/%s/%d", spec->launch_id, spec->attempt);
+    if ((rc = forge_fs_open_root(cfg->storage_root, sroot, err)))
+        return rc;
+    return forge_fs_open(*sroot, "", rel, O_RDONLY | O_DIRECTORY, 0, fd, NULL,
+                         err);
+}
+
+/* The error of a refusal names the folder it was in: "staging" (the logs
+ * cannot be read) or "artifacts" (they can, once the target is fixed). */
+static forge_rc_t blame(forge_error_t *err, forge_rc_t rc, const char *field)
+{
+    if (err && rc && err->code == rc)
+        snprintf(err->field, sizeof(err->field), "%s", field);
+    return rc;
+}
+
+static void close_fd(int fd)
+{
+    if (fd >= 0)
+        close(fd);
 }
 
 forge_rc_t forge_archive_logs(const forge_config_t *cfg,
                               const forge_archive_spec_t *spec,
-                              forge_archive_t *out, forge_error_t *err)
+                              forge_fs_owner_t owner, forge_archive_t *out,
+                              forge_error_t *err)
 {
-    char *staging = forge_path_staging(cfg, spec->launch_id, spec->attempt);
     /* libarchive writes a non-ASCII name as a standard UTF-8 pax path only
      * under a UTF-8 locale; the worker runs in "C". This thread only. */
     locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     locale_t saved = utf8 ? uselocale(utf8) : (locale_t)0;
-    listing_t l = {NULL, 0};
-    int root;
+    listing_t l = {NULL, 0, NULL, 0};
+    target_t t = {-1, NULL, owner.gid};
+    int sroot = -1, root = -1;
     forge_rc_t rc;
 
     memset(out, 0, sizeof(*out));
-    root = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    list_files(root, &l);
-    if (!(rc = prepare_target(cfg, spec, out, err)) &&
-        !(rc = write_archive(root, &l, out, err))) {
+    if (!(rc = blame(err, open_staging(cfg, spec, &sroot, &root, err),
+                     "staging"))) {
+        list_files(root, &l);
+        out->refused = l.refused;
+        out->refused_count = l.refused_count;
+        rc = blame(err, prepare_target(cfg, sroot, spec, &t, out, err),
+                   "artifacts");
+    }
+    if (!rc && !(rc = write_archive(root, &l, &t, out, err))) {
         note_missing(spec, out);
         if (spec->pool_count > 0 && root >= 0) {
             char main_log[128];
@@ -583,17 +631,25 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
             read_tail(root, main_log, spec->secret, out);
         }
     }
-    if (root >= 0)
-        close(root);
+    close_fd(root);
+    close_fd(sroot);
+    close_fd(t.fd);
+    free(t.rel);
     for (size_t i = 0; i < l.count; i++)
         free(l.names[i]);
     free(l.names);
-    free(staging);
     if (utf8) {
         uselocale(saved);
         freelocale(utf8);
     }
     return rc;
+}
+
+static void free_names(char **names, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
 }
 
 void forge_archive_clear(forge_archive_t *a)
@@ -605,9 +661,8 @@ void forge_archive_clear(forge_archive_t *a)
     for (size_t i = 0; i < a->file_count; i++)
         free(a->files[i].name);
     free(a->files);
-    for (size_t i = 0; i < a->missing_count; i++)
-        free(a->missing[i]);
-    free(a->missing);
+    free_names(a->missing, a->missing_count);
+    free_names(a->refused, a->refused_count);
     free(a->tail_name);
     free(a->tail_text);
     memset(a, 0, sizeof(*a));

@@ -7,12 +7,20 @@
  *
  * What goes in: every regular file under the staging folder except the
  * worker's own (the batch script, the credentials file), by name order;
- * links and other special files are never followed nor archived (a job
- * must not make the worker read what the job could not). Expected files
- * (each pool's <pool>.out and <pool>.err) that are absent or unreadable are
- * listed as missing. The archive is written to a temporary name, synced and
- * renamed; with the same files it is the same bytes (no timestamps of its
- * own), so redoing it after a crash gives the same archive.
+ * links, special files and files with more than one hard link are never
+ * followed nor archived (a job must not make the worker read what the job
+ * could not) and are listed as refused. Expected files (each pool's
+ * <pool>.out and <pool>.err) that are absent or unreadable are listed as
+ * missing. The archive is written to a temporary name, synced and linked
+ * into place; with the same files it is the same bytes (no timestamps of
+ * its own), so redoing it after a crash gives the same archive.
+ *
+ * Where (safe_fs.h, nothing followed): the staging folder is opened beneath
+ * the storage root with no link in any component (a link at `staging`,
+ * `staging/<id>` or the folder itself: FORGE_EUNSAFE_PATH, nothing read).
+ * artifacts/ and artifacts/<id>/ are the worker's (0711),
+ * artifacts/<id>/<attempt>/ the worker's with the job's group (0750), the
+ * archive too (0640): the job's user may read it, another tenant may not.
  *
  * Slow on purpose: it reads and compresses whole logs. The worker runs it on
  * its archive threads (runner.h), never on the consume loop. Thread-safe:
@@ -23,6 +31,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "safe_fs.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +53,8 @@ typedef struct forge_archive {
     size_t file_count;
     char **missing;
     size_t missing_count;
+    char **refused; /* links, special files, hard links: not archived */
+    size_t refused_count;
     char *tail_name; /* NULL: no main log */
     char *tail_text; /* valid UTF-8, secrets redacted */
     long long at_ms; /* when it was renamed into place */
@@ -60,12 +71,15 @@ typedef struct forge_archive_spec {
     const char *secret;
 } forge_archive_spec_t;
 
-/* Archives the staging folder of spec into place; fills *out (caller frees
- * with forge_archive_clear). A missing staging folder is not an error: the
- * archive is then empty and every expected file missing. */
+/* Archives the staging folder of spec into place, readable by owner's
+ * group; fills *out (caller frees with forge_archive_clear, also after an
+ * error). A missing staging folder is not an error: the archive is then
+ * empty and every expected file missing. A link or foreign file on the
+ * way to either folder is FORGE_EUNSAFE_PATH, err->field naming which:
+ * "staging" (the logs cannot be read safely) or "artifacts". */
 forge_rc_t forge_archive_logs(const forge_config_t *cfg,
                               const forge_archive_spec_t *spec,
-                              forge_archive_t *out,
+                              forge_fs_owner_t owner, forge_archive_t *out,
                               forge_error_t *err) FORGE_WARN_UNUSED;
 
 void forge_archive_clear(forge_archive_t *a);

@@ -1,12 +1,15 @@
 /*
  * request_check.h - the LaunchRequest rules that need this worker's
- * configuration: the image exists under the runtime root and matches the
- * runtime profile's format; mounts stay under the storage root or an allowed
- * prefix; every pool's GPU series is known and pinned by a constraint.
+ * configuration: the image is a regular file beneath the runtime root and
+ * matches the runtime profile's format; mount sources lie under the storage
+ * root or an allowed prefix, are reached there with no link in any
+ * component (safe_fs.h), and are not, contain nor lie in the worker's
+ * staging or artifacts folder, the storage root itself or a worker secret
+ * file; every pool's GPU series is known and pinned by a constraint.
  *
  * Run after forge_request_parse(); the error's field is a JSON path into the
- * document as received. Reads the file system (image existence), nothing
- * else.
+ * document as received. Reads the file system (what exists, by descriptors,
+ * never following a link under a root), nothing else.
  */
 #ifndef FORGE_REQUEST_CHECK_H
 #define FORGE_REQUEST_CHECK_H

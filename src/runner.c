@@ -146,17 +146,24 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
     forge_slurm_submit_t sub;
     forge_error_t err = {0};
     char *staging = NULL;
+    forge_fs_owner_t owner;
 
     if (forge_prepare(w->request, w->request_len, r->cfg, r->catalog, &p,
                       &err) ||
         !p->payload) {
         w->status = FORGE_SLURM_REJECTED;
+        w->code = err.code;
         snprintf(w->message, sizeof(w->message), "%s", err.message);
         goto out;
     }
-    if (forge_staging_prepare(r->cfg, &p->request->launch, p->script, &staging,
-                              &err)) {
-        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+    if (forge_staging_default_owner(r->cfg, &owner, &err) ||
+        forge_staging_prepare(r->cfg, &p->request->launch, owner, p->script,
+                              &staging, &err)) {
+        /* Something planted on the storage: refused, not retried forever.
+         * Anything else (I/O) is retried later. */
+        bool unsafe = err.code == FORGE_EUNSAFE_PATH;
+        w->status = unsafe ? FORGE_SLURM_REJECTED : FORGE_SLURM_TRANSPORT;
+        w->code = unsafe ? err.code : FORGE_OK;
         snprintf(w->message, sizeof(w->message), "%s", err.message);
         goto out;
     }
@@ -303,6 +310,7 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
 
 static void do_archive(forge_runner_t *r, forge_work_t *w)
 {
+    forge_fs_owner_t owner;
     forge_request_t *req = NULL;
     forge_error_t err = {0};
     const char *pools[FORGE_POOLS_MAX];
@@ -316,9 +324,13 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
             pools[spec.pool_count++] = req->launch.pools[i].name;
         spec.secret = req->launch.ingest_token;
     }
+    forge_error_clear(&err); /* a request that does not parse: no pools */
     w->status = FORGE_SLURM_OK;
-    if (forge_archive_logs(r->cfg, &spec, &w->archive, &err)) {
-        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+    if (forge_staging_default_owner(r->cfg, &owner, &err) ||
+        forge_archive_logs(r->cfg, &spec, owner, &w->archive, &err)) {
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later ... */
+        if (err.code == FORGE_EUNSAFE_PATH && !strcmp(err.field, "staging"))
+            w->code = err.code; /* ... unless the logs cannot be read */
         snprintf(w->message, sizeof(w->message), "%s", err.message);
     } else {
         FORGE_TESTPOINT_CRASH("archive.after");
@@ -333,7 +345,9 @@ static void do_cleanup(forge_runner_t *r, forge_work_t *w)
     FORGE_TESTPOINT_CRASH("cleanup.before");
     w->status = FORGE_SLURM_OK;
     if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err)) {
-        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later ... */
+        if (err.code == FORGE_EUNSAFE_PATH)
+            w->code = err.code; /* ... unless it is refused */
         snprintf(w->message, sizeof(w->message), "%s", err.message);
     }
 }

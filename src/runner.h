@@ -60,6 +60,11 @@ typedef struct forge_work {
     size_t item_count;
     /* results */
     forge_slurm_status_t status;
+    /* Our own refusal behind a failed status, or FORGE_OK: a SUBMIT
+     * REJECTED before Slurm saw it (the request's check; the staging
+     * folder unsafe), an ARCHIVE or CLEANUP refused (FORGE_EUNSAFE_PATH):
+     * final, not retried. */
+    forge_rc_t code;
     char message[512];
     uint32_t *component_ids; /* SUBMIT result */
     size_t component_count;

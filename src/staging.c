@@ -1,146 +1,161 @@
 /*
- * staging.c - creating and removing staging folders (staging.h). Files are
- * written with O_NOFOLLOW to a temporary name and renamed, so a link
- * planted in the folder is never written through and a reader never sees a
- * half-written file.
+ * staging.c - creating and removing staging folders (staging.h) on
+ * safe_fs.h: the storage root is opened once per call, everything else is
+ * reached beneath it without following links, owners and modes are set on
+ * descriptors, files are written to a temporary and renamed (a link
+ * planted at job.sh or credentials is replaced, never written through; a
+ * reader never sees a half-written file).
  */
-#define _XOPEN_SOURCE 700
 #include "staging.h"
+#include "buf.h"
 #include "paths.h"
 #include "render.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-forge_rc_t forge_storage_mkdirs(const char *root, const char *path, uid_t uid,
-                                gid_t gid, forge_error_t *err)
+forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
+                                       forge_fs_owner_t *owner,
+                                       forge_error_t *err)
 {
-    char *copy = forge_xstrdup(path);
-    forge_rc_t rc = FORGE_OK;
+    struct stat st;
+    int fd;
+    forge_rc_t rc;
 
-    for (char *p = copy + strlen(root) + 1; p && !rc; p = strchr(p + 1, '/')) {
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(copy, 0775) == 0) {
-            if (uid != (uid_t)-1 && chown(copy, uid, gid) != 0)
-                rc = forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s",
-                                     copy, strerror(errno));
-        } else if (errno != EEXIST) {
-            rc = forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s",
-                                 copy, strerror(errno));
-        }
-        *p = saved;
-    }
-    if (!rc && mkdir(copy, 0775) != 0 && errno != EEXIST)
-        rc = forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s", copy,
-                             strerror(errno));
-    if (!rc && uid != (uid_t)-1 && chown(copy, uid, gid) != 0)
-        rc = forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s", copy,
-                             strerror(errno));
-    free(copy);
+    *owner = FORGE_FS_KEEP;
+    if (geteuid() != 0)
+        return FORGE_OK;
+    if ((rc = forge_fs_open_root(cfg->storage_root, &fd, err)))
+        return rc;
+    if (fstat(fd, &st) != 0)
+        rc = forge_error_set(err, FORGE_EIO, "FORGE_STORAGE_ROOT", "%s: %s",
+                             cfg->storage_root, strerror(errno));
+    else
+        *owner = (forge_fs_owner_t){st.st_uid, st.st_gid};
+    close(fd);
     return rc;
 }
 
-static forge_rc_t write_file(const char *dir, const char *name,
-                             const char *text, mode_t mode, uid_t uid,
-                             gid_t gid, forge_error_t *err)
+/* "staging/<launch_id>/<attempt>" (new). */
+static char *staging_rel(const char *launch_id, int attempt)
 {
-    char *path = forge_path_join(dir, name), *tmp = NULL;
-    size_t len = strlen(text), n = strlen(path) + 8;
-    forge_rc_t rc = FORGE_EIO;
-    int fd;
+    forge_buf_t b = FORGE_BUF_INIT;
 
-    tmp = forge_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0)
-        goto out;
-    /* fchmod: a default ACL on the storage may have widened the mode. */
-    if (fchmod(fd, mode) != 0 || write(fd, text, len) != (ssize_t)len ||
-        (uid != (uid_t)-1 && fchown(fd, uid, gid) != 0) || fsync(fd) != 0) {
-        close(fd);
-        goto out;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0)
-        goto out;
-    rc = FORGE_OK;
-out:
-    if (rc) {
-        forge_error_set(err, rc, "staging", "writing %s: %s", path,
-                        strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    free(path);
+    forge_buf_printf(&b, "staging/%s/%d", launch_id, attempt);
+    return forge_buf_take(&b);
+}
+
+/* The credentials file, or none (and none left from an earlier try). */
+static forge_rc_t write_credentials(int dfd, const char *rel,
+                                    const forge_launch_t *launch,
+                                    forge_fs_owner_t owner, forge_error_t *err)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    forge_rc_t rc = FORGE_OK;
+
+    if (forge_render_credentials(launch, &b))
+        rc = forge_fs_write_file(dfd, rel, FORGE_CREDENTIALS_FILE, b.data,
+                                 b.len, 0600, owner, err);
+    else if (unlinkat(dfd, FORGE_CREDENTIALS_FILE, 0) != 0 && errno != ENOENT)
+        rc = forge_error_set(err, FORGE_EIO, "staging", "remove %s/%s: %s", rel,
+                             FORGE_CREDENTIALS_FILE, strerror(errno));
+    if (b.data)
+        memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
+    forge_buf_free(&b);
     return rc;
 }
 
 forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
                                  const forge_launch_t *launch,
-                                 const char *script, char **path,
-                                 forge_error_t *err)
+                                 forge_fs_owner_t owner, const char *script,
+                                 char **path, forge_error_t *err)
 {
-    char *dir = forge_path_staging(cfg, launch->launch_id, launch->attempt);
-    uid_t uid = (uid_t)-1;
-    gid_t gid = (gid_t)-1;
-    struct stat root;
+    const forge_fs_level_t levels[] = {
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* staging */
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
+        {0700, owner, FORGE_FS_OWNER_OR_US},    /* <attempt> */
+    };
+    char *rel = staging_rel(launch->launch_id, launch->attempt);
+    int root = -1, dfd = -1;
     forge_rc_t rc;
 
     *path = NULL;
-    if (stat(cfg->storage_root, &root) != 0) {
-        rc = forge_error_set(err, FORGE_EIO, "FORGE_STORAGE_ROOT",
-                             "the storage root %s: %s", cfg->storage_root,
-                             strerror(errno));
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
+        (rc = forge_fs_mkdirs(root, "", rel, levels, 3, &dfd, err)) ||
+        (rc = forge_fs_write_file(dfd, rel, FORGE_STAGING_SCRIPT, script,
+                                  strlen(script), 0600, owner, err)) ||
+        (rc = write_credentials(dfd, rel, launch, owner, err)))
         goto out;
-    }
-    if (geteuid() == 0) {
-        uid = root.st_uid;
-        gid = root.st_gid;
-    }
-    if ((rc = forge_storage_mkdirs(cfg->storage_root, dir, uid, gid, err)))
-        goto out;
-    if ((rc = write_file(dir, FORGE_STAGING_SCRIPT, script, 0644, uid, gid,
-                         err)))
-        goto out;
-    if (launch->ingest_token &&
-        (rc = write_file(dir, FORGE_CREDENTIALS_FILE, launch->ingest_token,
-                         0600, uid, gid, err)))
-        goto out;
-    *path = dir;
-    dir = NULL;
+    *path = forge_path_staging(cfg, launch->launch_id, launch->attempt);
 out:
-    free(dir);
+    if (dfd >= 0)
+        close(dfd);
+    if (root >= 0)
+        close(root);
+    free(rel);
     return rc;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type,
-                      struct FTW *ftw)
+/* The folder <attempt> in staging/<launch_id> (ifd), gone. */
+static forge_rc_t remove_attempt(int ifd, const char *id_rel,
+                                 const char *attempt, forge_error_t *err)
 {
-    (void)st;
-    (void)ftw;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT
-               ? 0
-               : -1;
+    struct stat st;
+
+    if (fstatat(ifd, attempt, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? FORGE_OK
+                               : forge_error_set(err, FORGE_EIO, "staging",
+                                                 "stat %s/%s: %s", id_rel,
+                                                 attempt, strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        /* Unlinking a link never touches what it leads to. */
+        if (unlinkat(ifd, attempt, 0) != 0 && errno != ENOENT)
+            return forge_error_set(err, FORGE_EIO, "staging",
+                                   "remove %s/%s: %s", id_rel, attempt,
+                                   strerror(errno));
+        return forge_error_set(err, FORGE_EUNSAFE_PATH, "staging",
+                               "%s/%s was a symbolic link: unlinked, not "
+                               "followed",
+                               id_rel, attempt);
+    }
+    return forge_fs_remove(ifd, id_rel, attempt, err);
 }
 
 forge_rc_t forge_staging_remove(const forge_config_t *cfg,
                                 const char *launch_id, int attempt,
                                 forge_error_t *err)
 {
-    char *dir = forge_path_staging(cfg, launch_id, attempt);
-    forge_rc_t rc = FORGE_OK;
+    const int dir = O_RDONLY | O_DIRECTORY;
+    char id_rel[128], name[16];
+    int root = -1, sfd = -1, ifd = -1;
+    forge_rc_t rc;
 
-    if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        rc = forge_error_set(err, FORGE_EIO, "staging", "removing %s: %s", dir,
+    snprintf(id_rel, sizeof(id_rel), "staging/%s", launch_id);
+    snprintf(name, sizeof(name), "%d", attempt);
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
+        (rc = forge_fs_open(root, "", "staging", dir, 0, &sfd, NULL, err)) ||
+        sfd < 0 ||
+        (rc = forge_fs_open(sfd, "staging", launch_id, dir, 0, &ifd, NULL,
+                            err)) ||
+        ifd < 0)
+        goto out;
+    rc = remove_attempt(ifd, id_rel, name, err);
+    /* staging/<launch_id> too once empty (another attempt may be in it). */
+    if (!rc && unlinkat(sfd, launch_id, AT_REMOVEDIR) != 0 &&
+        errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+        rc = forge_error_set(err, FORGE_EIO, "staging", "remove %s: %s", id_rel,
                              strerror(errno));
-    free(dir);
+out:
+    if (ifd >= 0)
+        close(ifd);
+    if (sfd >= 0)
+        close(sfd);
+    if (root >= 0)
+        close(root);
     return rc;
 }

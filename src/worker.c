@@ -209,6 +209,16 @@ static void on_submitted(worker_t *w, forge_work_t *work)
             e->cancel_sent_ms = forge_event_now_ms();
             forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
         }
+    } else if (work->status == FORGE_SLURM_REJECTED && work->code) {
+        /* refused before Slurm saw it (the staging folder unsafe, the
+         * request's check): the reason is our own code */
+        forge_error_t err = {0};
+        change_t c = {FORGE_STATE_REJECTED, forge_rc_name(work->code), NULL,
+                      &err};
+        forge_error_set(&err, work->code, "$", "%s", work->message);
+        forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
+                       forge_rc_name(work->code), work->message);
+        forge_worker_publish_event(w, e, &c, true);
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
         change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};

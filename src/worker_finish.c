@@ -13,6 +13,9 @@
  *
  * A launch that never reached Slurm (REJECTED, cancelled before its submit)
  * has no logs: no archive, no event, its staging folder (if any) deleted.
+ * So does one whose staging folder was refused (a link planted on the way,
+ * safe_fs.h): the logs are never read; the refusal is logged as an error
+ * and neither step is retried.
  * A crash between 1 and 2 redoes the archive (same path, same bytes); a
  * crash between 2 and 3 finds `archived` and only cleans: one event, and
  * never a log deleted before it was archived. Loop thread only.
@@ -81,6 +84,30 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
     forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CLEANUP, e));
 }
 
+/* An archive or cleanup refused (FORGE_EUNSAFE_PATH: a link or foreign
+ * folder where the staging folder should be): not retried. Refused logs are
+ * never read, so there is no archive and no logs event, as for a launch
+ * that never ran; the launch goes on to cleanup, or is done. */
+static void on_refused(worker_t *w, forge_entry_t *e, forge_work_t *work)
+{
+    forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
+                             {"error", forge_rc_name(work->code)}};
+    bool archive = work->kind == FORGE_WORK_ARCHIVE;
+
+    forge_log_fields(FORGE_LOG_ERROR, f, 2, "%s refused, not retried: %s",
+                     archive ? "archive (no logs event)" : "cleanup",
+                     work->message);
+    if (archive) {
+        e->rec->archived = true;
+        forge_worker_write_record(w, e);
+        e->busy = true;
+        forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CLEANUP, e));
+    } else {
+        e->rec->cleaned = true;
+        forge_worker_write_record(w, e);
+    }
+}
+
 void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_worker_entry_of(w, work);
@@ -90,7 +117,9 @@ void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
     if (!e) /* the partition moved: its next owner finishes the launch */
         return;
     e->busy = false;
-    if (work->status != FORGE_SLURM_OK) {
+    if (work->code == FORGE_EUNSAFE_PATH) {
+        on_refused(w, e, work);
+    } else if (work->status != FORGE_SLURM_OK) {
         e->retry_at_ms = forge_event_now_ms() + FINISH_RETRY_MS;
         forge_log_warn("%s of %s failed: %s; retrying later",
                        work->kind == FORGE_WORK_ARCHIVE ? "archive" : "cleanup",

@@ -163,6 +163,7 @@ static int submit_prepared(const forge_config_t *cfg, const forge_prepared_t *p,
     forge_slurm_submit_t sub;
     forge_error_t err = {0};
     char *staging = NULL;
+    forge_fs_owner_t owner;
     int rc;
 
     if ((rc = new_client(cfg, &c)))
@@ -172,7 +173,8 @@ static int submit_prepared(const forge_config_t *cfg, const forge_prepared_t *p,
         rc = CLI_EXIT_CONFIG;
         goto out;
     }
-    if (forge_staging_prepare(cfg, l, p->script, &staging, &err)) {
+    if (forge_staging_default_owner(cfg, &owner, &err) ||
+        forge_staging_prepare(cfg, l, owner, p->script, &staging, &err)) {
         fprintf(stderr, "forge-worker: %s\n", err.message);
         rc = CLI_EXIT_SOFTWARE;
         goto out;

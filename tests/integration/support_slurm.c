@@ -277,14 +277,17 @@ forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
     forge_slurm_submit_t sub;
     forge_error_t err = {0};
     forge_slurm_status_t st;
+    forge_fs_owner_t owner;
 
     json_decref(req);
     cr_assert_eq(forge_prepare(text, strlen(text), cfg, catalog, &p, &err),
                  FORGE_OK, "%s: forge_prepare: %s (%s)", t->label, err.message,
                  err.field);
     cr_assert_not_null(p->script, "%s: not a launch", t->label);
-    cr_assert_eq(forge_staging_prepare(cfg, &p->request->launch, p->script,
-                                       &t->staging, &err),
+    cr_assert_eq(forge_staging_default_owner(cfg, &owner, &err), FORGE_OK,
+                 "%s: staging owner: %s", t->label, err.message);
+    cr_assert_eq(forge_staging_prepare(cfg, &p->request->launch, owner,
+                                       p->script, &t->staging, &err),
                  FORGE_OK, "%s: staging: %s", t->label, err.message);
     t->t0 = sl_now();
     record(t, FORGE_STATE_ACCEPTED, NULL);

@@ -129,3 +129,52 @@ Test(events, every_kind_of_event_is_valid_under_the_schema)
     rmdir(dir);
     json_decref(slurm);
 }
+
+/* logs_archived names the refused entries of the staging folder, and the
+ * event stays valid under schemas/logs-archived.v1.json; so does a
+ * REJECTED for an unsafe staging folder under status-changed. */
+Test(events, logs_event_lists_refused_entries)
+{
+    char dir[] = "/tmp/forge-events-XXXXXX", cmd[2048], p[2][64];
+    char *missing[] = {"main.err"}, *refused[] = {"extra/pipe", "passwd"};
+    forge_archive_file_t files[] = {{"main.out", 12}};
+    forge_archive_t a = {0};
+    forge_status_event_t s = base_event();
+    forge_logs_event_t e = {"llama-ft-0042", 2, "worker-1", labels, 2, &a};
+    json_t *ev, *list;
+
+    a.path = "/srv/forge/artifacts/llama-ft-0042/2/logs.tar.gz";
+    a.relative_path = "artifacts/llama-ft-0042/2/logs.tar.gz";
+    memset(a.sha256, 'a', 64);
+    a.files = files;
+    a.file_count = 1;
+    a.missing = missing;
+    a.missing_count = 1;
+    a.refused = refused;
+    a.refused_count = 2;
+    a.at_ms = 1796233479123LL;
+    ev = forge_event_logs(&e);
+    list = json_object_get(json_object_get(ev, "data"), "refused");
+    cr_assert_eq(json_array_size(list), 2);
+    cr_assert_str_eq(json_string_value(json_array_get(list, 1)), "passwd");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(p[0], sizeof(p[0]), "%s/logs.json", dir);
+    cr_assert_eq(json_dump_file(ev, p[0], 0), 0);
+    json_decref(ev);
+    s.state = FORGE_STATE_REJECTED;
+    s.reason = "unsafe_storage";
+    s.error_code = "unsafe_storage";
+    s.error_field = "$";
+    s.error_message = "staging/llama-ft-0042/2 is a symbolic link";
+    snprintf(p[1], sizeof(p[1]), "%s/status.json", dir);
+    write_event(p[1], &s);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tests/schema/validate.py "
+             "logs-archived.v1.json %s && /usr/bin/python3 "
+             "%s/tests/schema/validate.py status-changed.v1.json %s",
+             FORGE_SOURCE_DIR, p[0], FORGE_SOURCE_DIR, p[1]);
+    cr_assert_eq(system(cmd), 0, "an event breaks its schema (see above)");
+    unlink(p[0]);
+    unlink(p[1]);
+    rmdir(dir);
+}

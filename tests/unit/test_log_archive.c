@@ -4,6 +4,9 @@
  * link or a FIFO), the archive read back with libarchive and hashed with
  * OpenSSL, the same bytes twice, the missing logs, and the tail an event
  * carries (4 KiB, line start, valid UTF-8 for jansson, secret redacted).
+ * Planted links and hard links (issue 10): at `staging`, `staging/<id>`,
+ * the staging folder, `artifacts`, `artifacts/<id>`, the target folder and
+ * the archive itself, each refused with nothing outside read or written.
  * Each test has its own mkdtemp storage root.
  */
 #include "log_archive.h"
@@ -21,6 +24,7 @@
 #include <locale.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +78,18 @@ static char *in_staging(const char *rel)
 
 static void make_dir(const char *rel)
 {
-    char *path = rel ? in_staging(rel) : strdup(staging);
+    const forge_fs_level_t level = {0755, FORGE_FS_KEEP, FORGE_FS_REPAIR};
     forge_error_t err = {0};
+    char path[256];
+    int rfd, fd;
 
-    cr_assert_eq(forge_storage_mkdirs(root, path, (uid_t)-1, (gid_t)-1, &err),
-                 FORGE_OK, "%s", err.message);
-    free(path);
+    snprintf(path, sizeof(path), "staging/" LAUNCH "/1%s%s", rel ? "/" : "",
+             rel ? rel : "");
+    cr_assert_eq(forge_fs_open_root(root, &rfd, &err), FORGE_OK);
+    cr_assert_eq(forge_fs_mkdirs(rfd, "", path, &level, 1, &fd, &err), FORGE_OK,
+                 "%s", err.message);
+    close(fd);
+    close(rfd);
 }
 
 static void put(const char *rel, const void *data, size_t len)
@@ -163,8 +173,8 @@ static void archive_ok(const forge_archive_spec_t *spec, forge_archive_t *a)
 {
     forge_error_t err = {0};
 
-    cr_assert_eq(forge_archive_logs(cfg, spec, a, &err), FORGE_OK, "%s: %s",
-                 forge_rc_name(err.code), err.message);
+    cr_assert_eq(forge_archive_logs(cfg, spec, FORGE_FS_KEEP, a, &err),
+                 FORGE_OK, "%s: %s", forge_rc_name(err.code), err.message);
 }
 
 static void archive_main(forge_archive_t *a)
@@ -250,7 +260,8 @@ static void assert_no_leftovers(const forge_archive_t *a)
     *strrchr(dir, '/') = '\0';
     cr_assert_not_null(d = opendir(dir));
     while ((de = readdir(d)))
-        cr_assert(de->d_name[0] == '.' || !strcmp(de->d_name, "logs.tar.gz"),
+        cr_assert(!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+                      !strcmp(de->d_name, "logs.tar.gz"),
                   "left in %s: %s", dir, de->d_name);
     closedir(d);
     free(dir);
@@ -323,6 +334,11 @@ Test(log_archive, archives_the_jobs_files_and_nothing_else, .timeout = 30)
         cr_assert_eq(a.files[i].bytes, strlen(job_texts[i]));
     }
     cr_assert_eq(a.missing_count, 0);
+    cr_assert_eq(a.refused_count, 5);
+    for (size_t i = 0; i < 5; i++) /* sorted, the worker's own not named */
+        cr_assert_str_eq(a.refused[i],
+                         ((const char *[]){"etc", "extra/passwd", "extra/pipe",
+                                           "passwd", "pipe"})[i]);
     assert_archive_file(&a);
     assert_no_leftovers(&a);
     n = read_back(a.path, e, 16);
@@ -598,6 +614,208 @@ Test(log_archive, tail_redacts_the_ingest_token)
     forge_archive_clear(&a);
 }
 
+/* ---- planted links and hard links (issue 10) ----------------------------- */
+
+static char host[64]; /* a root-only host folder the job must never reach */
+
+static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
+
+/* A shell command with $R (the storage root) and $O (host) set. */
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048], full[2300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof(full), "R=%s; O=%s; set -e; %s", root, host, cmd);
+    cr_assert_eq(system(full), 0, "%s", cmd);
+}
+
+static void make_host(void)
+{
+    snprintf(host, sizeof(host), "/tmp/forge-host-XXXXXX");
+    cr_assert_not_null(mkdtemp(host));
+    sh("chmod 700 $O; mkdir -p $O/" LAUNCH "/1; "
+       "printf 'root secret' > $O/shadow; chmod 600 $O/shadow; "
+       "printf 'root secret' > $O/" LAUNCH "/1/main.out; "
+       "cp $O/shadow $O/1; cp $O/shadow $O/main.out");
+}
+
+static void host_hash(unsigned char md[32])
+{
+    char cmd[256], line[512];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned int len = 0;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && find . -printf '%%p %%y %%m %%U %%G %%s\\n' | sort && "
+             "find . -type f -exec sha256sum {} + | sort",
+             host);
+    cr_assert_not_null(p = popen(cmd, "r"));
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    while (fgets(line, sizeof(line), p))
+        EVP_DigestUpdate(ctx, line, strlen(line));
+    cr_assert_eq(pclose(p), 0);
+    EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+}
+
+static void drop_host(void)
+{
+    nftw(host, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* After plant (a shell command): the archive is refused as unsafe in
+ * `field`, with message; the host folder is unchanged. */
+static void archive_refused(const char *plant, const char *field,
+                            const char *message)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    unsigned char before[32], after[32];
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    make_host();
+    sh("%s", plant);
+    host_hash(before);
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH, "%s: %s", plant, err.message);
+    cr_assert_str_eq(err.field, field);
+    cr_assert_str_eq(err.message, message);
+    host_hash(after);
+    cr_assert_arr_eq(before, after, 32, "%s: the host folder changed", plant);
+    forge_archive_clear(&a);
+    drop_host();
+}
+
+Test(log_archive, staging_linked_to_a_host_folder_is_refused)
+{
+    archive_refused("ln -s $O $R/staging", "staging",
+                    "staging is a symbolic link");
+    cr_assert_eq(access(root, F_OK), 0);
+}
+
+Test(log_archive, launch_folder_linked_to_a_host_folder_is_refused)
+{
+    /* Seen: a root-only file of the host folder archived world-readable. */
+    archive_refused("mkdir $R/staging; ln -s $O $R/staging/" LAUNCH, "staging",
+                    "staging/" LAUNCH " is a symbolic link");
+}
+
+Test(log_archive, staging_folder_linked_is_refused)
+{
+    archive_refused("mkdir -p $R/staging/" LAUNCH "; "
+                    "ln -s $O/" LAUNCH "/1 $R/staging/" LAUNCH "/1",
+                    "staging", "staging/" LAUNCH "/1 is a symbolic link");
+}
+
+Test(log_archive, artifacts_linked_anywhere_is_refused)
+{
+    /* Seen: the archive written outside the storage root. */
+    archive_refused("ln -s $O $R/artifacts", "artifacts",
+                    "artifacts is a symbolic link");
+    sh("rm -f $R/artifacts");
+    archive_refused("mkdir $R/artifacts; ln -s $O $R/artifacts/" LAUNCH,
+                    "artifacts", "artifacts/" LAUNCH " is a symbolic link");
+    sh("rm -rf $R/artifacts");
+    archive_refused("mkdir -p $R/artifacts/" LAUNCH "; "
+                    "ln -s $O $R/artifacts/" LAUNCH "/1",
+                    "artifacts", "artifacts/" LAUNCH "/1 is a symbolic link");
+}
+
+Test(log_archive, hard_links_are_refused_not_archived_nor_tailed)
+{
+    forge_archive_t a;
+    entry_t e[4];
+    size_t n;
+
+    make_host();
+    make_dir(NULL);
+    put_text("notes.txt", "mine\n");
+    sh("ln $O/shadow $R/staging/" LAUNCH "/1/main.out; "
+       "ln $O/1 $R/staging/" LAUNCH "/1/other.log");
+    archive_main(&a);
+    cr_assert_eq(a.file_count, 1);
+    cr_assert_str_eq(a.files[0].name, "notes.txt");
+    cr_assert_eq(a.refused_count, 2);
+    cr_assert_str_eq(a.refused[0], "main.out");
+    cr_assert_str_eq(a.refused[1], "other.log");
+    cr_assert_str_eq(a.missing[0], "main.out");
+    cr_assert_null(a.tail_name, "the tail read a hard link");
+    n = read_back(a.path, e, 4);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_null(memmem(e[i].data, e[i].len, "root secret", 11));
+    entries_free(e, n);
+    forge_archive_clear(&a);
+    drop_host();
+}
+
+Test(log_archive, target_owners_and_modes)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_fs_owner_t job = {2001, 2002};
+    static const struct {
+        const char *rel;
+        gid_t gid;
+        mode_t mode;
+    } want[] = {
+        {"artifacts", 0, 0711},
+        {"artifacts/" LAUNCH, 0, 0711},
+        {"artifacts/" LAUNCH "/1", 2002, 0750},
+        {"artifacts/" LAUNCH "/1/logs.tar.gz", 2002, 0640},
+    };
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    /* An old deployment's artifacts/, the storage owner's and open. */
+    sh("mkdir -m 777 $R/artifacts; chown 2001:2001 $R/artifacts");
+    make_dir(NULL);
+    put_text("main.out", "ok\n");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, job, &a, &err), FORGE_OK, "%s",
+                 err.message);
+    for (size_t i = 0; i < 4; i++) {
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", root, want[i].rel);
+        cr_assert_eq(lstat(path, &st), 0, "%s", path);
+        cr_assert_eq(st.st_uid, 0u, "%s: uid %u", want[i].rel, st.st_uid);
+        cr_assert_eq(st.st_gid, want[i].gid, "%s: gid %u", want[i].rel,
+                     st.st_gid);
+        cr_assert_eq(st.st_mode & 07777, want[i].mode, "%s: mode %04o",
+                     want[i].rel, st.st_mode & 07777);
+    }
+    forge_archive_clear(&a);
+}
+
+Test(log_archive, an_archive_in_place_must_be_the_workers_own)
+{
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_archive_t a;
+    forge_error_t err = {0};
+
+    make_host();
+    sh("mkdir -p $R/artifacts/" LAUNCH "/1; "
+       "ln $O/shadow $R/artifacts/" LAUNCH "/1/logs.tar.gz");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH);
+    cr_assert_str_eq(err.message, "artifacts/" LAUNCH "/1/logs.tar.gz has more "
+                                  "than one hard link");
+    forge_archive_clear(&a);
+    forge_error_clear(&err);
+    sh("rm $R/artifacts/" LAUNCH "/1/logs.tar.gz; "
+       "printf fake > $R/artifacts/" LAUNCH "/1/logs.tar.gz; "
+       "chown 2001 $R/artifacts/" LAUNCH "/1/logs.tar.gz");
+    cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
+                 FORGE_EUNSAFE_PATH);
+    cr_assert_str_eq(err.message, "artifacts/" LAUNCH "/1/logs.tar.gz is owned "
+                                  "by uid 2001, not the worker");
+    forge_archive_clear(&a);
+    drop_host();
+}
+
 /* ---- two archivers of one launch at once --------------------------------- */
 
 typedef struct race {
@@ -611,7 +829,7 @@ static void *archive_thread(void *arg)
     forge_archive_spec_t spec = spec_of(main_pool, 1);
     forge_error_t err = {0};
 
-    r->rc = forge_archive_logs(cfg, &spec, &r->a, &err);
+    r->rc = forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &r->a, &err);
     return NULL;
 }
 
