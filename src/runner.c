@@ -34,6 +34,7 @@ typedef struct signature {
 struct forge_runner {
     const forge_config_t *cfg;
     const forge_series_catalog_t *catalog;
+    const forge_tenants_t *tenants; /* NULL: none */
     char *name;
     forge_slurm_client_t *client;
     pthread_t threads[FORGE_RUNNER_MAX_THREADS];
@@ -139,6 +140,30 @@ static bool adopt_tagged(forge_runner_t *r, forge_work_t *w)
     return found;
 }
 
+/*
+ * Whose a launch's files are and whom its job runs as: its tenant's user
+ * (owner only when the worker is root: nobody else may give files away),
+ * or, without tenants, the storage root's owner and the fleet's own user
+ * (*user NULL). req NULL (a record without its request): the latter.
+ */
+static forge_rc_t owner_of(forge_runner_t *r, const forge_request_t *req,
+                           forge_fs_owner_t *owner, const char **user,
+                           forge_error_t *err)
+{
+    const forge_tenant_t *t = NULL;
+    forge_rc_t rc;
+
+    *user = NULL;
+    if (req && (rc = forge_tenant_of(r->tenants, req, &t, err)))
+        return rc;
+    if (!t)
+        return forge_staging_default_owner(r->cfg, owner, err);
+    *user = t->slurm_user;
+    *owner =
+        geteuid() == 0 ? (forge_fs_owner_t){t->uid, t->gid} : FORGE_FS_KEEP;
+    return FORGE_OK;
+}
+
 static void do_submit(forge_runner_t *r, forge_work_t *w)
 {
     forge_prepared_t *p = NULL;
@@ -146,18 +171,18 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
     forge_slurm_submit_t sub;
     forge_error_t err = {0};
     char *staging = NULL;
+    const char *user;
     forge_fs_owner_t owner;
 
     if (forge_prepare(w->request, w->request_len, r->cfg, r->catalog, &p,
                       &err) ||
-        !p->payload) {
+        !p->payload || owner_of(r, p->request, &owner, &user, &err)) {
         w->status = FORGE_SLURM_REJECTED;
         w->code = err.code;
         snprintf(w->message, sizeof(w->message), "%s", err.message);
         goto out;
     }
-    if (forge_staging_default_owner(r->cfg, &owner, &err) ||
-        forge_staging_prepare(r->cfg, &p->request->launch, owner, p->script,
+    if (forge_staging_prepare(r->cfg, &p->request->launch, owner, p->script,
                               &staging, &err)) {
         /* Something planted on the storage: refused, not retried forever.
          * Anything else (I/O) is retried later. */
@@ -168,7 +193,7 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
         goto out;
     }
     FORGE_TESTPOINT_CRASH("submit.before");
-    w->status = forge_slurm_submit(r->client, p->payload, &sub, &res);
+    w->status = forge_slurm_submit_as(r->client, user, p->payload, &sub, &res);
     set_message(w, &res);
     if (w->status == FORGE_SLURM_OK) {
         FORGE_TESTPOINT_CRASH("submit.after");
@@ -313,7 +338,7 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
     forge_fs_owner_t owner;
     forge_request_t *req = NULL;
     forge_error_t err = {0};
-    const char *pools[FORGE_POOLS_MAX];
+    const char *pools[FORGE_POOLS_MAX], *user;
     forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL};
 
     if (w->request &&
@@ -326,7 +351,7 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
     }
     forge_error_clear(&err); /* a request that does not parse: no pools */
     w->status = FORGE_SLURM_OK;
-    if (forge_staging_default_owner(r->cfg, &owner, &err) ||
+    if (owner_of(r, req, &owner, &user, &err) ||
         forge_archive_logs(r->cfg, &spec, owner, &w->archive, &err)) {
         w->status = FORGE_SLURM_TRANSPORT; /* retried later ... */
         if (err.code == FORGE_EUNSAFE_PATH && !strcmp(err.field, "staging"))
@@ -404,12 +429,14 @@ static void *thread_main(void *arg)
 
 static forge_runner_t *runner_new(const forge_config_t *cfg,
                                   const forge_series_catalog_t *catalog,
+                                  const forge_tenants_t *tenants,
                                   const char *name)
 {
     forge_runner_t *r = forge_xcalloc(1, sizeof(*r));
 
     r->cfg = cfg;
     r->catalog = catalog;
+    r->tenants = tenants;
     r->name = forge_xstrdup(name);
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
@@ -434,10 +461,10 @@ static forge_rc_t runner_run(forge_runner_t *r, size_t threads,
 
 forge_rc_t forge_runner_start(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
-                              const char *name, forge_runner_t **out,
-                              forge_error_t *err)
+                              const forge_tenants_t *tenants, const char *name,
+                              forge_runner_t **out, forge_error_t *err)
 {
-    forge_runner_t *r = runner_new(cfg, catalog, name);
+    forge_runner_t *r = runner_new(cfg, catalog, tenants, name);
     forge_slurm_options_t opts;
     forge_rc_t rc;
 
@@ -450,12 +477,13 @@ forge_rc_t forge_runner_start(const forge_config_t *cfg,
     return runner_run(r, 1, out, err);
 }
 
-forge_rc_t forge_runner_start_files(const forge_config_t *cfg, const char *name,
-                                    size_t threads, forge_runner_t **out,
-                                    forge_error_t *err)
+forge_rc_t forge_runner_start_files(const forge_config_t *cfg,
+                                    const forge_tenants_t *tenants,
+                                    const char *name, size_t threads,
+                                    forge_runner_t **out, forge_error_t *err)
 {
     *out = NULL;
-    return runner_run(runner_new(cfg, NULL, name), threads, out, err);
+    return runner_run(runner_new(cfg, NULL, tenants, name), threads, out, err);
 }
 
 void forge_runner_post(forge_runner_t *r, forge_work_t *w)

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "log_archive.h"
 #include "series.h"
+#include "tenants.h"
 #include "slurm/client.h"
 
 #include <stdint.h>
@@ -76,15 +77,20 @@ void forge_work_free(forge_work_t *w); /* NULL-safe */
 
 typedef struct forge_runner forge_runner_t;
 
+/* A runner with its own slurmrestd client and one thread. tenants (NULL:
+ * none) says whom each launch is submitted for and whose its files are. */
 forge_rc_t forge_runner_start(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
-                              const char *name, forge_runner_t **out,
+                              const forge_tenants_t *tenants, const char *name,
+                              forge_runner_t **out,
                               forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* A runner for file work only (ARCHIVE, CLEANUP): `threads` threads, no
  * slurmrestd client. */
-forge_rc_t forge_runner_start_files(const forge_config_t *cfg, const char *name,
-                                    size_t threads, forge_runner_t **out,
+forge_rc_t forge_runner_start_files(const forge_config_t *cfg,
+                                    const forge_tenants_t *tenants,
+                                    const char *name, size_t threads,
+                                    forge_runner_t **out,
                                     forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Hands w to the runner (stolen). */

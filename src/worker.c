@@ -628,10 +628,10 @@ int forge_worker_run(const forge_config_t *cfg,
     forge_error_t err = {0};
     int rc = 78;
 
-    if (forge_runner_start(cfg, catalog, "slurm", &w.slurm, &err) ||
-        forge_runner_start(cfg, catalog, "poller", &w.poller, &err) ||
-        forge_runner_start_files(cfg, "archiver", FORGE_ARCHIVE_THREADS,
-                                 &w.archiver, &err) ||
+    if (forge_runner_start(cfg, catalog, tenants, "slurm", &w.slurm, &err) ||
+        forge_runner_start(cfg, catalog, tenants, "poller", &w.poller, &err) ||
+        forge_runner_start_files(cfg, tenants, "archiver",
+                                 FORGE_ARCHIVE_THREADS, &w.archiver, &err) ||
         forge_kafka_new(cfg, &h, &w.kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
         goto out;

@@ -120,8 +120,8 @@ static forge_work_t *run_files(forge_work_t *w)
     forge_runner_t *r = NULL;
     forge_error_t err = {0};
 
-    cr_assert_eq(forge_runner_start_files(cfg, "files", 1, &r, &err), FORGE_OK,
-                 "%s", err.message);
+    cr_assert_eq(forge_runner_start_files(cfg, NULL, "files", 1, &r, &err),
+                 FORGE_OK, "%s", err.message);
     return run(r, w);
 }
 
@@ -132,8 +132,8 @@ Test(runner, submit_into_a_planted_link_is_rejected_not_retried)
     forge_work_t *w;
 
     sh("mkdir -p $R/staging; ln -s $O $R/staging/" LAUNCH);
-    cr_assert_eq(forge_runner_start(cfg, cat, "submit", &r, &err), FORGE_OK,
-                 "%s", err.message);
+    cr_assert_eq(forge_runner_start(cfg, cat, NULL, "submit", &r, &err),
+                 FORGE_OK, "%s", err.message);
     w = run(r, work(FORGE_WORK_SUBMIT));
     cr_assert_eq(w->status, FORGE_SLURM_REJECTED);
     cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
