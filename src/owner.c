@@ -1,8 +1,10 @@
 /*
  * owner.c - owned partitions and the launch table (owner.h): a fixed
- * bucket array with chaining (FNV-1a), and a small partition array.
+ * bucket array with chaining (FNV-1a), a small partition array, and the
+ * registration of the held requests' secrets with the log (log.h).
  */
 #include "owner.h"
+#include "log.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -28,10 +30,39 @@ static size_t bucket_of(const char *key)
     return h % BUCKETS;
 }
 
+/* Every secret of req to fn (add or remove with log.h). Secrets too short
+ * for the log's registry are refused there; the archive still redacts
+ * them for its own launch (runner.c). */
+static void each_secret(const forge_request_t *req, void (*fn)(const char *))
+{
+    const forge_launch_t *l;
+
+    if (!req || req->kind != FORGE_REQUEST_LAUNCH)
+        return;
+    l = &req->launch;
+    if (l->ingest_token)
+        fn(l->ingest_token);
+    for (size_t i = 0; l->secret_env && i < l->secret_env_count; i++)
+        if (l->secret_env[i].value)
+            fn(l->secret_env[i].value);
+}
+
+static void secret_add(const char *secret)
+{
+    (void)forge_log_secret_add(secret); /* a short one is no secret to hide */
+}
+
+static void release_request(forge_entry_t *e)
+{
+    each_secret(e->req, forge_log_secret_remove);
+    forge_request_destroy(e->req);
+    e->req = NULL;
+}
+
 static void entry_free(forge_entry_t *e)
 {
     forge_launch_record_free(e->rec);
-    forge_request_destroy(e->req);
+    release_request(e);
     free(e);
 }
 
@@ -69,9 +100,10 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
-    if (e) { /* replace in place: a newer attempt */
+    each_secret(req, secret_add); /* first: a value both hold stays */
+    if (e) {                      /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
-        forge_request_destroy(e->req);
+        release_request(e);
         forge_entry_t *next = e->next;
         memset(e, 0, sizeof(*e));
         e->next = next;
@@ -85,6 +117,12 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     e->req = req;
     e->partition = partition;
     return e;
+}
+
+void forge_owner_drop_request(forge_entry_t *e)
+{
+    forge_launch_drop_request(e->rec);
+    release_request(e);
 }
 
 void forge_owner_assign(forge_owner_t *o, int32_t p)

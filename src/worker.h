@@ -6,6 +6,7 @@
 #define FORGE_WORKER_H
 
 #include "config.h"
+#include "seal.h"
 #include "series.h"
 
 #include <signal.h>
@@ -17,7 +18,7 @@
  * start (bad configuration it could not see before). */
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
-                     volatile sig_atomic_t *stop);
+                     const forge_sealer_t *sealer, volatile sig_atomic_t *stop);
 
 /* How long a rebalance, or a shutdown, waits for Slurm calls in flight
  * before partitions leave (longer than one submit's worst case: see

@@ -69,9 +69,7 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
 
     publish_logs(w, e, &work->archive);
     e->rec->archived = true;
-    free(e->rec->request); /* no longer needed: the logs are safe */
-    e->rec->request = NULL;
-    e->rec->request_len = 0;
+    forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_worker_write_record(w, e);
     forge_log_fields(FORGE_LOG_INFO, f, 2,
                      "logs archived (%llu bytes, %zu files, %zu missing)",
@@ -99,6 +97,7 @@ void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
         on_archived(w, e, work);
     } else {
         e->rec->cleaned = true;
+        forge_owner_drop_request(e); /* no logs to archive, or archived */
         forge_worker_write_record(w, e);
     }
 }

@@ -6,6 +6,7 @@
 #define FORGE_CLI_H
 
 #include "config.h"
+#include "seal.h"
 #include "series.h"
 
 #include <stddef.h>
@@ -24,6 +25,10 @@ int cli_load_config(unsigned needs, forge_config_t **out);
 
 /* Loads FORGE_GPU_SERIES_FILE. Returns 0 or CLI_EXIT_CONFIG (printed). */
 int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out);
+
+/* Loads the state keys (FORGE_STATE_KEY_FILE, _PREVIOUS). Returns 0 or
+ * CLI_EXIT_CONFIG (printed). */
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out);
 
 /* Reads a whole FILE, or standard input for "-", capped at max bytes + 1
  * (so a caller can tell "too large"). Returns 0 or CLI_EXIT_USAGE. */

@@ -152,7 +152,7 @@ static void sha256_file(const char *path, char hex[65])
 
 static forge_archive_spec_t spec_of(const char *const *pools, size_t n)
 {
-    forge_archive_spec_t s = {LAUNCH, 1, pools, n, NULL};
+    forge_archive_spec_t s = {LAUNCH, 1, pools, n, NULL, 0};
 
     return s;
 }
@@ -589,7 +589,8 @@ Test(log_archive, tail_redacts_the_ingest_token)
     make_dir(NULL);
     memcpy(text + len - 200, "token=" SECRET, strlen("token=" SECRET));
     put("main.out", text, len);
-    spec.secret = SECRET;
+    spec.secrets = (const char *const[]){SECRET};
+    spec.secret_count = 1;
     archive_ok(&spec, &a);
     cr_assert_null(strstr(a.tail_text, SECRET));
     cr_assert_null(strstr(a.tail_text, "ingest-tok"));
@@ -656,7 +657,9 @@ typedef struct tail_case {
 } tail_case_t;
 
 #define T(s) s, sizeof(s) - 1
-#define FFFD "\xEF\xBF\xBD"
+/* One secret, as forge_archive_tail_text takes a list. */
+#define ONE(s) (const char *const[]){s}, 1
+#define FFFD   "\xEF\xBF\xBD"
 
 /* name, text, from_start, has_secret, secret, expect */
 static tail_case_t tail_cases[] = {
@@ -698,8 +701,10 @@ ParameterizedTestParameters(log_archive, tail_text)
 
 ParameterizedTest(tail_case_t *c, log_archive, tail_text)
 {
+    const char *secret = c->secret;
     char *t = forge_archive_tail_text(c->text, c->len, c->from_start,
-                                      c->has_secret ? c->secret : NULL);
+                                      c->has_secret ? &secret : NULL,
+                                      c->has_secret ? 1 : 0);
 
     cr_assert_str_eq(t, c->expect, "%s", c->name);
     cr_assert(json_ok(t), "%s: not valid UTF-8", c->name);
@@ -719,15 +724,15 @@ Test(log_archive, tail_text_keeps_the_last_4_kib)
 {
     char *text = filled(5000, 'x'), *t;
 
-    t = forge_archive_tail_text(text, 5000, true, NULL);
+    t = forge_archive_tail_text(text, 5000, true, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     free(t);
     text[500] = '\n'; /* outside the last 4 KiB: no line start in it */
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     free(t);
     text[2000] = '\n'; /* inside: the tail starts after it */
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), 2999);
     free(t);
     free(text);
@@ -739,7 +744,7 @@ Test(log_archive, tail_text_window_already_at_a_line_start)
 
     text[5000 - FORGE_ARCHIVE_TAIL_MAX - 1] = '\n';
     text[3000] = '\n';
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX, "a whole line was lost");
     free(t);
     free(text);
@@ -751,14 +756,15 @@ Test(log_archive, tail_text_never_grows_past_4_kib)
     char *bad = filled(FORGE_ARCHIVE_TAIL_MAX, '\xFF');
     char *secrets = malloc(FORGE_ARCHIVE_TAIL_MAX + 1), *t;
 
-    t = forge_archive_tail_text(bad, FORGE_ARCHIVE_TAIL_MAX, true, NULL);
+    t = forge_archive_tail_text(bad, FORGE_ARCHIVE_TAIL_MAX, true, NULL, 0);
     cr_assert_leq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     cr_assert_geq(strlen(t), FORGE_ARCHIVE_TAIL_MAX - 3);
     cr_assert(json_ok(t));
     free(t);
     for (size_t i = 0; i < FORGE_ARCHIVE_TAIL_MAX; i += 4)
         memcpy(secrets + i, i % 64 == 60 ? "abc\n" : "abcd", 4);
-    t = forge_archive_tail_text(secrets, FORGE_ARCHIVE_TAIL_MAX, true, "abcd");
+    t = forge_archive_tail_text(secrets, FORGE_ARCHIVE_TAIL_MAX, true,
+                                ONE("abcd"));
     cr_assert_leq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     cr_assert_null(strstr(t, "abcd"));
     cr_assert_eq(strncmp(t, "[REDACTED]", 10), 0, "not at a line start: %.20s",
@@ -775,12 +781,12 @@ Test(log_archive, tail_text_never_shows_part_of_the_secret)
     char *text = filled(n, 'x'), *t;
 
     memcpy(text + at, SECRET, strlen(SECRET)); /* straddles the cut */
-    t = forge_archive_tail_text(text, n, false, SECRET);
+    t = forge_archive_tail_text(text, n, false, ONE(SECRET));
     cr_assert_null(strstr(t, SECRET + 10), "%.60s", t);
     cr_assert_null(strstr(t, SECRET + strlen(SECRET) - 8), "%.60s", t);
     free(t);
     memcpy(text + n - 20, SECRET, 20); /* the log ends inside it */
-    t = forge_archive_tail_text(text, n, false, SECRET);
+    t = forge_archive_tail_text(text, n, false, ONE(SECRET));
     cr_assert_null(strstr(t, "ingest-tok-6f1d2c3b"));
     free(t);
     free(text);
