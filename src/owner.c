@@ -30,10 +30,9 @@ static size_t bucket_of(const char *key)
     return h % BUCKETS;
 }
 
-/* Every secret of req to fn (add or remove with log.h). Secrets too short
- * for the log's registry are refused there; the archive still redacts
- * them for its own launch (runner.c). */
-static void each_secret(const forge_request_t *req, void (*fn)(const char *))
+void forge_owner_each_secret(const forge_request_t *req,
+                             void (*fn)(void *ctx, const char *secret),
+                             void *ctx)
 {
     const forge_launch_t *l;
 
@@ -41,20 +40,30 @@ static void each_secret(const forge_request_t *req, void (*fn)(const char *))
         return;
     l = &req->launch;
     if (l->ingest_token)
-        fn(l->ingest_token);
+        fn(ctx, l->ingest_token);
     for (size_t i = 0; l->secret_env && i < l->secret_env_count; i++)
         if (l->secret_env[i].value)
-            fn(l->secret_env[i].value);
+            fn(ctx, l->secret_env[i].value);
 }
 
-static void secret_add(const char *secret)
+/* Secrets too short for the log's registry are refused there (they would
+ * garble every line); the archive still redacts them in its own launch's
+ * tail (runner.c). */
+static void secret_add(void *ctx, const char *secret)
 {
-    (void)forge_log_secret_add(secret); /* a short one is no secret to hide */
+    (void)ctx;
+    (void)forge_log_secret_add(secret);
+}
+
+static void secret_remove(void *ctx, const char *secret)
+{
+    (void)ctx;
+    forge_log_secret_remove(secret);
 }
 
 static void release_request(forge_entry_t *e)
 {
-    each_secret(e->req, forge_log_secret_remove);
+    forge_owner_each_secret(e->req, secret_remove, NULL);
     forge_request_destroy(e->req);
     e->req = NULL;
 }
@@ -100,8 +109,8 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
-    each_secret(req, secret_add); /* first: a value both hold stays */
-    if (e) {                      /* replace in place: a newer attempt */
+    forge_owner_each_secret(req, secret_add, NULL); /* first: shared stay */
+    if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
         release_request(e);
         forge_entry_t *next = e->next;

@@ -599,6 +599,28 @@ Test(log_archive, tail_redacts_the_ingest_token)
     forge_archive_clear(&a);
 }
 
+/* Every secret the worker knows, not only the launch's own: another
+ * launch's token printed by this job is redacted too. */
+Test(log_archive, tail_redacts_every_secret_it_is_given)
+{
+    static const char *const secrets[] = {SECRET, "other-launch-tok-77aa",
+                                          "secret-env-value-31337"};
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_archive_t a;
+
+    make_dir(NULL);
+    put_text("main.out", "mine " SECRET "\n"
+                         "theirs other-launch-tok-77aa\n"
+                         "env API_KEY=secret-env-value-31337 done\n");
+    spec.secrets = secrets;
+    spec.secret_count = 3;
+    archive_ok(&spec, &a);
+    cr_assert_str_eq(a.tail_text, "mine [REDACTED]\n"
+                                  "theirs [REDACTED]\n"
+                                  "env API_KEY=[REDACTED] done\n");
+    forge_archive_clear(&a);
+}
+
 /* ---- two archivers of one launch at once --------------------------------- */
 
 typedef struct race {
@@ -690,6 +712,10 @@ static tail_case_t tail_cases[] = {
     {"no secret", T("a tok123"), true, false, "", "a tok123"},
     {"empty secret", T("a tok123"), true, true, "", "a tok123"},
     {"empty", T(""), true, false, "", ""},
+    {"secret overlapping itself", T("x aaaaa y"), true, true, "aaaa",
+     "x [REDACTED] y"},
+    {"adjacent: one each", T("tok123tok123"), true, true, "tok123",
+     "[REDACTED][REDACTED]"},
     {"empty, cut", T(""), false, true, "tok123", ""},
 };
 
@@ -788,6 +814,59 @@ Test(log_archive, tail_text_never_shows_part_of_the_secret)
     memcpy(text + n - 20, SECRET, 20); /* the log ends inside it */
     t = forge_archive_tail_text(text, n, false, ONE(SECRET));
     cr_assert_null(strstr(t, "ingest-tok-6f1d2c3b"));
+    free(t);
+    free(text);
+}
+
+/* ---- several secrets ----------------------------------------------------- */
+
+Test(log_archive, tail_text_with_several_secrets)
+{
+    static const char *const secrets[] = {"alpha-secret", NULL, "",
+                                          "beta-secret", "gamma-secret"};
+    static const char text[] = "a alpha-secret b beta-secret c alpha-secret\n"
+                               "no secret here\n"
+                               "gamma-secretbeta-secret\n";
+    char *t = forge_archive_tail_text(text, sizeof(text) - 1, true, secrets, 5);
+
+    cr_assert_str_eq(t, "a [REDACTED] b [REDACTED] c [REDACTED]\n"
+                        "no secret here\n"
+                        "[REDACTED][REDACTED]\n");
+    free(t);
+}
+
+/* Two secrets sharing bytes ("...defg" and "defg...") leave nothing of
+ * either: one [REDACTED] over both. */
+Test(log_archive, tail_text_overlapping_secrets_leave_no_fragment)
+{
+    static const char *const secrets[] = {"abcdefg", "defghijk"};
+    static const char text[] = "x abcdefghijk y";
+    char *t = forge_archive_tail_text(text, sizeof(text) - 1, true, secrets, 2);
+
+    cr_assert_str_eq(t, "x [REDACTED] y");
+    free(t);
+}
+
+/* The window cuts one secret at its head and the log ends inside another:
+ * neither shows, and a third, whole inside, is replaced too. */
+Test(log_archive, tail_text_secrets_cut_at_both_edges)
+{
+    static const char *const secrets[] = {"head-secret-0123456789abcdef",
+                                          "foot-secret-fedcba9876543210",
+                                          "middle-secret-55aa"};
+    size_t n = 6000, at = n - FORGE_ARCHIVE_TAIL_MAX - 10;
+    char *text = filled(n, 'x'), *t;
+
+    memcpy(text + at, secrets[0], strlen(secrets[0])); /* straddles the cut */
+    memcpy(text + 3000, secrets[2], strlen(secrets[2]));
+    memcpy(text + n - 15, secrets[1], 15); /* the log ends inside it */
+    t = forge_archive_tail_text(text, n, false, secrets, 3);
+    cr_assert_eq(strncmp(t, "[REDACTED]", 10), 0, "%.40s", t);
+    cr_assert_null(strstr(t, "0123456789abcdef" + 6), "%.60s", t);
+    cr_assert_null(strstr(t, "middle"), "whole inside");
+    cr_assert_null(strstr(t, "foot-sec"), "cut at the foot");
+    cr_assert(strlen(t) > 10 && !strcmp(t + strlen(t) - 10, "[REDACTED]"), "%s",
+              t + strlen(t) - 20);
     free(t);
     free(text);
 }
