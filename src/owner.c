@@ -109,7 +109,8 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
-    forge_owner_each_secret(req, secret_add, NULL); /* first: shared stay */
+    /* before the old request lets go: a value both hold stays registered */
+    forge_owner_each_secret(req, secret_add, NULL);
     if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
         release_request(e);

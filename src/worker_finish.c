@@ -6,10 +6,11 @@
  *                (log_archive.h), on the archiver's threads; at most
  *                FORGE_ARCHIVE_SLOTS at once, the rest wait in their records
  *   2. announce  forge.launch.logs_archived (id <id>/<attempt>/logs) and the
- *                record saying `archived`, in one transaction
+ *                record saying `archived`, in one transaction; the request
+ *                (and its secrets' registration) goes: no longer needed
  *   3. clean     only once that committed: delete the staging folder (the
  *                credentials file and the scheduler logs with it), then
- *                record `cleaned`
+ *                record `cleaned` (without the request, logs or not)
  *
  * A launch that never reached Slurm (REJECTED, cancelled before its submit)
  * has no logs: no archive, no event, its staging folder (if any) deleted.
