@@ -146,7 +146,7 @@ static int setup(bench_t *b, size_t total)
 /* Seconds for one forge_archive_logs; *out_bytes: the archive's size. */
 static double time_ours(const bench_t *b, uint64_t *out_bytes)
 {
-    forge_archive_spec_t spec = {LAUNCH, 1, b->pools, b->nfiles / 2, NULL};
+    forge_archive_spec_t spec = {LAUNCH, 1, b->pools, b->nfiles / 2, NULL, 0};
     forge_archive_t a;
     forge_error_t err = {0};
     double start = now(), t;

@@ -78,6 +78,9 @@ static const var_rule_t rules[] = {
     {"FORGE_GPU_SERIES_FILE", VAR_ABSPATH, AT(gpu_series_file), NULL, 0, 0,
      NULL},
     {"FORGE_TENANTS_FILE", VAR_ABSPATH, AT(tenants_file), NULL, 0, 0, NULL},
+    {"FORGE_STATE_KEY_FILE", VAR_ABSPATH, AT(state_key_file), NULL, 0, 0, NULL},
+    {"FORGE_STATE_KEY_FILE_PREVIOUS", VAR_ABSPATH, AT(state_key_file_previous),
+     NULL, 0, 0, NULL},
     {"FORGE_KAFKA_BROKERS", VAR_BROKERS, AT(kafka_brokers), NULL, 0, 0, NULL},
     {"FORGE_KAFKA_GROUP_ID", VAR_ID, AT(kafka_group_id), "forge-worker", 0, 0,
      NULL},
@@ -617,6 +620,7 @@ forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
         {FORGE_NEED_STORAGE, AT(storage_root), "FORGE_STORAGE_ROOT"},
         {FORGE_NEED_KAFKA, AT(kafka_brokers), "FORGE_KAFKA_BROKERS"},
         {FORGE_NEED_SERIES, AT(gpu_series_file), "FORGE_GPU_SERIES_FILE"},
+        {FORGE_NEED_STATE_KEY, AT(state_key_file), "FORGE_STATE_KEY_FILE"},
     };
 
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {

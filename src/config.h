@@ -76,6 +76,10 @@ typedef struct forge_config {
     char *gpu_series_file;
     char *tenants_file; /* NULL: no tenants, every job as slurm_user */
 
+    /* The state topic's sealing keys (seal.h): opened by seal.c. */
+    char *state_key_file;          /* seals and opens */
+    char *state_key_file_previous; /* opens only: rotation */
+
     char *kafka_brokers;
     char *kafka_group_id;
     char *topic_requests;
@@ -101,10 +105,11 @@ typedef struct forge_config {
 
 /* What a command needs beyond the always-checked values. */
 enum {
-    FORGE_NEED_SLURM = 1 << 0,   /* REST URL, user, one auth source */
-    FORGE_NEED_STORAGE = 1 << 1, /* storage root */
-    FORGE_NEED_KAFKA = 1 << 2,   /* brokers */
-    FORGE_NEED_SERIES = 1 << 3,  /* the GPU series catalogue file */
+    FORGE_NEED_SLURM = 1 << 0,     /* REST URL, user, one auth source */
+    FORGE_NEED_STORAGE = 1 << 1,   /* storage root */
+    FORGE_NEED_KAFKA = 1 << 2,     /* brokers */
+    FORGE_NEED_SERIES = 1 << 3,    /* the GPU series catalogue file */
+    FORGE_NEED_STATE_KEY = 1 << 4, /* the state topic's sealing key */
 };
 
 /*

@@ -330,6 +330,11 @@ forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
     return FORGE_OK;
 }
 
+void forge_kafka_fail_txn(forge_kafka_t *k)
+{
+    k->produce_failed = true;
+}
+
 void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset)
 {
     rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
@@ -344,7 +349,7 @@ void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset)
 
 bool forge_kafka_pending(const forge_kafka_t *k)
 {
-    return k->in_txn || k->offsets->cnt > 0;
+    return k->in_txn || k->produce_failed || k->offsets->cnt > 0;
 }
 
 /* After an abort: every assigned partition back to its committed offset. */

@@ -78,6 +78,12 @@ forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
                                const char *error_message,
                                forge_error_t *err) FORGE_WARN_UNUSED;
 
+/* A message of the current transaction could not even be made (a state
+ * record that could not be sealed): the transaction must not commit
+ * without it, so the next forge_kafka_commit aborts it, as after a failed
+ * produce. */
+void forge_kafka_fail_txn(forge_kafka_t *k);
+
 /* The request at (partition, offset) is handled: its offset + 1 goes into
  * the transaction. */
 void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset);

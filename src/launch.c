@@ -1,7 +1,8 @@
 /*
  * launch.c - launch records: state machine steps, digest, and the JSON
  * form kept in the state topic (launch.h). The encoding carries a version
- * ("v": 1) so a later worker can read records an older one wrote.
+ * ("v": 1) so a later worker can read records an older one wrote; the
+ * request goes in sealed (seal.h), old records' clear requests are read.
  */
 #include "launch.h"
 #include "util.h"
@@ -11,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RECORD_VERSION 1
+#define RECORD_VERSION  1
+#define SEAL_AAD_PREFIX "forge-state/v1/"
 
 void forge_digest_hex(const void *bytes, size_t len, char out[FORGE_DIGEST_HEX])
 {
@@ -46,9 +48,29 @@ void forge_launch_record_free(forge_launch_record_t *r)
     if (!r)
         return;
     free(r->launch_id);
-    free(r->request);
+    forge_launch_drop_request(r);
     free(r->component_ids);
     free(r);
+}
+
+void forge_launch_drop_request(forge_launch_record_t *r)
+{
+    free(r->request);
+    r->request = NULL;
+    r->request_len = 0;
+    json_decref(r->request_sealed);
+    r->request_sealed = NULL;
+    free(r->request_error);
+    r->request_error = NULL;
+}
+
+char *forge_launch_seal_aad(const char *launch_id, int attempt)
+{
+    size_t n = sizeof(SEAL_AAD_PREFIX) + strlen(launch_id) + 16;
+    char *aad = forge_xmalloc(n);
+
+    snprintf(aad, n, SEAL_AAD_PREFIX "%s/%d", launch_id, attempt);
+    return aad;
 }
 
 forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
@@ -64,29 +86,83 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
     return FORGE_OK;
 }
 
-json_t *forge_launch_record_encode(const forge_launch_record_t *r)
+/* The request as the record carries it: sealed now, sealed as it was read
+ * (it could not be opened), or none. *out new; NULL for none. */
+static forge_rc_t sealed_request(const forge_launch_record_t *r,
+                                 const forge_sealer_t *s, json_t **out,
+                                 forge_error_t *err)
 {
-    json_t *ids = json_array(), *request = NULL;
+    char *aad;
+    forge_rc_t rc;
 
+    *out = NULL;
+    if (!r->request) {
+        *out = json_incref(r->request_sealed);
+        return FORGE_OK;
+    }
+    if (!s)
+        return forge_error_set(err, FORGE_EINVAL, "$.request",
+                               "a request is never stored unsealed");
+    aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    rc = forge_seal(s, aad, r->request, r->request_len, out, err);
+    free(aad);
+    return rc;
+}
+
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
+                                      const forge_sealer_t *s, json_t **out,
+                                      forge_error_t *err)
+{
+    json_t *ids, *sealed = NULL;
+    forge_rc_t rc;
+
+    *out = NULL;
+    if ((rc = sealed_request(r, s, &sealed, err)))
+        return rc;
+    ids = json_array();
     for (size_t i = 0; i < r->component_count; i++)
         json_array_append_new(ids, json_integer(r->component_ids[i]));
-    /* A request that parsed is valid UTF-8; anything else is not kept. */
-    if (r->request)
-        request = json_stringn(r->request, r->request_len);
-    return json_pack(
-        "{s:i, s:s, s:i, s:s, s:I, s:s, s:o, s:I, s:o, s:b, s:b, s:I, s:I, "
+    *out = json_pack(
+        "{s:i, s:s, s:i, s:s, s:I, s:s, s:n, s:I, s:o, s:b, s:b, s:I, s:I, "
         "s:I, s:b}",
         "v", RECORD_VERSION, "launch_id", r->launch_id, "attempt", r->attempt,
         "state", forge_state_name(r->state) ? forge_state_name(r->state) : "",
-        "seq", (json_int_t)r->seq, "digest", r->digest, "request",
-        request ? request : json_null(), "job_id", (json_int_t)r->job_id,
-        "components", ids, "cancel_requested", r->cancel_requested, "archived",
-        r->archived, "accepted_at_ms", (json_int_t)r->accepted_at_ms,
-        "updated_at_ms", (json_int_t)r->updated_at_ms, "missing_since_ms",
+        "seq", (json_int_t)r->seq, "digest", r->digest, "request", "job_id",
+        (json_int_t)r->job_id, "components", ids, "cancel_requested",
+        r->cancel_requested, "archived", r->archived, "accepted_at_ms",
+        (json_int_t)r->accepted_at_ms, "updated_at_ms",
+        (json_int_t)r->updated_at_ms, "missing_since_ms",
         (json_int_t)r->missing_since_ms, "cleaned", r->cleaned);
+    if (sealed)
+        json_object_set_new(*out, "request_sealed", sealed);
+    return FORGE_OK;
 }
 
-static forge_rc_t fill(forge_launch_record_t *r, json_t *o, forge_error_t *err)
+/* The record's request: sealed (opened with s, or kept with the reason it
+ * did not open), or in clear (a record from before sealing), or none. */
+static void read_request(forge_launch_record_t *r, json_t *clear,
+                         json_t *sealed, const forge_sealer_t *s)
+{
+    forge_error_t why = {0};
+    char *aad;
+
+    if (sealed && !json_is_null(sealed)) {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+        if (forge_unseal(s, aad, sealed, &r->request, &r->request_len, &why)) {
+            if (json_is_object(sealed)) /* else nothing worth keeping */
+                r->request_sealed = json_incref(sealed);
+            r->request_error = forge_xmalloc(sizeof(why));
+            *r->request_error = why;
+        }
+        free(aad);
+    } else if (json_is_string(clear)) {
+        r->request_len = json_string_length(clear);
+        r->request = forge_xstrndup(json_string_value(clear), r->request_len);
+    }
+}
+
+static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
+                       const forge_sealer_t *s, forge_error_t *err)
 {
     json_t *request = NULL, *ids = NULL, *v;
     const char *id = NULL, *state = NULL, *digest = NULL;
@@ -115,10 +191,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o, forge_error_t *err)
     r->state = forge_state_from_name(state);
     r->seq = (long)seq;
     memcpy(r->digest, digest, 65);
-    if (json_is_string(request)) {
-        r->request_len = json_string_length(request);
-        r->request = forge_xstrndup(json_string_value(request), r->request_len);
-    }
+    read_request(r, request, json_object_get(o, "request_sealed"), s);
     r->job_id = (uint32_t)job;
     r->component_ids =
         forge_xcalloc(json_array_size(ids) + 1, sizeof(uint32_t));
@@ -134,6 +207,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o, forge_error_t *err)
 }
 
 forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
+                                      const forge_sealer_t *s,
                                       forge_launch_record_t **out,
                                       forge_error_t *err)
 {
@@ -146,7 +220,7 @@ forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
     if (!o)
         return forge_error_set(err, FORGE_EINVALID_JSON, "$", "%s", jerr.text);
     r = forge_xcalloc(1, sizeof(*r));
-    rc = fill(r, o, err);
+    rc = fill(r, o, s, err);
     json_decref(o);
     if (rc) {
         forge_launch_record_free(r);

@@ -4,7 +4,9 @@
  * Threads: every public function takes `lock`, which guards the
  * configuration and the secret list; a line is built and written under it,
  * so lines never interleave and a secret removed by one thread is never half
- * redacted in another's line.
+ * redacted in another's line. Secrets are counted: two holders of one value
+ * (two launches with the same token) each add and remove it, and it stays
+ * redacted until the last one lets go.
  */
 #include "log.h"
 #include "buf.h"
@@ -27,13 +29,18 @@ typedef struct span {
     size_t start, end;
 } span_t;
 
+typedef struct secret {
+    char *text;
+    size_t refs; /* holders that added it and did not remove it yet */
+} secret_t;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     forge_log_level_t level;
     forge_log_format_t format;
     int fd;
     char *worker_id;
-    char **secrets;
+    secret_t *secrets;
     size_t nsecrets;
 } logger = {FORGE_LOG_INFO, FORGE_LOG_JSON, 2, NULL, NULL, 0};
 
@@ -95,9 +102,10 @@ static size_t find_spans(const char *s, size_t n, span_t **out)
     size_t count = 0;
 
     for (size_t k = 0; k < logger.nsecrets; k++) {
-        size_t len = strlen(logger.secrets[k]);
+        const char *secret = logger.secrets[k].text;
+        size_t len = strlen(secret);
         const char *p = s;
-        while ((p = memmem(p, n - (size_t)(p - s), logger.secrets[k], len))) {
+        while ((p = memmem(p, n - (size_t)(p - s), secret, len))) {
             add_span(&spans, &count, (size_t)(p - s), (size_t)(p - s) + len);
             p += 1;
         }
@@ -276,29 +284,74 @@ void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
     pthread_mutex_unlock(&lock);
 }
 
+/* The secret's slot, or NULL. Under lock. */
+static secret_t *find_secret(const char *text)
+{
+    for (size_t i = 0; i < logger.nsecrets; i++)
+        if (!strcmp(logger.secrets[i].text, text))
+            return &logger.secrets[i];
+    return NULL;
+}
+
+static void wipe_free(char *text)
+{
+    if (text)
+        explicit_bzero(text, strlen(text));
+    free(text);
+}
+
 forge_rc_t forge_log_secret_add(const char *secret)
 {
+    secret_t *slot;
+
     if (!secret || strlen(secret) < SECRET_MIN_LEN)
         return FORGE_EINVAL;
     pthread_mutex_lock(&lock);
-    logger.secrets =
-        forge_xrealloc(logger.secrets, (logger.nsecrets + 1) * sizeof(char *));
-    logger.secrets[logger.nsecrets++] = forge_xstrdup(secret);
+    if ((slot = find_secret(secret))) {
+        slot->refs++;
+    } else {
+        logger.secrets = forge_xrealloc(logger.secrets, (logger.nsecrets + 1) *
+                                                            sizeof(secret_t));
+        logger.secrets[logger.nsecrets++] =
+            (secret_t){forge_xstrdup(secret), 1};
+    }
     pthread_mutex_unlock(&lock);
     return FORGE_OK;
 }
 
 void forge_log_secret_remove(const char *secret)
 {
+    secret_t *slot;
+
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; secret && i < logger.nsecrets; i++) {
-        if (!strcmp(logger.secrets[i], secret)) {
-            free(logger.secrets[i]);
-            logger.secrets[i] = logger.secrets[--logger.nsecrets];
-            break;
-        }
+    if (secret && (slot = find_secret(secret)) && --slot->refs == 0) {
+        wipe_free(slot->text);
+        *slot = logger.secrets[--logger.nsecrets];
     }
     pthread_mutex_unlock(&lock);
+}
+
+char **forge_log_secrets_copy(size_t *count)
+{
+    char **copy;
+    size_t n;
+
+    pthread_mutex_lock(&lock);
+    n = logger.nsecrets;
+    copy = forge_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        copy[i] = forge_xstrdup(logger.secrets[i].text);
+    pthread_mutex_unlock(&lock);
+    if (count)
+        *count = n;
+    return copy;
+}
+
+void forge_log_secrets_free(char **secrets)
+{
+    for (size_t i = 0; secrets && secrets[i]; i++)
+        wipe_free(secrets[i]);
+    free(secrets);
 }
 
 bool forge_log_enabled(forge_log_level_t level)
@@ -344,7 +397,7 @@ void forge_log_reset(void)
 {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < logger.nsecrets; i++)
-        free(logger.secrets[i]);
+        wipe_free(logger.secrets[i].text);
     free(logger.secrets);
     free(logger.worker_id);
     logger.secrets = NULL;

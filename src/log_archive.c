@@ -281,16 +281,56 @@ static size_t secret_start_at_end(const char *text, size_t len,
     return 0;
 }
 
-/* text as valid UTF-8 without NULs, every secret replaced. */
-static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len,
-                      const char *secret, size_t slen)
+/* A run of the window to replace by [REDACTED]: [start, end). */
+typedef struct tail_span {
+    size_t start, end;
+} tail_span_t;
+
+typedef struct tail_spans {
+    tail_span_t *at;
+    size_t count;
+} tail_spans_t;
+
+static void add_span(tail_spans_t *s, size_t start, size_t end)
+{
+    s->at = forge_xrealloc(s->at, (s->count + 1) * sizeof(*s->at));
+    s->at[s->count++] = (tail_span_t){start, end};
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const tail_span_t *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Where secret shows in the window w[0..n): each whole occurrence, its end
+ * opening the window when the window cuts a line (cut_head), its start
+ * closing the window. */
+static void find_secret(tail_spans_t *s, const char *w, size_t n, bool cut_head,
+                        const char *secret)
+{
+    size_t slen = secret ? strlen(secret) : 0, k;
+    const char *p = w;
+
+    if (!slen)
+        return;
+    while (n >= slen && (p = memmem(p, n - (size_t)(p - w), secret, slen))) {
+        add_span(s, (size_t)(p - w), (size_t)(p - w) + slen);
+        p++;
+    }
+    if (cut_head && (k = secret_end_at_head(w, n, secret, slen)))
+        add_span(s, 0, k);
+    if ((k = secret_start_at_end(w, n, secret, slen)))
+        add_span(s, n - k, n);
+}
+
+/* p[0..len) as valid UTF-8 without NULs. */
+static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len)
 {
     for (size_t i = 0; i < len;) {
         size_t n = forge_utf8_len(p + i, len - i);
-        if (slen && len - i >= slen && !memcmp(p + i, secret, slen)) {
-            forge_buf_puts(b, "[REDACTED]");
-            i += slen;
-        } else if (n == 0 || p[i] == 0) {
+        if (n == 0 || p[i] == 0) {
             forge_buf_puts(b, "\xEF\xBF\xBD");
             i++;
         } else {
@@ -298,6 +338,25 @@ static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len,
             i += n;
         }
     }
+}
+
+/* w[at..n) cleaned, each span (sorted) replaced, overlapping ones as one. */
+static void put_redacted(forge_buf_t *b, const unsigned char *w, size_t n,
+                         size_t at, const tail_spans_t *s)
+{
+    for (size_t k = 0; k < s->count; k++) {
+        size_t start = s->at[k].start, end = s->at[k].end;
+        while (k + 1 < s->count && s->at[k + 1].start < end)
+            if (s->at[++k].end > end)
+                end = s->at[k].end;
+        if (end <= at) /* inside what was skipped or emitted */
+            continue;
+        if (start > at)
+            put_clean(b, w + at, start - at);
+        forge_buf_puts(b, "[REDACTED]");
+        at = end;
+    }
+    put_clean(b, w + at, n - at);
 }
 
 /* The replacements can make the text longer than it was: its last TAIL_MAX
@@ -320,32 +379,30 @@ static char *take_last(forge_buf_t *b)
 }
 
 char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
-                              const char *secret)
+                              const char *const *secrets, size_t count)
 {
     const unsigned char *p = (const unsigned char *)text;
-    size_t slen = secret ? strlen(secret) : 0, head = 0, foot = 0, start;
     forge_buf_t b = FORGE_BUF_INIT;
+    tail_spans_t s = {NULL, 0};
+    size_t start, at = 0;
     bool mid_line;
 
     start = tail_start(text, len, from_start, &mid_line);
-    if (mid_line && slen)
-        head = secret_end_at_head(text + start, len - start, secret, slen);
-    if (head)
-        forge_buf_puts(&b, "[REDACTED]");
-    start += head;
-    while (!head && start < len && (p[start] & 0xC0) == 0x80)
-        start++; /* a character boundary */
-    if (slen)
-        foot = secret_start_at_end(text + start, len - start, secret, slen);
-    put_clean(&b, p + start, len - start - foot, secret, slen);
-    if (foot)
-        forge_buf_puts(&b, "[REDACTED]");
+    for (size_t i = 0; secrets && i < count; i++)
+        find_secret(&s, text + start, len - start, mid_line, secrets[i]);
+    if (s.count > 1)
+        qsort(s.at, s.count, sizeof(*s.at), span_cmp);
+    while (!(s.count && s.at[0].start == 0) && start + at < len &&
+           (p[start + at] & 0xC0) == 0x80)
+        at++; /* a character boundary, unless a secret's end opens it */
+    put_redacted(&b, p + start, len - start, at, &s);
+    free(s.at);
     return take_last(&b);
 }
 
 /* The main log's tail, when it is a regular file (never a link, a FIFO). */
-static void read_tail(int root, const char *name, const char *secret,
-                      forge_archive_t *out)
+static void read_tail(int root, const char *name,
+                      const forge_archive_spec_t *spec, forge_archive_t *out)
 {
     int fd = open_rel(root, name);
     char buf[TAIL_MAX + 1]; /* + the byte before: is it a line start? */
@@ -364,7 +421,8 @@ static void read_tail(int root, const char *name, const char *secret,
     if (n < 0)
         return;
     out->tail_name = forge_xstrdup(name);
-    out->tail_text = forge_archive_tail_text(buf, (size_t)n, at == 0, secret);
+    out->tail_text = forge_archive_tail_text(buf, (size_t)n, at == 0,
+                                             spec->secrets, spec->secret_count);
 }
 
 /* ---- the whole ----------------------------------------------------------- */
@@ -628,7 +686,7 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
         if (spec->pool_count > 0 && root >= 0) {
             char main_log[128];
             snprintf(main_log, sizeof(main_log), "%s.out", spec->pools[0]);
-            read_tail(root, main_log, spec->secret, out);
+            read_tail(root, main_log, spec, out);
         }
     }
     close_fd(root);

@@ -1,8 +1,10 @@
 /*
  * owner.c - owned partitions and the launch table (owner.h): a fixed
- * bucket array with chaining (FNV-1a), and a small partition array.
+ * bucket array with chaining (FNV-1a), a small partition array, and the
+ * registration of the held requests' secrets with the log (log.h).
  */
 #include "owner.h"
+#include "log.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -28,10 +30,48 @@ static size_t bucket_of(const char *key)
     return h % BUCKETS;
 }
 
+void forge_owner_each_secret(const forge_request_t *req,
+                             void (*fn)(void *ctx, const char *secret),
+                             void *ctx)
+{
+    const forge_launch_t *l;
+
+    if (!req || req->kind != FORGE_REQUEST_LAUNCH)
+        return;
+    l = &req->launch;
+    if (l->ingest_token)
+        fn(ctx, l->ingest_token);
+    for (size_t i = 0; l->secret_env && i < l->secret_env_count; i++)
+        if (l->secret_env[i].value)
+            fn(ctx, l->secret_env[i].value);
+}
+
+/* Secrets too short for the log's registry are refused there (they would
+ * garble every line); the archive still redacts them in its own launch's
+ * tail (runner.c). */
+static void secret_add(void *ctx, const char *secret)
+{
+    (void)ctx;
+    (void)forge_log_secret_add(secret);
+}
+
+static void secret_remove(void *ctx, const char *secret)
+{
+    (void)ctx;
+    forge_log_secret_remove(secret);
+}
+
+static void release_request(forge_entry_t *e)
+{
+    forge_owner_each_secret(e->req, secret_remove, NULL);
+    forge_request_destroy(e->req);
+    e->req = NULL;
+}
+
 static void entry_free(forge_entry_t *e)
 {
     forge_launch_record_free(e->rec);
-    forge_request_destroy(e->req);
+    release_request(e);
     free(e);
 }
 
@@ -69,9 +109,11 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
+    /* before the old request lets go: a value both hold stays registered */
+    forge_owner_each_secret(req, secret_add, NULL);
     if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
-        forge_request_destroy(e->req);
+        release_request(e);
         forge_entry_t *next = e->next;
         memset(e, 0, sizeof(*e));
         e->next = next;
@@ -85,6 +127,12 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     e->req = req;
     e->partition = partition;
     return e;
+}
+
+void forge_owner_drop_request(forge_entry_t *e)
+{
+    forge_launch_drop_request(e->rec);
+    release_request(e);
 }
 
 void forge_owner_assign(forge_owner_t *o, int32_t p)

@@ -3,6 +3,13 @@
  * assigned to it (and whether each is restored yet), and the launches keyed
  * to them (contract section 1: partition ownership is job ownership).
  *
+ * The secrets of every request the table holds (the ingest token, each
+ * secret_env value) are registered for redaction (log.h) while it holds
+ * it: from forge_owner_put until the entry leaves (revoked, replaced,
+ * destroyed) or its request is dropped (forge_owner_drop_request). So
+ * log lines, and the tails of archives, never show a live launch's secret,
+ * whichever launch's text it turns up in.
+ *
  * Threads: the consume loop's thread only.
  */
 #ifndef FORGE_OWNER_H
@@ -35,6 +42,17 @@ forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id);
 /* Adds or replaces the entry of rec->launch_id (rec and req stolen). */
 forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
                                forge_request_t *req, int32_t partition);
+
+/* Calls fn(ctx, secret) for every secret of req: its ingest token and each
+ * secret_env value (req may be NULL or a cancel: none). What the table
+ * registers while it holds req. */
+void forge_owner_each_secret(const forge_request_t *req,
+                             void (*fn)(void *ctx, const char *secret),
+                             void *ctx);
+
+/* e's request is no longer needed (its logs are archived, or it has none):
+ * dropped from its record and parsed form, its secrets unregistered. */
+void forge_owner_drop_request(forge_entry_t *e);
 
 /* Partition bookkeeping: assigned-but-restoring vs ready. */
 void forge_owner_assign(forge_owner_t *o, int32_t partition);

@@ -283,6 +283,10 @@ static void forbid_secrets(const forge_config_t *cfg, guard_t *g)
         {"FORGE_SLURM_JWT_FILE (a secret of the worker)", cfg->slurm_jwt_file},
         {"FORGE_SLURM_JWT_KEY_FILE (a secret of the worker)",
          cfg->slurm_jwt_key_file},
+        {"FORGE_STATE_KEY_FILE (a secret of the worker)", cfg->state_key_file},
+        {"FORGE_STATE_KEY_FILE_PREVIOUS (a secret of the worker)",
+         cfg->state_key_file_previous},
+        {"FORGE_TENANTS_FILE (the worker's)", cfg->tenants_file},
     };
 
     _Static_assert(sizeof(secrets) / sizeof(*secrets) + 3 <= FORBIDDEN_MAX,

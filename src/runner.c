@@ -234,6 +234,11 @@ static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
     }
     if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);
+    if (!w->request) { /* its sealed request did not open: no guessing */
+        w->status = FORGE_SLURM_REJECTED;
+        snprintf(w->message, sizeof(w->message), "no request to submit");
+        return;
+    }
     do_submit(r, w);
 }
 
@@ -333,23 +338,47 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
 
 /* ---- after a terminal state: archive, clean ------------------------------ */
 
+/* What the tail must not show: the launch's own secrets (whatever their
+ * length), then every secret the worker knows now (known: log.h's copy).
+ * New array of borrowed strings. */
+static const char **tail_secrets(const forge_launch_t *l, char **known,
+                                 size_t nknown, size_t *n)
+{
+    size_t own = l ? 1 + l->secret_env_count : 0;
+    const char **list = forge_xcalloc(own + nknown + 1, sizeof(char *));
+
+    *n = 0;
+    if (l && l->ingest_token)
+        list[(*n)++] = l->ingest_token;
+    for (size_t i = 0; l && l->secret_env && i < l->secret_env_count; i++)
+        list[(*n)++] = l->secret_env[i].value;
+    for (size_t i = 0; i < nknown; i++)
+        list[(*n)++] = known[i];
+    return list;
+}
+
 static void do_archive(forge_runner_t *r, forge_work_t *w)
 {
     forge_fs_owner_t owner;
     forge_request_t *req = NULL;
+    const forge_launch_t *l = NULL;
     forge_error_t err = {0};
     const char *pools[FORGE_POOLS_MAX], *user;
-    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL};
+    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
+    size_t nknown = 0;
+    char **known = forge_log_secrets_copy(&nknown);
+    const char **secrets;
 
     if (w->request &&
         forge_request_parse(w->request, w->request_len, &req, &err) == 0 &&
         req->kind == FORGE_REQUEST_LAUNCH) {
-        for (size_t i = 0; i < req->launch.pool_count && i < FORGE_POOLS_MAX;
-             i++)
-            pools[spec.pool_count++] = req->launch.pools[i].name;
-        spec.secret = req->launch.ingest_token;
+        l = &req->launch;
+        for (size_t i = 0; i < l->pool_count && i < FORGE_POOLS_MAX; i++)
+            pools[spec.pool_count++] = l->pools[i].name;
     }
     forge_error_clear(&err); /* a request that does not parse: no pools */
+    secrets = tail_secrets(l, known, nknown, &spec.secret_count);
+    spec.secrets = secrets;
     w->status = FORGE_SLURM_OK;
     if (owner_of(r, req, &owner, &user, &err) ||
         forge_archive_logs(r->cfg, &spec, owner, &w->archive, &err)) {
@@ -360,6 +389,8 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
     } else {
         FORGE_TESTPOINT_CRASH("archive.after");
     }
+    free(secrets);
+    forge_log_secrets_free(known);
     forge_request_destroy(req);
 }
 

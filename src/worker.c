@@ -184,6 +184,22 @@ static long long retry_delay_ms(int failures)
     return d < RETRY_MAX_MS ? d : RETRY_MAX_MS;
 }
 
+/* A restored intent whose sealed request did not open: whatever job an
+ * interrupted submit left is cancelled by now (runner.c), and nothing is
+ * guessed: the launch fails, saying why. */
+static void fail_unreadable(worker_t *w, forge_entry_t *e)
+{
+    change_t c = {FORGE_STATE_FAILED, "request_unavailable", NULL,
+                  e->rec->request_error};
+    forge_log_field_t f[] = {{"launch_id", e->rec->launch_id}};
+
+    forge_log_fields(FORGE_LOG_ERROR, f, 1,
+                     "the request of an interrupted submit cannot be read "
+                     "back (%s): the launch fails",
+                     e->rec->request_error->message);
+    forge_worker_publish_event(w, e, &c, true);
+}
+
 static void on_submitted(worker_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_worker_entry_of(w, work);
@@ -219,6 +235,9 @@ static void on_submitted(worker_t *w, forge_work_t *work)
         forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
                        forge_rc_name(work->code), work->message);
         forge_worker_publish_event(w, e, &c, true);
+    } else if (work->status == FORGE_SLURM_REJECTED && !work->request &&
+               e->rec->request_error) {
+        fail_unreadable(w, e);
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
         change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
@@ -364,7 +383,7 @@ static void tend_entry(void *ctx, forge_entry_t *e)
         memcpy(it->component_ids, r->component_ids,
                r->component_count * sizeof(uint32_t));
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
-               t->now >= e->retry_at_ms && r->request) {
+               t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
          * retry. Clean whatever the tag finds first: never two jobs. */
         if (r->cancel_requested) {
@@ -405,6 +424,8 @@ typedef struct restoring {
     worker_t *w;
     int32_t partition;
     size_t records;
+    size_t unopened;     /* records whose sealed request did not open */
+    forge_error_t first; /* why, for the first of them */
 } restoring_t;
 
 static void on_state_record(void *ctx, const char *key, size_t key_len,
@@ -419,10 +440,12 @@ static void on_state_record(void *ctx, const char *key, size_t key_len,
     (void)key_len;
     if (!value) /* a tombstone: nothing to carry on */
         return;
-    if (forge_launch_record_decode(value, len, &rec, &err)) {
+    if (forge_launch_record_decode(value, len, r->w->sealer, &rec, &err)) {
         forge_log_warn("state record skipped: %s", err.message);
         return;
     }
+    if (rec->request_error && !r->unopened++)
+        r->first = *rec->request_error;
     if (rec->request &&
         forge_request_parse(rec->request, rec->request_len, &req, &err))
         req = NULL; /* kept for its record; events go without labels */
@@ -432,7 +455,7 @@ static void on_state_record(void *ctx, const char *key, size_t key_len,
 
 static void restore(worker_t *w, int32_t p)
 {
-    restoring_t r = {w, p, 0};
+    restoring_t r = {w, p, 0, 0, {0}};
 
     forge_log_info("partition %d assigned: restoring", (int)p);
     forge_owner_drop(w->owner, p);
@@ -446,6 +469,12 @@ static void restore(worker_t *w, int32_t p)
     forge_owner_set_ready(w->owner, p);
     forge_kafka_resume(w->kafka, p);
     forge_log_info("partition %d restored (%zu records)", (int)p, r.records);
+    if (r.unopened)
+        forge_log_error("partition %d: %zu records carry a request this worker "
+                        "cannot open (first: %s); those launches go on "
+                        "without it, and an interrupted submit among them "
+                        "fails (request_unavailable)",
+                        (int)p, r.unopened, r.first.message);
 }
 
 static void on_assigned(void *ctx, const int32_t *parts, size_t n)
@@ -618,11 +647,12 @@ static void drain(worker_t *w)
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
                      const forge_tenants_t *tenants,
-                     volatile sig_atomic_t *stop)
+                     const forge_sealer_t *sealer, volatile sig_atomic_t *stop)
 {
     worker_t w = {.cfg = cfg,
                   .catalog = catalog,
                   .tenants = tenants,
+                  .sealer = sealer,
                   .owner = forge_owner_new()};
     forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
     forge_error_t err = {0};

@@ -6,6 +6,7 @@
 #define FORGE_WORKER_H
 
 #include "config.h"
+#include "seal.h"
 #include "series.h"
 #include "tenants.h"
 
@@ -15,11 +16,13 @@
  * taking requests, waits up to FORGE_WORKER_DRAIN_MS for submits in
  * flight, commits, leaves the group. Returns the process exit code: 0
  * after a clean drain, 1 on a fatal Kafka error, 78 when it could not
- * start (bad configuration it could not see before). */
+ * start (bad configuration it could not see before). The sealer (seal.h,
+ * borrowed) seals the requests in the state records and opens them at
+ * restore. */
 int forge_worker_run(const forge_config_t *cfg,
                      const forge_series_catalog_t *catalog,
                      const forge_tenants_t *tenants,
-                     volatile sig_atomic_t *stop);
+                     const forge_sealer_t *sealer, volatile sig_atomic_t *stop);
 
 /* How long a rebalance, or a shutdown, waits for Slurm calls in flight
  * before partitions leave (longer than one submit's worst case: see

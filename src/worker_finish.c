@@ -6,10 +6,11 @@
  *                (log_archive.h), on the archiver's threads; at most
  *                FORGE_ARCHIVE_SLOTS at once, the rest wait in their records
  *   2. announce  forge.launch.logs_archived (id <id>/<attempt>/logs) and the
- *                record saying `archived`, in one transaction
+ *                record saying `archived`, in one transaction; the request
+ *                (and its secrets' registration) goes: no longer needed
  *   3. clean     only once that committed: delete the staging folder (the
  *                credentials file and the scheduler logs with it), then
- *                record `cleaned`
+ *                record `cleaned` (without the request, logs or not)
  *
  * A launch that never reached Slurm (REJECTED, cancelled before its submit)
  * has no logs: no archive, no event, its staging folder (if any) deleted.
@@ -72,9 +73,7 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
 
     publish_logs(w, e, &work->archive);
     e->rec->archived = true;
-    free(e->rec->request); /* no longer needed: the logs are safe */
-    e->rec->request = NULL;
-    e->rec->request_len = 0;
+    forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_worker_write_record(w, e);
     forge_log_fields(FORGE_LOG_INFO, f, 2,
                      "logs archived (%llu bytes, %zu files, %zu missing)",
@@ -128,6 +127,7 @@ void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
         on_archived(w, e, work);
     } else {
         e->rec->cleaned = true;
+        forge_owner_drop_request(e); /* no logs to archive, or archived */
         forge_worker_write_record(w, e);
     }
 }

@@ -26,6 +26,7 @@ typedef struct worker {
     const forge_config_t *cfg;
     const forge_series_catalog_t *catalog;
     const forge_tenants_t *tenants; /* NULL: no tenants */
+    const forge_sealer_t *sealer;   /* the state records' requests */
     forge_kafka_t *kafka;
     forge_owner_t *owner;
     forge_runner_t *slurm;    /* submits, cancels */

@@ -43,13 +43,22 @@ forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work)
 
 int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
 {
-    json_t *o = forge_launch_record_encode(e->rec);
-    char *text = json_dumps(o, JSON_COMPACT);
+    json_t *o = NULL;
+    char *text;
     forge_error_t err = {0};
-    int rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
-                                 e->rec->launch_id, text, strlen(text), NULL,
-                                 NULL, &err);
+    int rc;
 
+    if (forge_launch_record_encode(e->rec, w->sealer, &o, &err)) {
+        /* never in clear, and never a transaction without it */
+        forge_log_error("the record of %s cannot be sealed: %s",
+                        e->rec->launch_id, err.message);
+        forge_kafka_fail_txn(w->kafka);
+        return -1;
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
+                             e->rec->launch_id, text, strlen(text), NULL, NULL,
+                             &err);
     if (rc)
         forge_log_error("%s", err.message);
     free(text);

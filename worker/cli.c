@@ -64,6 +64,19 @@ int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
     return 0;
 }
 
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_sealer_from_config(cfg, out, &err))
+        return config_failure(&err);
+    forge_log_info("state records sealed with key %s%s", forge_sealer_kid(*out),
+                   cfg->state_key_file_previous
+                       ? "; the previous key opens older ones"
+                       : "");
+    return 0;
+}
+
 static int read_stream(FILE *f, size_t max, char **out, size_t *len)
 {
     size_t cap = 65536, n = 0, r;

@@ -6,6 +6,7 @@
 #define FORGE_CLI_H
 
 #include "config.h"
+#include "seal.h"
 #include "series.h"
 #include "tenants.h"
 
@@ -29,6 +30,9 @@ int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out);
 /* Loads FORGE_TENANTS_FILE; *out NULL when it is not set (no tenants).
  * Returns 0 or CLI_EXIT_CONFIG (printed). */
 int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out);
+/* Loads the state keys (FORGE_STATE_KEY_FILE, _PREVIOUS). Returns 0 or
+ * CLI_EXIT_CONFIG (printed). */
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out);
 
 /* Reads a whole FILE, or standard input for "-", capped at max bytes + 1
  * (so a caller can tell "too large"). Returns 0 or CLI_EXIT_USAGE. */

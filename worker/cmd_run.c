@@ -1,7 +1,7 @@
 /*
  * cmd_run.c - `forge-worker run`: configuration (exit 78 naming a bad
- * variable), the slurmrestd API version check, signal handling, then the
- * consume loop of src/worker.c.
+ * variable, the state keys' files included), the slurmrestd API version
+ * check, signal handling, then the consume loop of src/worker.c.
  */
 #include "cli.h"
 #include "log.h"
@@ -73,6 +73,7 @@ int cmd_run(int argc, char **argv)
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
     forge_tenants_t *tenants = NULL;
+    forge_sealer_t *sealer = NULL;
     int rc;
 
     (void)argv;
@@ -81,12 +82,15 @@ int cmd_run(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     rc = cli_load_config(FORGE_NEED_SLURM | FORGE_NEED_STORAGE |
-                             FORGE_NEED_KAFKA | FORGE_NEED_SERIES,
+                             FORGE_NEED_KAFKA | FORGE_NEED_SERIES |
+                             FORGE_NEED_STATE_KEY,
                          &cfg);
     if (!rc)
         rc = cli_load_series(cfg, &cat);
     if (!rc)
         rc = cli_load_tenants(cfg, &tenants);
+    if (!rc)
+        rc = cli_load_sealer(cfg, &sealer);
     if (!rc)
         rc = check_api_version(cfg);
     if (!rc && FORGE_TESTPOINTS_BUILT)
@@ -94,8 +98,9 @@ int cmd_run(int argc, char **argv)
                        "(FORGE_TEST_HOOKS): not for production");
     if (!rc) {
         install_signals();
-        rc = forge_worker_run(cfg, cat, tenants, &stop_requested);
+        rc = forge_worker_run(cfg, cat, tenants, sealer, &stop_requested);
     }
+    forge_sealer_destroy(sealer);
     forge_tenants_destroy(tenants);
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);

@@ -67,6 +67,8 @@ Test(config, every_value_read)
         "FORGE_SLURM_STORAGE_ROOT=/lustre/forge",
         "FORGE_MOUNT_ALLOW=/datasets:/models/ro",
         "FORGE_GPU_SERIES_FILE=/etc/forge/series.json",
+        "FORGE_STATE_KEY_FILE=/run/secrets/state.key",
+        "FORGE_STATE_KEY_FILE_PREVIOUS=/run/secrets/state.key.old",
         "FORGE_KAFKA_BROKERS=k1:9092,10.0.0.2:9093,[::1]:9094",
         "FORGE_KAFKA_GROUP_ID=forge-prod",
         "FORGE_KAFKA_TOPIC_REQUESTS=a.requests",
@@ -102,6 +104,9 @@ Test(config, every_value_read)
     cr_assert_str_eq(cfg->mount_allow[1], "/models/ro");
     cr_assert_null(cfg->mount_allow[2]);
     cr_assert_str_eq(cfg->gpu_series_file, "/etc/forge/series.json");
+    cr_assert_str_eq(cfg->state_key_file, "/run/secrets/state.key");
+    cr_assert_str_eq(cfg->state_key_file_previous,
+                     "/run/secrets/state.key.old");
     cr_assert_str_eq(cfg->kafka_brokers, "k1:9092,10.0.0.2:9093,[::1]:9094");
     cr_assert_str_eq(cfg->kafka_group_id, "forge-prod");
     cr_assert_str_eq(cfg->topic_requests, "a.requests");
@@ -225,6 +230,9 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_MOUNT_ALLOW=/data:models"}, "FORGE_MOUNT_ALLOW"},
     {{"FORGE_MOUNT_ALLOW=/data/../etc"}, "FORGE_MOUNT_ALLOW"},
     {{"FORGE_GPU_SERIES_FILE=series.json"}, "FORGE_GPU_SERIES_FILE"},
+    {{"FORGE_STATE_KEY_FILE=state.key"}, "FORGE_STATE_KEY_FILE"},
+    {{"FORGE_STATE_KEY_FILE_PREVIOUS=/run/../old.key"},
+     "FORGE_STATE_KEY_FILE_PREVIOUS"},
     {{"FORGE_KAFKA_BROKERS=localhost"}, "FORGE_KAFKA_BROKERS"},
     {{"FORGE_KAFKA_BROKERS=k1:9092,k2"}, "FORGE_KAFKA_BROKERS"},
     {{"FORGE_KAFKA_BROKERS=k1:99999"}, "FORGE_KAFKA_BROKERS"},
@@ -312,6 +320,7 @@ Test(config, require_names_the_missing_variable)
         {none, FORGE_NEED_STORAGE, "FORGE_STORAGE_ROOT"},
         {none, FORGE_NEED_KAFKA, "FORGE_KAFKA_BROKERS"},
         {no_auth, FORGE_NEED_SLURM, "FORGE_SLURM_JWT_FILE"},
+        {full, FORGE_NEED_STATE_KEY, "FORGE_STATE_KEY_FILE"},
         {full, FORGE_NEED_SLURM | FORGE_NEED_STORAGE | FORGE_NEED_KAFKA, NULL},
         {none, 0, NULL},
     };

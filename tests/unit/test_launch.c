@@ -2,12 +2,85 @@
  * test_launch.c - launch records: the state machine through them (seq +1
  * per legal move, nothing for an illegal one), the digest, and the state
  * topic encoding round trip, including refusal of what is not a record.
+ * The request goes in sealed: no secret of it in the encoded record, old
+ * records with a clear request still read (and sealed when written
+ * again), and a sealed request that does not open loses nothing else.
  */
 #include "launch.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/forge-test-launch-XXXXXX";
+
+static void setup(void)
+{
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(launch, .init = setup, .fini = teardown);
+
+/* A sealer whose current key is 32 bytes of `current` and, when previous
+ * is not 0, whose previous key is 32 bytes of `previous`. */
+static forge_sealer_t *sealer_of(char current, char previous)
+{
+    char paths[2][256], key[FORGE_SEAL_KEY_BYTES];
+    char fills[2] = {current, previous};
+    forge_sealer_t *s = NULL;
+    forge_error_t err = {0};
+
+    for (int i = 0; i < 2; i++) {
+        int fd;
+        snprintf(paths[i], sizeof(paths[i]), "%s/key-%c", dir, fills[i]);
+        memset(key, fills[i], sizeof(key));
+        fd = open(paths[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
+        close(fd);
+    }
+    cr_assert_eq(
+        forge_sealer_load(paths[0], previous ? paths[1] : NULL, &s, &err),
+        FORGE_OK, "%s", err.message);
+    return s;
+}
+
+/* r as the state topic's value (new). */
+static char *encode_ok(const forge_launch_record_t *r, const forge_sealer_t *s)
+{
+    json_t *o = NULL;
+    forge_error_t err = {0};
+    char *text;
+
+    cr_assert_eq(forge_launch_record_encode(r, s, &o, &err), FORGE_OK, "%s",
+                 err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+static forge_launch_record_t *decode_ok(const char *text,
+                                        const forge_sealer_t *s)
+{
+    forge_launch_record_t *r = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_launch_record_decode(text, strlen(text), s, &r, &err),
+                 FORGE_OK, "%s", err.message);
+    return r;
+}
 
 Test(launch, digest_is_sha256_hex)
 {
@@ -47,9 +120,8 @@ Test(launch, encode_decode_round_trip)
                        "\"env\": {\"A\": \"\\u00e9 \\\"q\\\"\"}}";
     forge_launch_record_t *r = forge_launch_record_new("L1", 3, req,
                                                        strlen(req)),
-                          *back = NULL;
-    forge_error_t err = {0};
-    json_t *o;
+                          *back;
+    forge_sealer_t *s = sealer_of('k', 0);
     char *text;
 
     cr_assert_eq(forge_launch_advance(r, FORGE_STATE_ACCEPTED, 100), 0);
@@ -61,10 +133,8 @@ Test(launch, encode_decode_round_trip)
     r->component_count = 2;
     r->cancel_requested = true;
     r->missing_since_ms = 300;
-    o = forge_launch_record_encode(r);
-    text = json_dumps(o, JSON_COMPACT);
-    cr_assert_eq(forge_launch_record_decode(text, strlen(text), &back, &err), 0,
-                 "%s", err.message);
+    text = encode_ok(r, s);
+    back = decode_ok(text, s);
     cr_assert_str_eq(back->launch_id, "L1");
     cr_assert_eq(back->attempt, 3);
     cr_assert_eq(back->state, FORGE_STATE_SUBMITTED);
@@ -80,10 +150,12 @@ Test(launch, encode_decode_round_trip)
     cr_assert_eq(back->accepted_at_ms, 100);
     cr_assert_eq(back->updated_at_ms, 200);
     cr_assert_eq(back->missing_since_ms, 300);
+    cr_assert_null(back->request_error);
+    cr_assert_null(back->request_sealed);
     free(text);
-    json_decref(o);
     forge_launch_record_free(back);
     forge_launch_record_free(r);
+    forge_sealer_destroy(s);
 }
 
 Test(launch, decode_refuses_what_is_not_a_record)
@@ -100,8 +172,257 @@ Test(launch, decode_refuses_what_is_not_a_record)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         forge_error_clear(&err);
         cr_assert_neq(
-            forge_launch_record_decode(bad[i], strlen(bad[i]), &r, &err), 0,
-            "%s", bad[i]);
+            forge_launch_record_decode(bad[i], strlen(bad[i]), NULL, &r, &err),
+            0, "%s", bad[i]);
         cr_assert_null(r);
     }
+}
+
+/* ---- the request, sealed ------------------------------------------------ */
+
+#define TOKEN      "ingest-tok-6f1d2c3b4a59687766554433221100ff"
+#define ENV_VALUE  "env-value-b7e1c0ffee"
+#define SECRET_ENV "secret-env-value-9a8b7c6d"
+
+static const char request[] =
+    "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": 2, "
+    "\"env\": {\"PLAIN\": \"" ENV_VALUE "\"}, "
+    "\"secret_env\": {\"API_KEY\": \"" SECRET_ENV "\"}, "
+    "\"ingest\": {\"endpoint\": \"https://ingest.example\", "
+    "\"token\": \"" TOKEN "\"}}";
+
+static forge_launch_record_t *running_record(void)
+{
+    forge_launch_record_t *r =
+        forge_launch_record_new("L1", 2, request, strlen(request));
+
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_ACCEPTED, 100), 0);
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_SUBMITTED, 200), 0);
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_RUNNING, 300), 0);
+    r->job_id = 77;
+    return r;
+}
+
+Test(launch, the_encoded_record_holds_no_secret_in_clear)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    forge_launch_record_t *r = running_record(), *back;
+    char *text = encode_ok(r, s);
+    json_t *o = json_loads(text, 0, NULL);
+    json_t *sealed = json_object_get(o, "request_sealed");
+
+    cr_assert_null(strstr(text, TOKEN), "%s", text);
+    cr_assert_null(strstr(text, ENV_VALUE), "%s", text);
+    cr_assert_null(strstr(text, SECRET_ENV), "%s", text);
+    cr_assert_null(strstr(text, "ingest.example"), "nothing of it: %s", text);
+    cr_assert(json_is_null(json_object_get(o, "request")));
+    cr_assert(json_is_object(sealed));
+    cr_assert_str_eq(json_string_value(json_object_get(sealed, "kid")),
+                     forge_sealer_kid(s));
+    back = decode_ok(text, s);
+    cr_assert_eq(back->request_len, strlen(request));
+    cr_assert_str_eq(back->request, request);
+    cr_assert_eq(back->state, FORGE_STATE_RUNNING);
+    json_decref(o);
+    free(text);
+    forge_launch_record_free(back);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(s);
+}
+
+Test(launch, a_request_is_never_encoded_without_a_sealer)
+{
+    forge_launch_record_t *r = running_record();
+    json_t *o = (json_t *)0x1;
+    forge_error_t err = {0};
+    char *text;
+
+    cr_assert_eq(forge_launch_record_encode(r, NULL, &o, &err), FORGE_EINVAL);
+    cr_assert_null(o);
+    forge_launch_drop_request(r); /* archived: nothing left to seal */
+    cr_assert_null(r->request);
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "request_sealed"), "%s", text);
+    cr_assert_not_null(strstr(text, "\"request\":null"), "%s", text);
+    free(text);
+    forge_launch_record_free(r);
+}
+
+/* What a worker from before sealing wrote: the request in clear. */
+static char *old_record(const char *launch_id, const char *req)
+{
+    json_t *o = json_pack(
+        "{s:i, s:s, s:i, s:s, s:I, s:s, s:s, s:I, s:[I], s:b, s:b, s:I, s:I, "
+        "s:I, s:b}",
+        "v", 1, "launch_id", launch_id, "attempt", 2, "state", "ACCEPTED",
+        "seq", (json_int_t)1, "digest",
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        "request", req, "job_id", (json_int_t)0, "components", (json_int_t)5,
+        "cancel_requested", 0, "archived", 0, "accepted_at_ms", (json_int_t)100,
+        "updated_at_ms", (json_int_t)100, "missing_since_ms", (json_int_t)0,
+        "cleaned", 0);
+    char *text = json_dumps(o, JSON_COMPACT);
+
+    json_decref(o);
+    return text;
+}
+
+Test(launch, old_clear_records_are_read_and_sealed_when_written_again)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    char *old = old_record("L1", request), *again;
+    forge_launch_record_t *r = decode_ok(old, s), *back;
+
+    cr_assert_str_eq(r->request, request);
+    cr_assert_null(r->request_error);
+    cr_assert_eq(r->state, FORGE_STATE_ACCEPTED);
+    cr_assert_eq(r->component_count, 1);
+    again = encode_ok(r, s);
+    cr_assert_null(strstr(again, TOKEN), "%s", again);
+    cr_assert_not_null(strstr(again, "request_sealed"), "%s", again);
+    back = decode_ok(again, s);
+    cr_assert_str_eq(back->request, request);
+    free(old);
+    free(again);
+    forge_launch_record_free(r);
+    forge_launch_record_free(back);
+    forge_sealer_destroy(s);
+}
+
+/* The rest of the record survives, the sealed request is kept as it was,
+ * and written back as it was. */
+static void assert_unopened(const char *text, const forge_sealer_t *s,
+                            forge_rc_t code)
+{
+    forge_launch_record_t *r = decode_ok(text, s);
+    json_t *in = json_loads(text, 0, NULL), *out = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_null(r->request);
+    cr_assert_eq(r->request_len, 0);
+    cr_assert_not_null(r->request_error);
+    cr_assert_eq(r->request_error->code, code, "%s", r->request_error->message);
+    cr_assert_null(strstr(r->request_error->message, TOKEN));
+    cr_assert_eq(r->state, FORGE_STATE_RUNNING);
+    cr_assert_eq(r->job_id, 77);
+    cr_assert_eq(r->seq, 3);
+    cr_assert_eq(forge_launch_record_encode(r, s, &out, &err), FORGE_OK);
+    cr_assert(json_equal(json_object_get(out, "request_sealed"),
+                         json_object_get(in, "request_sealed")),
+              "the sealed request is written back untouched");
+    json_decref(in);
+    json_decref(out);
+    forge_launch_record_free(r);
+}
+
+Test(launch, a_request_sealed_with_an_unknown_key_is_kept_unopened)
+{
+    forge_sealer_t *old_key = sealer_of('o', 0), *new_key = sealer_of('n', 0);
+    forge_sealer_t *rotating = sealer_of('n', 'o');
+    forge_launch_record_t *r = running_record(), *back;
+    char *text = encode_ok(r, old_key);
+
+    assert_unopened(text, new_key, FORGE_ECONFIG);
+    assert_unopened(text, NULL, FORGE_ECONFIG);
+    back = decode_ok(text, rotating); /* the previous key opens it */
+    cr_assert_str_eq(back->request, request);
+    cr_assert_null(back->request_error);
+    free(text);
+    forge_launch_record_free(back);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(old_key);
+    forge_sealer_destroy(new_key);
+    forge_sealer_destroy(rotating);
+}
+
+Test(launch, a_sealed_request_moved_to_another_launch_does_not_open)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    forge_launch_record_t *a = running_record(), *b = running_record();
+    char *ta, *tb;
+    json_t *oa, *ob;
+
+    free(b->launch_id);
+    b->launch_id = strdup("L2");
+    ta = encode_ok(a, s);
+    tb = encode_ok(b, s);
+    oa = json_loads(ta, 0, NULL);
+    ob = json_loads(tb, 0, NULL);
+    json_object_set(ob, "request_sealed",
+                    json_object_get(oa, "request_sealed"));
+    free(tb);
+    tb = json_dumps(ob, JSON_COMPACT);
+    assert_unopened(tb, s, FORGE_ESCHEMA);
+    free(ta);
+    free(tb);
+    json_decref(oa);
+    json_decref(ob);
+    forge_launch_record_free(a);
+    forge_launch_record_free(b);
+    forge_sealer_destroy(s);
+}
+
+Test(launch, a_tampered_sealed_request_does_not_open)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    forge_launch_record_t *r = running_record();
+    char *text = encode_ok(r, s);
+    char *ct = strstr(text, "\"ct\":\"") + 6;
+
+    *ct = *ct == 'A' ? 'Q' : 'A'; /* the first digit: always a whole bit */
+    assert_unopened(text, s, FORGE_ESCHEMA);
+    free(text);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(s);
+}
+
+Test(launch, a_malformed_sealed_request_leaves_the_record_whole)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    forge_launch_record_t *r = running_record(), *back;
+    char *text = encode_ok(r, s);
+    json_t *o = json_loads(text, 0, NULL);
+
+    json_object_set_new(o, "request_sealed", json_string("garbage"));
+    free(text);
+    text = json_dumps(o, JSON_COMPACT);
+    back = decode_ok(text, s);
+    cr_assert_null(back->request);
+    cr_assert_not_null(back->request_error);
+    cr_assert_null(back->request_sealed, "nothing worth writing back");
+    cr_assert_eq(back->job_id, 77);
+    json_decref(o);
+    free(text);
+    forge_launch_record_free(back);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(s);
+}
+
+Test(launch, drop_request_forgets_it_sealed_or_not)
+{
+    forge_sealer_t *a = sealer_of('a', 0), *b = sealer_of('b', 0);
+    forge_launch_record_t *r = running_record();
+    char *text = encode_ok(r, a), *again;
+    forge_launch_record_t *back = decode_ok(text, b);
+
+    cr_assert_not_null(back->request_sealed);
+    forge_launch_drop_request(back);
+    cr_assert_null(back->request_sealed);
+    cr_assert_null(back->request_error);
+    again = encode_ok(back, b);
+    cr_assert_null(strstr(again, "request_sealed"), "%s", again);
+    free(text);
+    free(again);
+    forge_launch_record_free(back);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(a);
+    forge_sealer_destroy(b);
+}
+
+Test(launch, seal_aad_names_launch_and_attempt)
+{
+    char *aad = forge_launch_seal_aad("L1.x", 12);
+
+    cr_assert_str_eq(aad, "forge-state/v1/L1.x/12");
+    free(aad);
 }

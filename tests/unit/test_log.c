@@ -263,6 +263,60 @@ Test(log, redact_helper_for_other_outputs)
     free(r);
 }
 
+static void assert_redacted(const char *secret, bool redacted)
+{
+    char *r = forge_log_redact(secret);
+
+    if (redacted)
+        cr_assert_str_eq(r, FORGE_LOG_REDACTED, "%s", secret);
+    else
+        cr_assert_str_eq(r, secret);
+    free(r);
+}
+
+/* Two launches holding one value: it stays redacted until both let go. */
+Test(log, secrets_are_counted_per_holder)
+{
+    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
+    forge_log_secret_remove("shared-token-1234");
+    assert_redacted("shared-token-1234", true);
+    forge_log_secret_remove("shared-token-1234");
+    assert_redacted("shared-token-1234", false);
+    forge_log_secret_remove("shared-token-1234"); /* one too many: no-op */
+    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
+    assert_redacted("shared-token-1234", true);
+}
+
+Test(log, a_copy_of_the_secrets_for_other_redactions)
+{
+    size_t n = 99;
+    char **copy = forge_log_secrets_copy(&n);
+
+    cr_assert_eq(n, 0);
+    cr_assert_null(copy[0]);
+    forge_log_secrets_free(copy);
+    cr_assert_eq(forge_log_secret_add("first-secret"), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("second-secret"), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("first-secret"), FORGE_OK);
+    copy = forge_log_secrets_copy(&n);
+    cr_assert_eq(n, 2, "one entry per value, however many hold it");
+    cr_assert_null(copy[2]);
+    cr_assert(!strcmp(copy[0], "first-secret") ||
+              !strcmp(copy[1], "first-secret"));
+    cr_assert(!strcmp(copy[0], "second-secret") ||
+              !strcmp(copy[1], "second-secret"));
+    forge_log_secret_remove("second-secret"); /* the copy is its own */
+    cr_assert(!strcmp(copy[0], "second-secret") ||
+              !strcmp(copy[1], "second-secret"));
+    forge_log_secrets_free(copy);
+    forge_log_secrets_free(NULL);
+    copy = forge_log_secrets_copy(NULL);
+    cr_assert_str_eq(copy[0], "first-secret");
+    cr_assert_null(copy[1]);
+    forge_log_secrets_free(copy);
+}
+
 /* ---- threads --------------------------------------------------------- */
 
 static void *log_many(void *arg)

@@ -162,7 +162,7 @@ static void sha256_file(const char *path, char hex[65])
 
 static forge_archive_spec_t spec_of(const char *const *pools, size_t n)
 {
-    forge_archive_spec_t s = {LAUNCH, 1, pools, n, NULL};
+    forge_archive_spec_t s = {LAUNCH, 1, pools, n, NULL, 0};
 
     return s;
 }
@@ -605,7 +605,8 @@ Test(log_archive, tail_redacts_the_ingest_token)
     make_dir(NULL);
     memcpy(text + len - 200, "token=" SECRET, strlen("token=" SECRET));
     put("main.out", text, len);
-    spec.secret = SECRET;
+    spec.secrets = (const char *const[]){SECRET};
+    spec.secret_count = 1;
     archive_ok(&spec, &a);
     cr_assert_null(strstr(a.tail_text, SECRET));
     cr_assert_null(strstr(a.tail_text, "ingest-tok"));
@@ -816,6 +817,28 @@ Test(log_archive, an_archive_in_place_must_be_the_workers_own)
     drop_host();
 }
 
+/* Every secret the worker knows, not only the launch's own: another
+ * launch's token printed by this job is redacted too. */
+Test(log_archive, tail_redacts_every_secret_it_is_given)
+{
+    static const char *const secrets[] = {SECRET, "other-launch-tok-77aa",
+                                          "secret-env-value-31337"};
+    forge_archive_spec_t spec = spec_of(main_pool, 1);
+    forge_archive_t a;
+
+    make_dir(NULL);
+    put_text("main.out", "mine " SECRET "\n"
+                         "theirs other-launch-tok-77aa\n"
+                         "env API_KEY=secret-env-value-31337 done\n");
+    spec.secrets = secrets;
+    spec.secret_count = 3;
+    archive_ok(&spec, &a);
+    cr_assert_str_eq(a.tail_text, "mine [REDACTED]\n"
+                                  "theirs [REDACTED]\n"
+                                  "env API_KEY=[REDACTED] done\n");
+    forge_archive_clear(&a);
+}
+
 /* ---- two archivers of one launch at once --------------------------------- */
 
 typedef struct race {
@@ -874,7 +897,9 @@ typedef struct tail_case {
 } tail_case_t;
 
 #define T(s) s, sizeof(s) - 1
-#define FFFD "\xEF\xBF\xBD"
+/* One secret, as forge_archive_tail_text takes a list. */
+#define ONE(s) (const char *const[]){s}, 1
+#define FFFD   "\xEF\xBF\xBD"
 
 /* name, text, from_start, has_secret, secret, expect */
 static tail_case_t tail_cases[] = {
@@ -905,6 +930,10 @@ static tail_case_t tail_cases[] = {
     {"no secret", T("a tok123"), true, false, "", "a tok123"},
     {"empty secret", T("a tok123"), true, true, "", "a tok123"},
     {"empty", T(""), true, false, "", ""},
+    {"secret overlapping itself", T("x aaaaa y"), true, true, "aaaa",
+     "x [REDACTED] y"},
+    {"adjacent: one each", T("tok123tok123"), true, true, "tok123",
+     "[REDACTED][REDACTED]"},
     {"empty, cut", T(""), false, true, "tok123", ""},
 };
 
@@ -916,8 +945,10 @@ ParameterizedTestParameters(log_archive, tail_text)
 
 ParameterizedTest(tail_case_t *c, log_archive, tail_text)
 {
+    const char *secret = c->secret;
     char *t = forge_archive_tail_text(c->text, c->len, c->from_start,
-                                      c->has_secret ? c->secret : NULL);
+                                      c->has_secret ? &secret : NULL,
+                                      c->has_secret ? 1 : 0);
 
     cr_assert_str_eq(t, c->expect, "%s", c->name);
     cr_assert(json_ok(t), "%s: not valid UTF-8", c->name);
@@ -937,15 +968,15 @@ Test(log_archive, tail_text_keeps_the_last_4_kib)
 {
     char *text = filled(5000, 'x'), *t;
 
-    t = forge_archive_tail_text(text, 5000, true, NULL);
+    t = forge_archive_tail_text(text, 5000, true, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     free(t);
     text[500] = '\n'; /* outside the last 4 KiB: no line start in it */
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     free(t);
     text[2000] = '\n'; /* inside: the tail starts after it */
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), 2999);
     free(t);
     free(text);
@@ -957,7 +988,7 @@ Test(log_archive, tail_text_window_already_at_a_line_start)
 
     text[5000 - FORGE_ARCHIVE_TAIL_MAX - 1] = '\n';
     text[3000] = '\n';
-    t = forge_archive_tail_text(text, 5000, false, NULL);
+    t = forge_archive_tail_text(text, 5000, false, NULL, 0);
     cr_assert_eq(strlen(t), FORGE_ARCHIVE_TAIL_MAX, "a whole line was lost");
     free(t);
     free(text);
@@ -969,14 +1000,15 @@ Test(log_archive, tail_text_never_grows_past_4_kib)
     char *bad = filled(FORGE_ARCHIVE_TAIL_MAX, '\xFF');
     char *secrets = malloc(FORGE_ARCHIVE_TAIL_MAX + 1), *t;
 
-    t = forge_archive_tail_text(bad, FORGE_ARCHIVE_TAIL_MAX, true, NULL);
+    t = forge_archive_tail_text(bad, FORGE_ARCHIVE_TAIL_MAX, true, NULL, 0);
     cr_assert_leq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     cr_assert_geq(strlen(t), FORGE_ARCHIVE_TAIL_MAX - 3);
     cr_assert(json_ok(t));
     free(t);
     for (size_t i = 0; i < FORGE_ARCHIVE_TAIL_MAX; i += 4)
         memcpy(secrets + i, i % 64 == 60 ? "abc\n" : "abcd", 4);
-    t = forge_archive_tail_text(secrets, FORGE_ARCHIVE_TAIL_MAX, true, "abcd");
+    t = forge_archive_tail_text(secrets, FORGE_ARCHIVE_TAIL_MAX, true,
+                                ONE("abcd"));
     cr_assert_leq(strlen(t), FORGE_ARCHIVE_TAIL_MAX);
     cr_assert_null(strstr(t, "abcd"));
     cr_assert_eq(strncmp(t, "[REDACTED]", 10), 0, "not at a line start: %.20s",
@@ -993,13 +1025,66 @@ Test(log_archive, tail_text_never_shows_part_of_the_secret)
     char *text = filled(n, 'x'), *t;
 
     memcpy(text + at, SECRET, strlen(SECRET)); /* straddles the cut */
-    t = forge_archive_tail_text(text, n, false, SECRET);
+    t = forge_archive_tail_text(text, n, false, ONE(SECRET));
     cr_assert_null(strstr(t, SECRET + 10), "%.60s", t);
     cr_assert_null(strstr(t, SECRET + strlen(SECRET) - 8), "%.60s", t);
     free(t);
     memcpy(text + n - 20, SECRET, 20); /* the log ends inside it */
-    t = forge_archive_tail_text(text, n, false, SECRET);
+    t = forge_archive_tail_text(text, n, false, ONE(SECRET));
     cr_assert_null(strstr(t, "ingest-tok-6f1d2c3b"));
+    free(t);
+    free(text);
+}
+
+/* ---- several secrets ----------------------------------------------------- */
+
+Test(log_archive, tail_text_with_several_secrets)
+{
+    static const char *const secrets[] = {"alpha-secret", NULL, "",
+                                          "beta-secret", "gamma-secret"};
+    static const char text[] = "a alpha-secret b beta-secret c alpha-secret\n"
+                               "no secret here\n"
+                               "gamma-secretbeta-secret\n";
+    char *t = forge_archive_tail_text(text, sizeof(text) - 1, true, secrets, 5);
+
+    cr_assert_str_eq(t, "a [REDACTED] b [REDACTED] c [REDACTED]\n"
+                        "no secret here\n"
+                        "[REDACTED][REDACTED]\n");
+    free(t);
+}
+
+/* Two secrets sharing bytes ("...defg" and "defg...") leave nothing of
+ * either: one [REDACTED] over both. */
+Test(log_archive, tail_text_overlapping_secrets_leave_no_fragment)
+{
+    static const char *const secrets[] = {"abcdefg", "defghijk"};
+    static const char text[] = "x abcdefghijk y";
+    char *t = forge_archive_tail_text(text, sizeof(text) - 1, true, secrets, 2);
+
+    cr_assert_str_eq(t, "x [REDACTED] y");
+    free(t);
+}
+
+/* The window cuts one secret at its head and the log ends inside another:
+ * neither shows, and a third, whole inside, is replaced too. */
+Test(log_archive, tail_text_secrets_cut_at_both_edges)
+{
+    static const char *const secrets[] = {"head-secret-0123456789abcdef",
+                                          "foot-secret-fedcba9876543210",
+                                          "middle-secret-55aa"};
+    size_t n = 6000, at = n - FORGE_ARCHIVE_TAIL_MAX - 10;
+    char *text = filled(n, 'x'), *t;
+
+    memcpy(text + at, secrets[0], strlen(secrets[0])); /* straddles the cut */
+    memcpy(text + 3000, secrets[2], strlen(secrets[2]));
+    memcpy(text + n - 15, secrets[1], 15); /* the log ends inside it */
+    t = forge_archive_tail_text(text, n, false, secrets, 3);
+    cr_assert_eq(strncmp(t, "[REDACTED]", 10), 0, "%.40s", t);
+    cr_assert_null(strstr(t, "0123456789abcdef" + 6), "%.60s", t);
+    cr_assert_null(strstr(t, "middle"), "whole inside");
+    cr_assert_null(strstr(t, "foot-sec"), "cut at the foot");
+    cr_assert(strlen(t) > 10 && !strcmp(t + strlen(t) - 10, "[REDACTED]"), "%s",
+              t + strlen(t) - 20);
     free(t);
     free(text);
 }

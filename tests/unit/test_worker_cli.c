@@ -1,7 +1,8 @@
 /*
  * test_worker_cli.c - the forge-worker executable as an operator meets it:
  * --version names librdkafka >= 2.11.1 and the API versions; a bad
- * environment variable stops `run` with exit 78 and a message naming it.
+ * environment variable, or a bad state key file, stops `run` with exit 78
+ * and a message naming it.
  */
 #include "version.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +114,63 @@ Test(worker_cli, missing_required_variable_stops_run_with_78)
                           "FORGE_STORAGE_ROOT=/tmp", NULL};
 
     assert_config_exit(no_brokers, "FORGE_KAFKA_BROKERS");
+}
+
+static void write_file(const char *dir, const char *name, const void *data,
+                       size_t n, mode_t mode, char *var, const char *var_name)
+{
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    fclose(f);
+    cr_assert_eq(chmod(path, mode), 0);
+    snprintf(var, 192, "%s=%s", var_name, path);
+}
+
+/* run checks the state key files before it touches Slurm or Kafka. */
+Test(worker_cli, the_state_key_is_required_and_checked_by_run)
+{
+    static const char catalog[] =
+        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+        "\"gpus_per_node\": 8}}}";
+    static const char key[] = "0123456789abcdef0123456789abcdef!";
+    char dir[] = "/tmp/forge-cli-key-XXXXXX";
+    char series[192], good[192], open_key[192], short_key[192], prev[192];
+    char *envp[] = {"FORGE_SLURM_REST_URL=http://127.0.0.1:1",
+                    "FORGE_SLURM_REST_USER=forge",
+                    "FORGE_SLURM_JWT_FILE=/nonexistent/jwt",
+                    "FORGE_STORAGE_ROOT=/tmp",
+                    "FORGE_KAFKA_BROKERS=127.0.0.1:1",
+                    series,
+                    NULL,
+                    NULL,
+                    NULL};
+    char cmd[128];
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_file(dir, "series.json", catalog, sizeof(catalog) - 1, 0644, series,
+               "FORGE_GPU_SERIES_FILE");
+    write_file(dir, "state.key", key, 32, 0600, good, "FORGE_STATE_KEY_FILE");
+    write_file(dir, "open.key", key, 32, 0640, open_key,
+               "FORGE_STATE_KEY_FILE");
+    write_file(dir, "short.key", key, 31, 0600, short_key,
+               "FORGE_STATE_KEY_FILE");
+    write_file(dir, "prev.key", key, 33, 0600, prev,
+               "FORGE_STATE_KEY_FILE_PREVIOUS");
+    assert_config_exit(envp, "FORGE_STATE_KEY_FILE is required");
+    envp[6] = open_key;
+    assert_config_exit(envp, "chmod 600");
+    envp[6] = short_key;
+    assert_config_exit(envp, "exactly 32");
+    envp[6] = good;
+    envp[7] = prev;
+    assert_config_exit(envp, "FORGE_STATE_KEY_FILE_PREVIOUS");
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(worker_cli, unknown_command_is_a_usage_error)

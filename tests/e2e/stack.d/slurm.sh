@@ -18,7 +18,8 @@
 # $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root.
 #
 # Host side, the run folder ($FORGE_STACK_RUN/slurm/ for sid) holds pids
-# (<daemon>.pid), logs (<daemon>.log), the JWT key copy and token, and
+# (<daemon>.pid), logs (<daemon>.log), the JWT key copy and token, the
+# workers' state key (state.key: FORGE_STATE_KEY_FILE), and
 # cluster/ (slurmctld state, slurmd spools), which is bind-mounted into the
 # chroot at /var/lib/forge-stack.
 # $FORGE_STACK_RUN/storage is bind-mounted at /shared/forge (another path on
@@ -78,6 +79,7 @@ token_file="$run/$job_user.jwt"
 proxy_token_file="$run/slurm.jwt"
 tenants_file="$run/tenants.json"
 key_copy="$run/jwt_hs256.key"
+state_key="$run/state.key"
 series_file="$run/gpu-series.json"
 daemon_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -391,11 +393,22 @@ write_token() {
 	mv "$key_copy.tmp" "$key_copy"
 }
 
+# The workers' state key (FORGE_STATE_KEY_FILE): 32 random bytes, 0600, made
+# once and kept, so records sealed by an earlier run still open.
+ensure_state_key() {
+	if [ ! -f "$state_key" ] || [ "$(stat -c %s "$state_key")" != 32 ]; then
+		(umask 077 && head -c 32 /dev/urandom >"$state_key.tmp")
+		mv "$state_key.tmp" "$state_key"
+	fi
+	chmod 0600 "$state_key"
+}
+
 # The worker gets the token file (FORGE_SLURM_JWT_FILE); the key is offered
 # as FORGE_STACK_SLURM_JWT_KEY_FILE for tests that mint tokens, since a worker
 # refuses to be given both.
 write_env() {
 	local tmp="$env_file.tmp"
+	ensure_state_key
 	cat >"$series_file" <<-'EOF'
 		{"series": {"h200": {"slurm_constraint": "h200", "gpus_per_node": 8}, "a100": {"slurm_constraint": "a100", "gpus_per_node": 8}}}
 	EOF
@@ -413,6 +426,7 @@ write_env() {
 			FORGE_STACK_SLURM_JWT_KEY_FILE "$key_copy" \
 			FORGE_STACK_SLURM_PROXY_JWT_FILE "$proxy_token_file" \
 			FORGE_STACK_TENANTS_FILE "$tenants_file" \
+			FORGE_STATE_KEY_FILE "$state_key" \
 			FORGE_SLURM_PARTITION batch \
 			FORGE_SLURM_RUNTIME_PROFILE apptainer \
 			FORGE_STORAGE_ROOT "$storage" \

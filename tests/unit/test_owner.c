@@ -1,0 +1,150 @@
+/*
+ * test_owner.c - the launch table (src/owner.c) and the secrets of the
+ * requests it holds: registered for redaction (log.h) when a request enters
+ * (accepted or restored), unregistered when it leaves (a newer attempt, a
+ * revoked partition, the table destroyed) or is dropped (archived, or
+ * cleaned without logs); a value two launches share stays redacted until
+ * neither holds it. Which values are a request's secrets (its ingest token,
+ * each secret_env value) is checked on a request built by hand.
+ */
+#include "log.h"
+#include "owner.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN_A "ingest-token-of-a-1111"
+#define TOKEN_B "ingest-token-of-b-2222"
+#define SHARED  "ingest-token-shared-3333"
+
+static void setup(void)
+{
+    forge_log_reset();
+}
+
+TestSuite(owner, .init = setup, .fini = forge_log_reset);
+
+static bool redacted(const char *secret)
+{
+    char *r = forge_log_redact(secret);
+    bool yes = !strcmp(r, FORGE_LOG_REDACTED);
+
+    free(r);
+    return yes;
+}
+
+/* A parsed launch request carrying token as its ingest token (new). */
+static forge_request_t *request_of(const char *id, const char *token)
+{
+    char json[1024];
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+
+    snprintf(json, sizeof(json),
+             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"image\": "
+             "{\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
+             "\"command\": [\"run\"], \"pools\": [{\"name\": \"p\", "
+             "\"series\": \"h200\", \"nodes\": 1}], \"ingest\": "
+             "{\"endpoint\": \"https://ingest.example\", \"token\": \"%s\"}}",
+             id, token);
+    cr_assert_eq(forge_request_parse(json, strlen(json), &req, &err), FORGE_OK,
+                 "%s", err.message);
+    return req;
+}
+
+static forge_entry_t *put(forge_owner_t *o, const char *id, int attempt,
+                          const char *token, int32_t partition)
+{
+    return forge_owner_put(o, forge_launch_record_new(id, attempt, "{}", 2),
+                           token ? request_of(id, token) : NULL, partition);
+}
+
+static void collect(void *ctx, const char *secret)
+{
+    char *list = ctx;
+
+    strcat(list, secret);
+    strcat(list, ";");
+}
+
+Test(owner, a_requests_secrets_are_its_token_and_secret_env_values)
+{
+    forge_kv_t secret_env[] = {
+        {"API_KEY", "secret-env-value-1"}, {"EMPTY", NULL}, {"PIN", "123"}};
+    forge_request_t req = {0};
+    char list[256] = "";
+
+    req.kind = FORGE_REQUEST_LAUNCH;
+    req.launch.ingest_token = TOKEN_A;
+    req.launch.secret_env = secret_env;
+    req.launch.secret_env_count = 3;
+    forge_owner_each_secret(&req, collect, list);
+    cr_assert_str_eq(list, TOKEN_A ";secret-env-value-1;123;");
+    list[0] = '\0';
+    req.kind = FORGE_REQUEST_CANCEL;
+    forge_owner_each_secret(&req, collect, list);
+    forge_owner_each_secret(NULL, collect, list);
+    cr_assert_str_eq(list, "", "a cancel, or no request: none");
+}
+
+Test(owner, a_held_request_has_its_secrets_registered_until_dropped)
+{
+    forge_owner_t *o = forge_owner_new();
+    forge_entry_t *e;
+
+    cr_assert_not(redacted(TOKEN_A));
+    e = put(o, "A", 1, TOKEN_A, 0);
+    cr_assert(redacted(TOKEN_A));
+    forge_owner_drop_request(e);
+    cr_assert_null(e->req);
+    cr_assert_null(e->rec->request);
+    cr_assert_not(redacted(TOKEN_A), "archived: let go");
+    forge_owner_drop_request(e); /* twice: nothing more */
+    cr_assert_eq(forge_owner_count(o), 1, "the launch itself stays");
+    forge_owner_destroy(o);
+}
+
+Test(owner, a_newer_attempt_replaces_the_old_ones_secrets)
+{
+    forge_owner_t *o = forge_owner_new();
+
+    put(o, "A", 1, TOKEN_A, 0);
+    put(o, "A", 2, TOKEN_B, 0);
+    cr_assert_not(redacted(TOKEN_A));
+    cr_assert(redacted(TOKEN_B));
+    cr_assert_eq(forge_owner_count(o), 1);
+    put(o, "A", 3, TOKEN_B, 0); /* the same value again: kept throughout */
+    cr_assert(redacted(TOKEN_B));
+    forge_owner_destroy(o);
+    cr_assert_not(redacted(TOKEN_B), "destroyed: nothing held");
+}
+
+Test(owner, a_shared_value_stays_until_neither_holds_it)
+{
+    forge_owner_t *o = forge_owner_new();
+    forge_entry_t *a = put(o, "A", 1, SHARED, 0);
+
+    put(o, "B", 1, SHARED, 1);
+    forge_owner_drop_request(a);
+    cr_assert(redacted(SHARED), "B still holds it");
+    forge_owner_drop(o, 1); /* B's partition revoked */
+    cr_assert_not(redacted(SHARED));
+    cr_assert_eq(forge_owner_count(o), 1);
+    forge_owner_destroy(o);
+}
+
+Test(owner, a_revoked_partition_takes_its_launches_secrets)
+{
+    forge_owner_t *o = forge_owner_new();
+
+    put(o, "A", 1, TOKEN_A, 0);
+    put(o, "B", 1, TOKEN_B, 1);
+    put(o, "C", 1, NULL, 0); /* refused: no request known */
+    forge_owner_drop(o, 0);
+    cr_assert_not(redacted(TOKEN_A));
+    cr_assert(redacted(TOKEN_B));
+    cr_assert_eq(forge_owner_count(o), 1);
+    forge_owner_destroy(o);
+    cr_assert_not(redacted(TOKEN_B));
+}
