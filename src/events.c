@@ -144,6 +144,8 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
         tail ? tail : json_null(), "labels",
         labels_json(e->labels, e->label_count));
     json_object_set_new(data, "refused", archive_refused(a));
+    if (a->unsafe)
+        json_object_set_new(data, "unsafe_staging", json_string(a->unsafe));
     event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
                         e->worker_id, e->launch_id, at, data);
     forge_buf_free(&id);

@@ -643,6 +643,29 @@ static forge_rc_t open_staging(const forge_config_t *cfg,
                          err);
 }
 
+/* The staging folder, or -1 when it is missing or unsafe: a link (or a
+ * folder not the worker's) a job planted on the way is never followed; the
+ * archive is then empty, every expected log missing, and out->unsafe says
+ * why, so the event tells the platform instead of the logs going silently
+ * missing. A storage root that cannot be opened is an error (retried). */
+static forge_rc_t open_staging_or_refuse(const forge_config_t *cfg,
+                                         const forge_archive_spec_t *spec,
+                                         int *sroot, int *fd,
+                                         forge_archive_t *out,
+                                         forge_error_t *err)
+{
+    forge_error_t inner = {0};
+    forge_rc_t rc = open_staging(cfg, spec, sroot, fd, &inner);
+
+    if (rc == FORGE_EUNSAFE_PATH && *sroot >= 0) {
+        out->unsafe = forge_xstrdup(inner.message);
+        return FORGE_OK;
+    }
+    if (rc)
+        forge_error_set(err, rc, inner.field, "%s", inner.message);
+    return rc;
+}
+
 /* The error of a refusal names the folder it was in: "staging" (the logs
  * cannot be read) or "artifacts" (they can, once the target is fixed). */
 static forge_rc_t blame(forge_error_t *err, forge_rc_t rc, const char *field)
@@ -673,7 +696,8 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
     forge_rc_t rc;
 
     memset(out, 0, sizeof(*out));
-    if (!(rc = blame(err, open_staging(cfg, spec, &sroot, &root, err),
+    if (!(rc = blame(err,
+                     open_staging_or_refuse(cfg, spec, &sroot, &root, out, err),
                      "staging"))) {
         list_files(root, &l);
         out->refused = l.refused;
@@ -723,5 +747,6 @@ void forge_archive_clear(forge_archive_t *a)
     free_names(a->refused, a->refused_count);
     free(a->tail_name);
     free(a->tail_text);
+    free(a->unsafe);
     memset(a, 0, sizeof(*a));
 }

@@ -55,6 +55,8 @@ typedef struct forge_archive {
     size_t missing_count;
     char **refused; /* links, special files, hard links: not archived */
     size_t refused_count;
+    char *unsafe;    /* the staging folder itself was refused (a link or a
+                        folder not the worker's on its path): why; else NULL */
     char *tail_name; /* NULL: no main log */
     char *tail_text; /* valid UTF-8, secrets redacted */
     long long at_ms; /* when it was renamed into place */

@@ -382,9 +382,7 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
     w->status = FORGE_SLURM_OK;
     if (owner_of(r, req, &owner, &user, &err) ||
         forge_archive_logs(r->cfg, &spec, owner, &w->archive, &err)) {
-        w->status = FORGE_SLURM_TRANSPORT; /* retried later ... */
-        if (err.code == FORGE_EUNSAFE_PATH && !strcmp(err.field, "staging"))
-            w->code = err.code; /* ... unless the logs cannot be read */
+        w->status = FORGE_SLURM_TRANSPORT; /* retried later */
         snprintf(w->message, sizeof(w->message), "%s", err.message);
     } else {
         FORGE_TESTPOINT_CRASH("archive.after");

@@ -75,6 +75,10 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
     e->rec->archived = true;
     forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_worker_write_record(w, e);
+    if (work->archive.unsafe)
+        forge_log_fields(FORGE_LOG_ERROR, f, 2,
+                         "staging folder refused, nothing of it archived: %s",
+                         work->archive.unsafe);
     forge_log_fields(FORGE_LOG_INFO, f, 2,
                      "logs archived (%llu bytes, %zu files, %zu missing)",
                      (unsigned long long)work->archive.bytes,
@@ -83,28 +87,19 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
     forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CLEANUP, e));
 }
 
-/* An archive or cleanup refused (FORGE_EUNSAFE_PATH: a link or foreign
- * folder where the staging folder should be): not retried. Refused logs are
- * never read, so there is no archive and no logs event, as for a launch
- * that never ran; the launch goes on to cleanup, or is done. */
+/* A cleanup refused (FORGE_EUNSAFE_PATH: a link or foreign folder where
+ * the staging folder should be): not retried, nothing removed through it.
+ * (An archive never is: a refused staging folder gives an empty archive
+ * whose event says why, log_archive.h.) */
 static void on_refused(worker_t *w, forge_entry_t *e, forge_work_t *work)
 {
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
                              {"error", forge_rc_name(work->code)}};
-    bool archive = work->kind == FORGE_WORK_ARCHIVE;
 
-    forge_log_fields(FORGE_LOG_ERROR, f, 2, "%s refused, not retried: %s",
-                     archive ? "archive (no logs event)" : "cleanup",
+    forge_log_fields(FORGE_LOG_ERROR, f, 2, "cleanup refused, not retried: %s",
                      work->message);
-    if (archive) {
-        e->rec->archived = true;
-        forge_worker_write_record(w, e);
-        e->busy = true;
-        forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CLEANUP, e));
-    } else {
-        e->rec->cleaned = true;
-        forge_worker_write_record(w, e);
-    }
+    e->rec->cleaned = true;
+    forge_worker_write_record(w, e);
 }
 
 void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)

@@ -669,13 +669,16 @@ static void drop_host(void)
     nftw(host, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* After plant (a shell command): the archive is refused as unsafe in
- * `field`, with message; the host folder is unchanged. */
+/* After plant (a shell command): nothing is read or written through it;
+ * the host folder is unchanged. A refused staging folder gives an empty
+ * archive whose `unsafe` is message (every expected log missing); a refused
+ * artifacts target is FORGE_EUNSAFE_PATH in field "artifacts" (retried). */
 static void archive_refused(const char *plant, const char *field,
                             const char *message)
 {
     forge_archive_spec_t spec = spec_of(main_pool, 1);
     unsigned char before[32], after[32];
+    bool in_staging = !strcmp(field, "staging");
     forge_archive_t a;
     forge_error_t err = {0};
 
@@ -683,9 +686,17 @@ static void archive_refused(const char *plant, const char *field,
     sh("%s", plant);
     host_hash(before);
     cr_assert_eq(forge_archive_logs(cfg, &spec, FORGE_FS_KEEP, &a, &err),
-                 FORGE_EUNSAFE_PATH, "%s: %s", plant, err.message);
-    cr_assert_str_eq(err.field, field);
-    cr_assert_str_eq(err.message, message);
+                 in_staging ? FORGE_OK : FORGE_EUNSAFE_PATH, "%s: %s", plant,
+                 err.message);
+    if (in_staging) {
+        cr_assert_str_eq(a.unsafe, message);
+        cr_assert_eq(a.file_count, 0);
+        cr_assert_eq(a.missing_count, 2);
+        cr_assert_null(a.tail_name);
+    } else {
+        cr_assert_str_eq(err.field, field);
+        cr_assert_str_eq(err.message, message);
+    }
     host_hash(after);
     cr_assert_arr_eq(before, after, 32, "%s: the host folder changed", plant);
     forge_archive_clear(&a);
