@@ -172,53 +172,55 @@ static const char *const pair_actions[] = {
 };
 
 /*
- * Reads the credentials file (NUL-separated NAME, VALUE pairs), checks every
- * name before bash uses it (a name only ever becomes part of an array
- * element or, checked, of an exported name: never a subscript, never
- * evaluated), removes the file, and stops the job unless it held exactly the
- * pairs the worker wrote. Constant text but for the pair count.
+ * The credentials reader: reads the file (NUL-separated NAME, VALUE pairs),
+ * checks every name before bash uses it (a name only ever becomes part of
+ * an array element or, checked, of an exported name: never a subscript,
+ * never evaluated), removes the file, and stops the job unless it held
+ * exactly the pairs the worker wrote. Constant text: the pair action of the
+ * profile goes between head and tail, the pair count into the tail.
  */
+static const char credentials_head[] =
+    "# Credentials: the ingest token and the request's environment are in "
+    "the 0600\n# file the worker wrote (NUL-separated NAME, VALUE pairs), "
+    "never in this script,\n# which Slurm keeps. Each name is checked before "
+    "use; the file is removed before\n# any user code runs, so a requeued or "
+    "restarted job stops here.\n"
+    "forge_cred=\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\"\n"
+    "if [ ! -f \"$forge_cred\" ]; then\n"
+    "    echo \"forge: $forge_cred is missing: the job's first run removes "
+    "it, so a requeued or restarted job cannot start; submit a new "
+    "attempt\" >&2\n"
+    "    exit 1\n"
+    "fi\n"
+    "forge_env=()\n"
+    "forge_n=0\n"
+    "while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; do\n"
+    "    if ! [[ $forge_k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then\n"
+    "        rm -f -- \"$forge_cred\"\n"
+    "        echo \"forge: $forge_cred holds a malformed name; not "
+    "starting\" >&2\n"
+    "        exit 1\n"
+    "    fi\n";
+
+static const char credentials_tail[] =
+    "    forge_n=$((forge_n + 1))\n"
+    "done <\"$forge_cred\"\n"
+    "rm -f -- \"$forge_cred\"\n"
+    "if [ -n \"$forge_k\" ] || [ \"$forge_n\" -ne %zu ]; then\n"
+    "    echo \"forge: $forge_cred did not hold the %zu pairs the worker "
+    "wrote; not starting\" >&2\n"
+    "    exit 1\n"
+    "fi\n"
+    "unset forge_k forge_v forge_n\n\n";
+
 static void put_credentials(forge_buf_t *s, const forge_config_t *cfg,
                             size_t pairs)
 {
     if (!pairs)
         return;
-    forge_buf_puts(
-        s, "# Credentials: the ingest token and the request's environment "
-           "are in the 0600\n# file the worker wrote (NUL-separated NAME, "
-           "VALUE pairs), never in this script,\n# which Slurm keeps. Each "
-           "name is checked before use; the file is removed before\n# any "
-           "user code runs, so a requeued or restarted job stops here.\n"
-           "forge_cred=\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\"\n"
-           "if [ ! -f \"$forge_cred\" ]; then\n"
-           "    echo \"forge: $forge_cred is missing: the job's first run "
-           "removes it, so a requeued or restarted job cannot start; submit "
-           "a new attempt\" >&2\n"
-           "    exit 1\n"
-           "fi\n"
-           "forge_env=()\n"
-           "forge_n=0\n"
-           "while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; "
-           "do\n"
-           "    if ! [[ $forge_k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then\n"
-           "        rm -f -- \"$forge_cred\"\n"
-           "        echo \"forge: $forge_cred holds a malformed name; not "
-           "starting\" >&2\n"
-           "        exit 1\n"
-           "    fi\n");
+    forge_buf_puts(s, credentials_head);
     forge_buf_puts(s, pair_actions[cfg->runtime_profile]);
-    forge_buf_printf(
-        s,
-        "    forge_n=$((forge_n + 1))\n"
-        "done <\"$forge_cred\"\n"
-        "rm -f -- \"$forge_cred\"\n"
-        "if [ -n \"$forge_k\" ] || [ \"$forge_n\" -ne %zu ]; then\n"
-        "    echo \"forge: $forge_cred did not hold the %zu pairs the worker "
-        "wrote; not starting\" >&2\n"
-        "    exit 1\n"
-        "fi\n"
-        "unset forge_k forge_v forge_n\n\n",
-        pairs, pairs);
+    forge_buf_printf(s, credentials_tail, pairs, pairs);
 }
 
 static void put_ingest(forge_buf_t *s, const forge_launch_t *l)

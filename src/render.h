@@ -6,8 +6,10 @@
  * options; apptainer: srun apptainer exec with a clean environment), and
  * launches one srun step across every pool (one het component per pool).
  * Request values reach the script only through shell.h's quoting; the
- * ingest token never appears: the script reads it from the 0600
- * `credentials` file in the staging folder. Paths are cluster-side.
+ * ingest token and the env and secret_env values never appear: the script
+ * reads them from the 0600 `credentials` file in the staging folder
+ * (forge_render_credentials() below) and removes it. Paths are
+ * cluster-side.
  *
  * Both functions expect a request that passed forge_request_parse() and
  * forge_request_check() with the same configuration and catalogue.
