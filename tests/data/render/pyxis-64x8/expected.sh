@@ -16,8 +16,52 @@ export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 export WORLD_SIZE=512
 export NNODES=64
 
+# The container's environment: the job's, which Pyxis passes in, holding the
+# request's env as FORGE_E_<NAME>; forge_unpack exports each as NAME inside the
+# container. Never in srun's argv, which Slurm keeps as the step's SubmitLine.
+forge_unpack='FORGE_R=${FORGE_ENV_NAMES-}
+while [ -n "$FORGE_R" ]; do
+    FORGE_N=${FORGE_R%% *}
+    FORGE_R=${FORGE_R#"$FORGE_N"}
+    FORGE_R=${FORGE_R# }
+    case $FORGE_N in
+    "" | [0123456789]* | FORGE_* | *[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_]*)
+        echo "forge: FORGE_ENV_NAMES holds a malformed name; not starting" >&2
+        exit 1 ;;
+    BASHOPTS | BASHPID | BASH_ALIASES | BASH_ARGC | BASH_ARGV | BASH_CMDS | BASH_COMMAND | BASH_LINENO | BASH_MONOSECONDS | BASH_REMATCH | BASH_SOURCE | BASH_SUBSHELL | BASH_TRAPSIG | BASH_VERSINFO | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _)
+        echo "forge: $FORGE_N belongs to the shell: /bin/sh cannot pass it; not starting" >&2
+        exit 1 ;;
+    esac
+    eval "FORGE_S=\${FORGE_E_$FORGE_N+set}"
+    if [ "$FORGE_S" != set ]; then
+        echo "forge: FORGE_E_$FORGE_N did not reach the container; not starting" >&2
+        exit 1
+    fi
+done
+FORGE_R=${FORGE_ENV_NAMES-}
+while [ -n "$FORGE_R" ]; do
+    FORGE_N=${FORGE_R%% *}
+    FORGE_R=${FORGE_R#"$FORGE_N"}
+    FORGE_R=${FORGE_R# }
+    eval "FORGE_S=\${FORGE_E_$FORGE_N+set} FORGE_V=\${FORGE_E_$FORGE_N-}"
+    if [ "$FORGE_S" = set ]; then
+        export "$FORGE_N=$FORGE_V"
+        eval "FORGE_S=\${$FORGE_N-}"
+        if [ "$FORGE_S" != "$FORGE_V" ]; then
+            echo "forge: /bin/sh did not keep $FORGE_N as given; not starting" >&2
+            exit 1
+        fi
+        unset "FORGE_E_$FORGE_N"
+    fi
+done
+unset FORGE_ENV_NAMES FORGE_R FORGE_N FORGE_S FORGE_V
+export FORGE_POOL="$1" FORGE_ROLES="$2"
+shift 2
+exec "$@"
+'
+
 # One step across every pool; its exit status is the job's.
 exec srun --nodes=64 --ntasks-per-node=8 --cpus-per-task=12 --kill-on-bad-exit=1 \
     '--container-image=/cluster/forge/runtimes/images/pytorch-24.01.sqsh' --no-container-mount-home \
-    /usr/bin/env 'FORGE_POOL=main' 'FORGE_ROLES=' \
+    /bin/sh -c "$forge_unpack" forge-env 'main' '' \
     'python' 'pretrain.py'

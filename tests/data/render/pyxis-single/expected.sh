@@ -25,7 +25,8 @@ if [ ! -f "$forge_cred" ]; then
     echo "forge: $forge_cred is missing: the job's first run removes it, so a requeued or restarted job cannot start; submit a new attempt" >&2
     exit 1
 fi
-forge_env=()
+unset ${!FORGE_E_@}
+export FORGE_ENV_NAMES=
 forge_n=0
 while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; do
     if ! [[ $forge_k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
@@ -36,7 +37,11 @@ while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; do
     if [ "$forge_k" = FORGE_INGEST_TOKEN ]; then
         export FORGE_INGEST_TOKEN="$forge_v"
     else
-        forge_env+=("$forge_k=$forge_v")
+        forge_e="FORGE_E_$forge_k"
+        if [ -z "${!forge_e+set}" ]; then
+            FORGE_ENV_NAMES+="${FORGE_ENV_NAMES:+ }$forge_k"
+        fi
+        export "$forge_e=$forge_v"
     fi
     forge_n=$((forge_n + 1))
 done <"$forge_cred"
@@ -45,13 +50,57 @@ if [ -n "$forge_k" ] || [ "$forge_n" -ne 4 ]; then
     echo "forge: $forge_cred did not hold the 4 pairs the worker wrote; not starting" >&2
     exit 1
 fi
-unset forge_k forge_v forge_n
+unset forge_k forge_v forge_n forge_e
 
 # Ingest: where the job reports (its token came with the credentials).
 export FORGE_INGEST_ENDPOINT='https://ingest.example.org/v1/runs'
 
+# The container's environment: the job's, which Pyxis passes in, holding the
+# request's env as FORGE_E_<NAME>; forge_unpack exports each as NAME inside the
+# container. Never in srun's argv, which Slurm keeps as the step's SubmitLine.
+forge_unpack='FORGE_R=${FORGE_ENV_NAMES-}
+while [ -n "$FORGE_R" ]; do
+    FORGE_N=${FORGE_R%% *}
+    FORGE_R=${FORGE_R#"$FORGE_N"}
+    FORGE_R=${FORGE_R# }
+    case $FORGE_N in
+    "" | [0123456789]* | FORGE_* | *[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_]*)
+        echo "forge: FORGE_ENV_NAMES holds a malformed name; not starting" >&2
+        exit 1 ;;
+    BASHOPTS | BASHPID | BASH_ALIASES | BASH_ARGC | BASH_ARGV | BASH_CMDS | BASH_COMMAND | BASH_LINENO | BASH_MONOSECONDS | BASH_REMATCH | BASH_SOURCE | BASH_SUBSHELL | BASH_TRAPSIG | BASH_VERSINFO | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _)
+        echo "forge: $FORGE_N belongs to the shell: /bin/sh cannot pass it; not starting" >&2
+        exit 1 ;;
+    esac
+    eval "FORGE_S=\${FORGE_E_$FORGE_N+set}"
+    if [ "$FORGE_S" != set ]; then
+        echo "forge: FORGE_E_$FORGE_N did not reach the container; not starting" >&2
+        exit 1
+    fi
+done
+FORGE_R=${FORGE_ENV_NAMES-}
+while [ -n "$FORGE_R" ]; do
+    FORGE_N=${FORGE_R%% *}
+    FORGE_R=${FORGE_R#"$FORGE_N"}
+    FORGE_R=${FORGE_R# }
+    eval "FORGE_S=\${FORGE_E_$FORGE_N+set} FORGE_V=\${FORGE_E_$FORGE_N-}"
+    if [ "$FORGE_S" = set ]; then
+        export "$FORGE_N=$FORGE_V"
+        eval "FORGE_S=\${$FORGE_N-}"
+        if [ "$FORGE_S" != "$FORGE_V" ]; then
+            echo "forge: /bin/sh did not keep $FORGE_N as given; not starting" >&2
+            exit 1
+        fi
+        unset "FORGE_E_$FORGE_N"
+    fi
+done
+unset FORGE_ENV_NAMES FORGE_R FORGE_N FORGE_S FORGE_V
+export FORGE_POOL="$1" FORGE_ROLES="$2"
+shift 2
+exec "$@"
+'
+
 # One step across every pool; its exit status is the job's.
 exec srun --nodes=2 --ntasks-per-node=1 --cpus-per-task=32 --kill-on-bad-exit=1 \
     '--container-image=/cluster/forge/runtimes/images/pytorch-24.01.sqsh' '--container-mounts=/cluster/forge/datasets/alpaca:/data:ro,/cluster/forge/checkpoints/llama-ft-0042:/ckpt' '--container-workdir=/workspace' --no-container-mount-home \
-    /usr/bin/env 'FORGE_POOL=main' 'FORGE_ROLES=' ${forge_env[@]+"${forge_env[@]}"} \
+    /bin/sh -c "$forge_unpack" forge-env 'main' '' \
     'torchrun' '--nproc-per-node=8' 'train.py' '--config' 'configs/ft.yaml'
