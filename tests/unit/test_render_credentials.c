@@ -5,11 +5,21 @@
  *   - the file forge_render_credentials() writes for hostile values
  *     (newlines, quotes, $(...), backslashes, '=', empty, a trailing
  *     newline): every value must arrive byte for byte where the profile
- *     puts it, and the file must be gone before srun starts;
+ *     puts it (apptainer: APPTAINERENV_<NAME>, enroot-pyxis: FORGE_E_<NAME>
+ *     listed in FORGE_ENV_NAMES), never in srun's argv nor under its own
+ *     name in srun's environment, and the file must be gone before srun
+ *     starts;
  *   - crafted files: a malformed name ($(...), a[$(touch X)], '=', blank,
  *     empty, ...) stops the script before srun, and nothing it holds runs;
  *     a missing file (a requeued job), a truncated one, or one with more or
  *     fewer pairs than the worker wrote stops it too, with a `forge:` line.
+ * The enroot-pyxis task wrapper (forge_unpack) taken from srun's argv is run
+ * for real too, with dash and with bash as /bin/sh, as Pyxis would start it
+ * in the container: from srun's environment (plus an image variable), every
+ * value must reach the program byte for byte and nothing else of the
+ * wrapper's may; hostile names in FORGE_ENV_NAMES, names the shell owns and
+ * a FORGE_E_ variable that did not arrive stop it before the program, and
+ * no value is ever evaluated.
  *
  * FORGE_KEEP_CREDENTIALS_TEST=1 keeps the temporary folders
  * (/tmp/forge-cred-*).
@@ -358,36 +368,93 @@ static bool strs_has_prefix(const strs_t *s, const char *prefix)
     return false;
 }
 
+/* Whether any element but `skip` (NULL: none) holds needle (non-empty). */
+static bool strs_contains(const strs_t *s, const char *needle, const char *skip)
+{
+    size_t n = strlen(needle);
+
+    for (size_t i = 0; n && i < s->len;) {
+        const char *e = s->buf + i;
+        size_t el = strnlen(e, s->len - i);
+        if ((!skip || strcmp(e, skip) != 0) && memmem(e, el, needle, n))
+            return true;
+        i += el + 1;
+    }
+    return false;
+}
+
+/* The wrapper of srun's recorded argv: after srun's options, "/bin/sh"
+ * "-c" W "forge-env" POOL ROLES, then the program (W, new). */
+static char *recorded_wrapper(const strs_t *argv)
+{
+    const char *e[6];
+    size_t at = 0;
+
+    while (at < argv->len && strcmp(argv->buf + at, "/bin/sh") != 0)
+        at += strlen(argv->buf + at) + 1;
+    for (size_t i = 0; i < 6; i++) {
+        cr_assert_lt(at, argv->len, "no /bin/sh -c ... in srun's argv");
+        e[i] = argv->buf + at;
+        at += strlen(e[i]) + 1;
+    }
+    cr_assert_str_eq(e[1], "-c");
+    cr_assert_str_eq(e[3], "forge-env");
+    cr_assert_str_eq(e[4], "main");
+    cr_assert_str_eq(e[5], "", "the pool has no roles");
+    cr_assert_lt(at, argv->len);
+    cr_assert_str_eq(argv->buf + at, "/bin/true", "then the program");
+    return forge_xstrdup(e[2]);
+}
+
 /* ---- values arrive byte for byte --------------------------------------- */
 
-static void expect_pair(const strs_t *argv, const strs_t *env, const char *name,
-                        const char *value)
+/* wrapper: the enroot-pyxis task wrapper in argv (constant text, checked
+ * on its own), or NULL. */
+static void expect_pair(const strs_t *argv, const char *wrapper,
+                        const strs_t *env, const char *name, const char *value)
 {
     char *word = xasprintf("%s=%s", name, value);
     char *app = xasprintf("APPTAINERENV_%s", word);
+    char *pyx = xasprintf("FORGE_E_%s", word);
 
-    if (fx.profile == FORGE_PROFILE_APPTAINER) {
+    if (fx.profile == FORGE_PROFILE_APPTAINER)
         cr_assert(strs_has(env, app),
                   "%s did not reach srun's environment "
                   "as APPTAINERENV_%s",
                   name, name);
-        cr_assert_not(strs_has(argv, word), "%s is in srun's argv", name);
-    } else {
-        cr_assert(strs_has(argv, word),
-                  "%s=... is not one argument of "
-                  "/usr/bin/env, byte for byte",
-                  name);
-        cr_assert_not(strs_has(env, word), "%s is in srun's environment", name);
-    }
+    else
+        cr_assert(strs_has(env, pyx),
+                  "%s did not reach srun's environment as FORGE_E_%s, byte "
+                  "for byte",
+                  name, name);
+    /* Never in srun's argv (the step's SubmitLine), in any form, nor in
+     * srun's environment under its own name. */
+    cr_assert_not(strs_contains(argv, value, wrapper),
+                  "%s's value is in srun's argv", name);
+    cr_assert_not(strs_has(env, word), "%s is in srun's environment", name);
     free(word);
     free(app);
+    free(pyx);
 }
 
-static void values_arrive(forge_runtime_profile_t profile)
+/* The names FORGE_ENV_NAMES must list: env then secret_env, request order
+ * (new). */
+static char *env_names(const forge_launch_t *l)
 {
-    fx_init(profile);
-    json_t *req = request();
-    forge_prepared_t *p = prepare(req);
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    for (size_t i = 0; i < l->env_count + l->secret_env_count; i++) {
+        const forge_kv_t *kv =
+            i < l->env_count ? &l->env[i] : &l->secret_env[i - l->env_count];
+        forge_buf_printf(&b, "%s%s", i ? " " : "", kv->key);
+    }
+    return forge_buf_take(&b);
+}
+
+/* Writes the request's credentials file and runs its script, which must
+ * succeed and remove the file before srun. */
+static void run_ok(const forge_prepared_t *p)
+{
     forge_buf_t b = FORGE_BUF_INIT;
     char *cred = credentials_path(), *err;
 
@@ -399,17 +466,31 @@ static void values_arrive(forge_runtime_profile_t profile)
     char *leaked = xasprintf("%s/leaked", fx.rec);
     cr_assert_not(exists(leaked), "srun started before the file was removed");
     assert_nothing_ran();
+    free(leaked);
+    free(err);
+    free(cred);
+    forge_buf_free(&b);
+}
 
+static void values_arrive(forge_runtime_profile_t profile)
+{
+    fx_init(profile);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+
+    run_ok(p);
     strs_t argv = read_strs("argv"), env = read_strs("env");
     char *token = at_root(TOKEN);
+    char *wrapper =
+        profile == FORGE_PROFILE_ENROOT_PYXIS ? recorded_wrapper(&argv) : NULL;
     for (size_t i = 0; i < NPAIRS(env_pairs); i++) {
         char *v = at_root(env_pairs[i].value);
-        expect_pair(&argv, &env, env_pairs[i].name, v);
+        expect_pair(&argv, wrapper, &env, env_pairs[i].name, v);
         free(v);
     }
     for (size_t i = 0; i < NPAIRS(secret_pairs); i++) {
         char *v = at_root(secret_pairs[i].value);
-        expect_pair(&argv, &env, secret_pairs[i].name, v);
+        expect_pair(&argv, wrapper, &env, secret_pairs[i].name, v);
         free(v);
     }
     /* The token: in the environment (pyxis passes the job's environment
@@ -421,22 +502,34 @@ static void values_arrive(forge_runtime_profile_t profile)
     cr_assert(strs_has(&env, apptainer ? app : plain), "the token");
     cr_assert_not(strs_has_prefix(&env, apptainer ? "FORGE_INGEST_TOKEN="
                                                   : "APPTAINERENV_"));
-    cr_assert_not(strs_has_prefix(&argv, "FORGE_INGEST_TOKEN="));
+    cr_assert_not(strs_contains(&argv, token, wrapper),
+                  "the token is in srun's argv");
+    /* enroot-pyxis: the names, once each, in the credentials' order;
+     * apptainer has no use for them. */
+    char *names = env_names(&p->request->launch);
+    char *names_var = xasprintf("FORGE_ENV_NAMES=%s", names);
+    if (apptainer) {
+        cr_assert_not(strs_has_prefix(&env, "FORGE_ENV_NAMES="));
+        cr_assert_not(strs_has_prefix(&env, "FORGE_E_"));
+    } else {
+        cr_assert(strs_has(&env, names_var), "FORGE_ENV_NAMES is not %s",
+                  names);
+    }
     /* Scratch variables do not leak into the tasks. */
     static const char *const scratch[] = {
-        "forge_k=", "forge_v=", "forge_n=", "forge_cred=", "forge_env="};
+        "forge_k=",   "forge_v=", "forge_n=",    "forge_cred=",
+        "forge_env=", "forge_e=", "forge_task=", "forge_unpack="};
     for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
         cr_assert_not(strs_has_prefix(&env, scratch[i]), "%s", scratch[i]);
 
+    free(wrapper);
+    free(names);
+    free(names_var);
     free(plain);
     free(app);
     free(token);
     free(argv.buf);
     free(env.buf);
-    free(leaked);
-    free(err);
-    free(cred);
-    forge_buf_free(&b);
     forge_prepared_destroy(p);
     json_decref(req);
 }
@@ -458,18 +551,426 @@ Test(credentials, request_env_beats_the_defaults_apptainer, .fini = fx_fini)
     fx_init(FORGE_PROFILE_APPTAINER);
     json_t *req = request();
     forge_prepared_t *p = prepare(req);
-    forge_buf_t b = FORGE_BUF_INIT;
-    char *cred = credentials_path(), *err;
 
-    cr_assert(forge_render_credentials(&p->request->launch, &b));
-    spitn(cred, b.data, b.len, 0600);
-    cr_assert_eq(run_script(p->script, &err), 0, "%s", err);
+    run_ok(p);
     strs_t env = read_strs("env");
     cr_assert(strs_has(&env, "APPTAINERENV_MASTER_PORT=12345"));
     free(env.buf);
+    forge_prepared_destroy(p);
+    json_decref(req);
+}
+
+/* ---- the enroot-pyxis task wrapper, run for real ---------------------- */
+
+/* The shells a container's /bin/sh may be: dash (Debian, Ubuntu) and bash
+ * started as sh (its POSIX mode; RHEL-like images). */
+typedef struct shell {
+    const char *path;
+    const char *argv0;
+} shell_t;
+
+static const shell_t shells[] = {{"/bin/dash", "sh"}, {"/bin/bash", "sh"}};
+#define NSHELLS (sizeof(shells) / sizeof(shells[0]))
+
+/* Runs `SHELL -c WRAPPER forge-env main '' /usr/bin/env -0` in fx.root
+ * with envp; the program's output goes to rec/task.env, the wrapper's
+ * stderr to rec/task.err (*errout, new). Returns the exit status. */
+static int run_wrapper(const shell_t *sh, const char *wrapper, char **envp,
+                       char **errout)
+{
+    char *out = xasprintf("%s/task.env", fx.rec);
+    char *log = xasprintf("%s/task.err", fx.rec);
+    char *argv[] = {(char *)sh->argv0, "-c",   (char *)wrapper,
+                    "forge-env",       "main", "",
+                    "/usr/bin/env",    "-0",   NULL};
+    int status;
+
+    unlink(out);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 ||
+            dup2(e, 2) < 0 || chdir(fx.root) != 0)
+            _exit(126);
+        execve(sh->path, argv, envp);
+        _exit(127);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    *errout = slurp(log, NULL);
+    free(out);
+    free(log);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The environment as an envp array pointing into s (new array). */
+static char **envp_of(const strs_t *s, const char *const *extra, size_t n)
+{
+    size_t count = n, k = 0;
+
+    for (size_t at = 0; at < s->len; at += strlen(s->buf + at) + 1)
+        count++;
+    char **envp = forge_xcalloc(count + 1, sizeof(*envp));
+    for (size_t i = 0; i < n; i++) /* first: they win in getenv() */
+        envp[k++] = (char *)extra[i];
+    for (size_t at = 0; at < s->len; at += strlen(s->buf + at) + 1) {
+        bool shadowed = false;
+        for (size_t i = 0; i < n; i++) {
+            size_t nl = strcspn(extra[i], "=") + 1;
+            shadowed |= !strncmp(s->buf + at, extra[i], nl);
+        }
+        if (!shadowed)
+            envp[k++] = s->buf + at;
+    }
+    return envp;
+}
+
+/* The variables the wrapper itself uses or must remove. */
+static void assert_wrapper_left_nothing(const strs_t *env)
+{
+    static const char *const gone[] = {
+        "FORGE_E_", "FORGE_ENV_NAMES=", "FORGE_R=",
+        "FORGE_N=", "FORGE_S=",         "FORGE_V="};
+
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        cr_assert_not(strs_has_prefix(env, gone[i]), "%s reached the program",
+                      gone[i]);
+}
+
+/* The rendered wrapper, from srun's argv, with srun's environment and an
+ * image that sets MASTER_PORT and NCCL_DEBUG (Pyxis applies the image's
+ * environment over the job's): every value as requested, the request's
+ * MASTER_PORT over the image's, the image's own variable kept. */
+static void wrapper_unpacks(const shell_t *sh)
+{
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+
+    run_ok(p);
+    strs_t argv = read_strs("argv"), srun_env = read_strs("env");
+    char *wrapper = recorded_wrapper(&argv), *err;
+    static const char *const image[] = {"MASTER_PORT=1", "NCCL_DEBUG=INFO"};
+    char **envp = envp_of(&srun_env, image, 2);
+
+    int rc = run_wrapper(sh, wrapper, envp, &err);
+    cr_assert_eq(rc, 0, "%s: the wrapper failed (%d): %s", sh->path, rc, err);
+    cr_assert_str_eq(err, "", "%s: the wrapper said something", sh->path);
+    assert_nothing_ran();
+    strs_t env = read_strs("task.env");
+    for (size_t i = 0; i < NPAIRS(env_pairs) + NPAIRS(secret_pairs); i++) {
+        const pair_t *pr = i < NPAIRS(env_pairs)
+                               ? &env_pairs[i]
+                               : &secret_pairs[i - NPAIRS(env_pairs)];
+        char *v = at_root(pr->value);
+        char *word = xasprintf("%s=%s", pr->name, v);
+        cr_assert(strs_has(&env, word),
+                  "%s: %s did not reach the program byte for byte", sh->path,
+                  pr->name);
+        free(word);
+        free(v);
+    }
+    char *token = at_root(TOKEN);
+    char *plain = xasprintf("FORGE_INGEST_TOKEN=%s", token);
+    cr_assert(strs_has(&env, plain), "the token");
+    cr_assert(strs_has(&env, "MASTER_PORT=12345"), "the request's value wins");
+    cr_assert(strs_has(&env, "NCCL_DEBUG=INFO"), "the image's own variable");
+    cr_assert(strs_has(&env, "FORGE_POOL=main"));
+    cr_assert(strs_has(&env, "FORGE_ROLES="));
+    assert_wrapper_left_nothing(&env);
+
+    free(plain);
+    free(token);
+    free(env.buf);
+    free(envp);
     free(err);
-    free(cred);
-    forge_buf_free(&b);
+    free(wrapper);
+    free(argv.buf);
+    free(srun_env.buf);
+    forge_prepared_destroy(p);
+    json_decref(req);
+}
+
+Test(credentials, pyxis_wrapper_unpacks_exactly_dash, .fini = fx_fini)
+{
+    wrapper_unpacks(&shells[0]);
+}
+
+Test(credentials, pyxis_wrapper_unpacks_exactly_bash_as_sh, .fini = fx_fini)
+{
+    wrapper_unpacks(&shells[1]);
+}
+
+/* The rendered wrapper (new): from a script rendered in fx's
+ * configuration, which holds it once, single-quoted and free of quotes. */
+static char *rendered_wrapper(void)
+{
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+    const char *at = strstr(p->script, "\nforge_unpack='");
+
+    cr_assert_not_null(at);
+    at += strlen("\nforge_unpack='");
+    const char *end = strchr(at, '\'');
+    cr_assert_not_null(end);
+    cr_assert_eq(end[1], '\n', "the wrapper holds no single quote");
+    char *w = forge_xstrndup(at, (size_t)(end - at));
+    forge_prepared_destroy(p);
+    json_decref(req);
+    return w;
+}
+
+/* Runs the rendered wrapper in every shell with the FORGE_ENV_NAMES and
+ * FORGE_E_ variables given (NULL-terminated "NAME=value" list, "@R@" the
+ * root); expects it to stop before the program with a `forge:` line holding
+ * why, nothing run. */
+static void wrapper_stops(const char *const *vars, const char *why)
+{
+    char *wrapper = rendered_wrapper();
+    char *envp[32];
+    size_t n = 0;
+
+    envp[n++] = forge_xstrdup("PATH=/usr/bin:/bin");
+    for (size_t i = 0; vars[i]; i++) {
+        cr_assert_lt(n, 31);
+        envp[n++] = at_root(vars[i]);
+    }
+    envp[n] = NULL;
+    for (size_t s = 0; s < NSHELLS; s++) {
+        char *err;
+        int rc = run_wrapper(&shells[s], wrapper, envp, &err);
+        char *out = xasprintf("%s/task.env", fx.rec);
+        char *got = slurp(out, NULL);
+        cr_assert_neq(rc, 0, "%s: %s: the wrapper went on", shells[s].path,
+                      why);
+        cr_assert_str_eq(got, "", "%s: %s: the program ran", shells[s].path,
+                         why);
+        cr_assert(strstr(err, "forge: ") && strstr(err, why),
+                  "%s: %s: the wrapper says: %s", shells[s].path, why, err);
+        assert_nothing_ran();
+        free(out);
+        free(got);
+        free(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(envp[i]);
+    free(wrapper);
+}
+
+/* FORGE_ENV_NAMES holding a name that is no name: never evaluated. */
+static const char *const bad_list_names[] = {
+    "$(touch X)",
+    "$(touch @R@/X)",
+    "`touch @R@/X`",
+    "A;touch @R@/X",
+    "a[$(touch @R@/X)]",
+    "${X:=$(touch @R@/X)}",
+    "A=B",
+    "A-B",
+    "1A",
+    "*",
+    "?",
+    "A\nB",
+    "A\tB",
+    "\xc3\xa9t\xc3\xa9",
+    "A'B",
+    "A\"B",
+    "\\",
+    "FORGE_R",
+    "FORGE_ENV_NAMES",
+    "FORGE_E_A",
+    "FORGE_POOL",
+};
+
+Test(credentials, pyxis_wrapper_stops_at_bad_names, .fini = fx_fini,
+     .timeout = 60)
+{
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    for (size_t i = 0; i < NPAIRS(bad_list_names); i++) {
+        /* The bad name after a good one, so nothing is exported before. */
+        char *list = xasprintf("FORGE_ENV_NAMES=GOOD %s", bad_list_names[i]);
+        char *var =
+            xasprintf("FORGE_E_%s=$(touch @R@/p-name)", bad_list_names[i]);
+        const char *vars[] = {list, "FORGE_E_GOOD=$(touch @R@/p-env)", var,
+                              NULL};
+        wrapper_stops(vars, "malformed name");
+        free(list);
+        free(var);
+    }
+    /* Blanks where a name should be. */
+    static const char *const blank_lists[] = {"FORGE_ENV_NAMES= GOOD",
+                                              "FORGE_ENV_NAMES=GOOD  OTHER",
+                                              "FORGE_ENV_NAMES= "};
+    for (size_t i = 0; i < NPAIRS(blank_lists); i++) {
+        const char *vars[] = {blank_lists[i], "FORGE_E_GOOD=g",
+                              "FORGE_E_OTHER=o", NULL};
+        wrapper_stops(vars, "malformed name");
+    }
+}
+
+Test(credentials, pyxis_wrapper_stops_at_names_the_shell_owns, .fini = fx_fini,
+     .timeout = 60)
+{
+    static const char *const owned[] = {
+        "RANDOM", "SECONDS", "LINENO", "OPTIND",    "PPID",
+        "UID",    "SHLVL",   "GROUPS", "BASH_ARGV", "_"};
+
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    for (size_t i = 0; i < NPAIRS(owned); i++) {
+        char *list = xasprintf("FORGE_ENV_NAMES=GOOD %s", owned[i]);
+        char *var = xasprintf("FORGE_E_%s=5", owned[i]);
+        const char *vars[] = {list, "FORGE_E_GOOD=g", var, NULL};
+        wrapper_stops(vars, "belongs to the shell");
+        free(list);
+        free(var);
+    }
+}
+
+/* A FORGE_E_ variable that did not reach the container (a site that
+ * filters the job's environment, say): the task stops instead of running
+ * without it. */
+Test(credentials, pyxis_wrapper_stops_when_a_value_is_missing, .fini = fx_fini)
+{
+    static const char *const vars[] = {"FORGE_ENV_NAMES=GOOD ABSENT",
+                                       "FORGE_E_GOOD=g", NULL};
+
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    wrapper_stops(vars, "FORGE_E_ABSENT did not reach the container");
+}
+
+/* Hostile values, and names that mean something to a shell, a loader or
+ * the runtimes (exported only inside the container, after the shell
+ * started): byte for byte, never evaluated, with dash and bash as sh. */
+Test(credentials, pyxis_wrapper_passes_hostile_values, .fini = fx_fini,
+     .timeout = 60)
+{
+    static const pair_t pairs[] = {
+        {"V1", "$(touch @R@/p-env)"},
+        {"V2", "`touch @R@/p-env2`"},
+        {"V3", "\n$(touch @R@/p-secret)\n\n"},
+        {"V4", "'"},
+        {"V5", "\""},
+        {"V6", "\\"},
+        {"V7", "${IFS}$((1+1))${X:=$(touch @R@/p-semi)}"},
+        {"V8", "!"},
+        {"V9", "("},
+        {"V10", "-n"},
+        {"V11", "="},
+        {"V12", "*"},
+        {"V13", "~"},
+        {"V14", " a  b\tc "},
+        {"V15", ""},
+        {"V16", "x\" ]; touch @R@/p-name; [ \"x"},
+        {"_x", "underscore"},
+        {"lower_case", "l"},
+        {"DUP", "once"},
+        {"IFS", ":"},
+        {"PATH", "/nonexistent:$(touch @R@/X)"},
+        {"ENV", "@R@/evil.sh"},
+        {"BASH_ENV", "@R@/evil.sh"},
+        {"LD_PRELOAD", "/nonexistent/forge-test.so"},
+        {"SRUN_CPUS_PER_TASK", "99"},
+        {"ENROOT_ROOTFS", "/nonexistent"},
+        {"POSIXLY_CORRECT", "1"},
+        {"PS4", "$(touch @R@/X)"},
+        {"PWD", "/nonexistent"},
+        {"LC_ALL", "C"},
+    };
+
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    char *evil = xasprintf("%s/evil.sh", fx.root);
+    char *evil_text = xasprintf("touch '%s/X'\n", fx.root);
+    spitn(evil, evil_text, strlen(evil_text), 0755);
+    char *wrapper = rendered_wrapper();
+    forge_buf_t names = FORGE_BUF_INIT;
+    char *envp[NPAIRS(pairs) + 4], *want[NPAIRS(pairs)];
+    size_t n = 0;
+
+    for (size_t i = 0; i < NPAIRS(pairs); i++) {
+        char *v = at_root(pairs[i].value);
+        forge_buf_printf(&names, "%s ", pairs[i].name);
+        envp[n++] = xasprintf("FORGE_E_%s=%s", pairs[i].name, v);
+        want[i] = xasprintf("%s=%s", pairs[i].name, v);
+        free(v);
+    }
+    forge_buf_puts(&names, "DUP"); /* listed twice: exported once */
+    envp[n++] = xasprintf("FORGE_ENV_NAMES=%s", forge_buf_str(&names));
+    envp[n++] = forge_xstrdup("HOME=/");
+    envp[n] = NULL;
+    for (size_t s = 0; s < NSHELLS; s++) {
+        char *err;
+        int rc = run_wrapper(&shells[s], wrapper, envp, &err);
+        cr_assert_eq(rc, 0, "%s: the wrapper failed (%d): %s", shells[s].path,
+                     rc, err);
+        assert_nothing_ran();
+        strs_t env = read_strs("task.env");
+        for (size_t i = 0; i < NPAIRS(pairs); i++)
+            cr_assert(strs_has(&env, want[i]),
+                      "%s: %s did not reach the program byte for byte",
+                      shells[s].path, pairs[i].name);
+        size_t dups = 0;
+        for (size_t at = 0; at < env.len; at += strlen(env.buf + at) + 1)
+            dups += forge_str_starts_with(env.buf + at, "DUP=");
+        cr_assert_eq(dups, 1);
+        assert_wrapper_left_nothing(&env);
+        free(env.buf);
+        free(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(envp[i]);
+    for (size_t i = 0; i < NPAIRS(pairs); i++)
+        free(want[i]);
+    forge_buf_free(&names);
+    free(wrapper);
+    free(evil);
+    free(evil_text);
+}
+
+/* No pairs at all (a request without env, secret_env or token): the
+ * wrapper has nothing to unpack and runs the program. */
+Test(credentials, pyxis_wrapper_without_names_runs_the_program, .fini = fx_fini)
+{
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    char *wrapper = rendered_wrapper(), *err;
+    char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+
+    for (size_t s = 0; s < NSHELLS; s++) {
+        cr_assert_eq(run_wrapper(&shells[s], wrapper, envp, &err), 0, "%s",
+                     err);
+        strs_t env = read_strs("task.env");
+        cr_assert(strs_has(&env, "FORGE_POOL=main"));
+        assert_wrapper_left_nothing(&env);
+        free(env.buf);
+        free(err);
+    }
+    free(wrapper);
+}
+
+/* The request's MASTER_PORT beats the script's default in the container
+ * too: srun gets the default under its own name, the task the request's. */
+Test(credentials, request_env_beats_the_defaults_pyxis, .fini = fx_fini)
+{
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+
+    run_ok(p);
+    strs_t argv = read_strs("argv"), srun_env = read_strs("env");
+    cr_assert(strs_has(&srun_env, "MASTER_PORT=24242"), "the default");
+    cr_assert(strs_has(&srun_env, "FORGE_E_MASTER_PORT=12345"));
+    char *wrapper = recorded_wrapper(&argv), *err;
+    char **envp = envp_of(&srun_env, NULL, 0);
+    cr_assert_eq(run_wrapper(&shells[0], wrapper, envp, &err), 0, "%s", err);
+    strs_t env = read_strs("task.env");
+    cr_assert(strs_has(&env, "MASTER_PORT=12345"));
+    free(env.buf);
+    free(envp);
+    free(err);
+    free(wrapper);
+    free(argv.buf);
+    free(srun_env.buf);
     forge_prepared_destroy(p);
     json_decref(req);
 }
