@@ -5,7 +5,10 @@
  * bash -n passes, paths are cluster-side, every het component carries
  * environment and working directory, the ingest token and the env and
  * secret_env values are nowhere in the script or the submit body (they are
- * in the credentials file, whose bytes are checked too).
+ * in the credentials file, whose bytes are checked too), and enroot-pyxis
+ * tasks start through one constant /bin/sh wrapper that dash accepts.
+ * (test_render_credentials and test_render_hostile run the scripts and
+ * check srun's argv.)
  *
  * FORGE_UPDATE_GOLDEN=1 rewrites the expected files (review the diff!).
  */
@@ -272,6 +275,74 @@ Test(render, env_values_and_the_token_are_nowhere_in_script_or_body)
         forge_config_destroy(cfg);
     }
     cr_assert_eq(with_secrets, 4, "both profiles, single and het, have some");
+}
+
+/* The text of forge_unpack='...' in a script (new): single-quoted, so it
+ * must hold no single quote. */
+static char *unpack_wrapper(const char *script)
+{
+    const char *at = strstr(script, "\nforge_unpack='");
+
+    cr_assert_not_null(at, "no forge_unpack");
+    at += strlen("\nforge_unpack='");
+    const char *end = strchr(at, '\'');
+    cr_assert_not_null(end);
+    cr_assert_eq(end[1], '\n', "the wrapper holds a single quote");
+    cr_assert_null(strstr(end, "\nforge_unpack="), "defined once");
+    return forge_xstrndup(at, (size_t)(end - at));
+}
+
+/* `SHELL -n -c TEXT`: the shell accepts the syntax. */
+static void assert_sh_syntax(const char *shell, const char *argv0,
+                             const char *text)
+{
+    int status;
+    pid_t pid = fork();
+
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execl(shell, argv0, "-n", "-c", text, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s -n refused the wrapper:\n%s", shell, text);
+}
+
+/* enroot-pyxis: every pool's task is `/bin/sh -c "$forge_unpack" forge-env
+ * POOL ROLES ARGV...`; the wrapper is the same text whatever the request
+ * (no request data in it) and POSIX sh; nothing of the request's env is in
+ * the task line (no /usr/bin/env NAME=value, no array expansion). */
+Test(render, pyxis_tasks_start_through_one_constant_wrapper)
+{
+    static const char *const pyxis[] = {"pyxis-single", "pyxis-het",
+                                        "pyxis-64x8"};
+    char *first = NULL;
+
+    for (size_t i = 0; i < 3; i++) {
+        forge_prepared_t *p = render_case(pyxis[i]);
+        size_t tasks = 0;
+        for (const char *at = p->script;
+             (at = strstr(at, " \\\n    /bin/sh -c \"$forge_unpack\" "
+                              "forge-env '"));
+             at++)
+            tasks++;
+        cr_assert_eq(tasks, p->request->launch.pool_count, "%s", pyxis[i]);
+        cr_assert_null(strstr(p->script, "/usr/bin/env"), "%s", pyxis[i]);
+        cr_assert_null(strstr(p->script, "forge_env"), "%s", pyxis[i]);
+        char *w = unpack_wrapper(p->script);
+        if (!first) {
+            first = w;
+            assert_sh_syntax("/bin/dash", "sh", w);
+            assert_sh_syntax("/bin/bash", "sh", w);
+        } else {
+            cr_assert_str_eq(w, first, "%s: another wrapper", pyxis[i]);
+            free(w);
+        }
+        forge_prepared_destroy(p);
+    }
+    cr_assert_null(strstr(first, "llama"), "request data in the wrapper");
+    free(first);
 }
 
 Test(render, every_component_has_what_slurmctld_demands)

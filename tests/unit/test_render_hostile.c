@@ -13,7 +13,11 @@
  *       must arrive as requested, env and secret_env values and the
  *       ingest token only through the credentials file (which the script
  *       removes before srun starts), the token only in the environment,
- *       and nothing else may run (no canary file appears);
+ *       env values in srun's environment only under a prefix
+ *       (APPTAINERENV_<NAME>, or FORGE_E_<NAME> that the enroot-pyxis task
+ *       wrapper unpacks; never in srun's argv, which Slurm keeps as the
+ *       step's SubmitLine), and nothing else may run (no canary file
+ *       appears);
  *   (c) what cannot be passed safely is refused with the contract's code
  *       and the JSON path of the value.
  * Scenarios named "*_or_refused" accept either outcome: a refusal with the
@@ -471,15 +475,14 @@ static int jint(const json_t *o, const char *key, int dflt)
     return v ? (int)json_integer_value(v) : dflt;
 }
 
-/* srun's whole argv; the apptainer wrapper text is NULL (any). */
+/* srun's whole argv; the task wrappers' text (apptainer's forge_task,
+ * enroot-pyxis' forge_unpack) is "(the task wrapper)" at wrapper_at[]. */
 static void expected_srun_argv(const json_t *req, strv_t *out,
                                size_t *wrapper_at, size_t *nwrappers)
 {
     json_t *pools = json_object_get(req, "pools");
     json_t *mounts = json_object_get(req, "mounts");
     json_t *command = json_object_get(req, "command");
-    json_t *maps[] = {json_object_get(req, "env"),
-                      json_object_get(req, "secret_env")};
     const char *workdir = jget(req, "workdir");
     char *image = xasprintf("%s/runtimes/%s", fx.storage,
                             jget(json_object_get(req, "image"), "path"));
@@ -556,17 +559,13 @@ static void expected_srun_argv(const json_t *req, strv_t *out,
             if (workdir)
                 sv_pushf(out, "--container-workdir=%s", workdir);
             sv_push(out, "--no-container-mount-home");
-            sv_push(out, "/usr/bin/env");
-            sv_pushf(out, "FORGE_POOL=%s", jget(pool, "name"));
-            sv_pushf(out, "FORGE_ROLES=%s", roles);
-            const char *k;
-            json_t *v;
-            for (size_t m = 0; m < 2; m++) { /* the credentials' order */
-                json_object_foreach(maps[m], k, v)
-                {
-                    sv_pushf(out, "%s=%s", k, json_string_value(v));
-                }
-            }
+            sv_push(out, "/bin/sh");
+            sv_push(out, "-c");
+            wrapper_at[(*nwrappers)++] = out->n;
+            sv_push(out, "(the task wrapper)");
+            sv_push(out, "forge-env");
+            sv_push(out, jget(pool, "name"));
+            sv_push(out, roles);
         }
         for (size_t a = 0; a < json_array_size(command); a++)
             sv_push(out, json_string_value(json_array_get(command, a)));
@@ -1036,6 +1035,81 @@ static char *const *job_env(const json_t *req, strv_t *env)
     return env->v;
 }
 
+/* Names the job itself has in srun's environment (a request's value for
+ * one of them reaches the tasks over it, never as it). */
+static bool host_var(const char *name)
+{
+    static const char *const host[] = {
+        "PATH",       "HOME",   "PWD",         "OLDPWD",
+        "SHLVL",      "_",      "MASTER_ADDR", "MASTER_PORT",
+        "WORLD_SIZE", "NNODES", "FAKE_REC_DIR"};
+
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        if (!strcmp(name, host[i]))
+            return true;
+    return false;
+}
+
+/* srun's environment: every env and secret_env pair under the profile's
+ * prefix, byte for byte (enroot-pyxis: FORGE_E_<NAME>, the names once each
+ * in FORGE_ENV_NAMES, credentials order; apptainer: APPTAINERENV_<NAME>),
+ * none under its own name, where srun, Pyxis, enroot or ld.so would read
+ * it; the token as FORGE_INGEST_TOKEN (pyxis) or APPTAINERENV_ (apptainer). */
+static void check_srun_env(const json_t *req, const char *token)
+{
+    static const char *const maps[] = {"env", "secret_env"};
+    bool pyxis = fx.profile == FORGE_PROFILE_ENROOT_PYXIS;
+    const char *prefix = pyxis ? "FORGE_E_" : "APPTAINERENV_";
+    char path[PATH_MAX];
+    strv_t env = {0};
+    size_t len;
+    const char *k;
+    json_t *v;
+    char *names = forge_xstrdup("");
+
+    snprintf(path, sizeof(path), "%s/srun.environ", fx.rec);
+    char *buf = slurp(path, &len);
+    sv_split0(&env, buf, len);
+    free(buf);
+    for (size_t m = 0; m < 2; m++) {
+        json_object_foreach(json_object_get(req, maps[m]), k, v)
+        {
+            char *pname = xasprintf("%s%s", prefix, k);
+            const char *got = env_get(&env, pname);
+            cr_assert(got && !strcmp(got, json_string_value(v)),
+                      "%s %s: srun's environment has %s=%s", maps[m], k, pname,
+                      shows(got));
+            if (!host_var(k))
+                cr_assert_null(env_get(&env, k),
+                               "%s %s is in srun's environment under its "
+                               "own name",
+                               maps[m], k);
+            char *next = xasprintf("%s%s%s", names, names[0] ? " " : "", k);
+            free(names);
+            names = next;
+            free(pname);
+        }
+    }
+    /* (No pairs at all: no credentials file, nothing to list.) */
+    const char *listed = env_get(&env, "FORGE_ENV_NAMES");
+    if (pyxis && (names[0] || token))
+        cr_assert(listed && !strcmp(listed, names),
+                  "FORGE_ENV_NAMES is %s, not %s", shows(listed), shows(names));
+    else
+        cr_assert_null(listed);
+    for (size_t i = 0; !pyxis && i < env.n; i++)
+        cr_assert_not(forge_str_starts_with(env.v[i], "FORGE_E_"));
+    const char *tok = env_get(&env, pyxis ? "FORGE_INGEST_TOKEN"
+                                          : "APPTAINERENV_FORGE_INGEST_TOKEN");
+    if (token)
+        cr_assert(tok && !strcmp(tok, token),
+                  "the token in srun's environment: %s", shows(tok));
+    else
+        cr_assert_null(tok);
+    free(names);
+    sv_free(&env);
+}
+
 /*
  * Renders req, checks the script and payload, runs the script, and checks
  * everything the stand-ins and the recorder saw. If `refusal` is set, a
@@ -1122,6 +1196,7 @@ static bool render_and_run(json_t *req, const char *refusal, const char *field)
                  want.n);
     sv_free(&want);
     sv_free(&got);
+    check_srun_env(req, token);
 
     /* Mounts as the runtime understood them. */
     strv_t files = {0};
@@ -1432,10 +1507,18 @@ static void hostile_corpus(forge_runtime_profile_t profile, bool het)
     /* Env values reach the job through the credentials file alone. */
     static const char *const only_in_env[] = {"ENV-ONLY-4f2a",
                                               "SECRET-ONLY-9b1c"};
+    char *argv_path = xasprintf("%s/srun.argv", fx.rec);
+    size_t argv_len;
+    char *argv = slurp(argv_path, &argv_len);
     for (size_t i = 0; i < 2; i++) {
         cr_assert_null(strstr(p->script, only_in_env[i]));
         cr_assert_null(strstr(payload, only_in_env[i]));
+        cr_assert(!contains(argv, argv_len, only_in_env[i]),
+                  "%s is in srun's argv (the step's SubmitLine)",
+                  only_in_env[i]);
     }
+    free(argv);
+    free(argv_path);
     free(payload);
     free(text);
     forge_prepared_destroy(p);
@@ -1649,6 +1732,36 @@ Test(hostile, env_names_apptainer_or_refused, .fini = fx_fini, .timeout = 60)
 Test(hostile, env_names_pyxis_or_refused, .fini = fx_fini, .timeout = 60)
 {
     apptainer_env_names(FORGE_PROFILE_ENROOT_PYXIS);
+}
+
+/* Names srun, Pyxis, enroot or the dynamic loader read from srun's
+ * environment: a request may set them for its program, and they must reach
+ * it exactly, but never srun (the stand-in stops if one reaches it). */
+static void runtime_names(forge_runtime_profile_t profile)
+{
+    fx_init(profile);
+    json_t *req = base_request(true);
+    char *preload = with_canary("@C@/p-preload.so", fx.canary);
+
+    add_env(req, "LD_PRELOAD", preload);
+    add_env(req, "LD_LIBRARY_PATH", "/nonexistent/lib");
+    add_env(req, "SRUN_CPUS_PER_TASK", "99");
+    add_env(req, "PYXIS_CONTAINER_IMAGE", "/nonexistent.sqsh");
+    add_secret_env(req, "ENROOT_ROOTFS", "/nonexistent/rootfs");
+    add_secret_env(req, "SRUN_EXPORT_ENV", "NONE");
+    cr_assert(render_and_run(req, NULL, NULL));
+    free(preload);
+    json_decref(req);
+}
+
+Test(hostile, runtime_names_stay_inert_apptainer, .fini = fx_fini,
+     .timeout = 60)
+{
+    runtime_names(FORGE_PROFILE_APPTAINER);
+}
+Test(hostile, runtime_names_stay_inert_pyxis, .fini = fx_fini, .timeout = 60)
+{
+    runtime_names(FORGE_PROFILE_ENROOT_PYXIS);
 }
 
 /* ---- (c) refused, with the code and the JSON path --------------------- */
