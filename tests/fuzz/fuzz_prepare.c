@@ -9,10 +9,19 @@
  *    environment, hostname) and the credentials file the worker writes
  *    (forge_render_credentials) does not hand srun exactly the argv and
  *    environment the request asks for: every request value one word, byte
- *    for byte; env and secret_env values in /usr/bin/env's argv
- *    (enroot-pyxis) or as APPTAINERENV_<NAME> (apptainer), the token in the
- *    environment only; or the credentials file is still there when srun
- *    starts, or after the script;
+ *    for byte; env and secret_env values in srun's environment only, as
+ *    FORGE_E_<NAME> listed in FORGE_ENV_NAMES (enroot-pyxis) or as
+ *    APPTAINERENV_<NAME> (apptainer), never in srun's argv (the step's
+ *    SubmitLine) nor under their own names; the token in the environment
+ *    only; or the credentials file is still there when srun starts, or
+ *    after the script;
+ *  - enroot-pyxis: the task wrapper srun got (/bin/sh -c "$forge_unpack"),
+ *    run with this machine's /bin/sh and srun's environment, does not hand
+ *    the program every env and secret_env value byte for byte, its pool
+ *    and roles, and nothing of its own (FORGE_E_*, FORGE_ENV_NAMES); it may
+ *    only stop, with its `forge:` line, for a name the shell owns (skipped
+ *    when the request sets an LD_* name, which would steer the loader of the
+ *    stand-in program);
  *  - a lone ":" reaches srun's argv outside the component separators (srun
  *    splits heterogeneous components on it anywhere); set
  *    FORGE_FUZZ_ALLOW_LONE_COLON=1 to skip this one check;
@@ -339,8 +348,8 @@ static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
     return spec;
 }
 
-/* srun's argv as the request asks for it; NULL marks the apptainer task
- * wrapper (a constant of render.c). */
+/* srun's argv as the request asks for it; NULL marks the task wrapper
+ * (apptainer's or enroot-pyxis', a constant of render.c). */
 static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
                           words_t *w)
 {
@@ -405,15 +414,12 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
             if (l->workdir)
                 pushf(w, "--container-workdir=%s", l->workdir);
             pushf(w, "--no-container-mount-home");
-            pushf(w, "/usr/bin/env");
-            pushf(w, "FORGE_POOL=%s", pool->name);
-            pushf(w, "FORGE_ROLES=%s", roles);
-            /* From the credentials file, in its order; the token is not
-             * one of them (it is in the environment). */
-            for (size_t e = 0; e < l->env_count; e++)
-                pushf(w, "%s=%s", l->env[e].key, l->env[e].value);
-            for (size_t e = 0; e < l->secret_env_count; e++)
-                pushf(w, "%s=%s", l->secret_env[e].key, l->secret_env[e].value);
+            pushf(w, "/bin/sh");
+            pushf(w, "-c");
+            push(w, NULL);
+            pushf(w, "forge-env");
+            pushf(w, "%s", pool->name);
+            pushf(w, "%s", roles);
         }
         for (size_t a = 0; a < l->command_count; a++) {
             if (!allow_lone_colon && !strcmp(l->command[a], ":")) {
@@ -542,23 +548,194 @@ static void expect_in_env(const char *env, size_t len, const char *script,
     free(want);
 }
 
-/* srun's environment: apptainer gets every pair of the credentials file as
- * APPTAINERENV_<NAME>; enroot-pyxis the token as FORGE_INGEST_TOKEN (its
- * env values are in /usr/bin/env's argv, checked with the argv). */
+/* The value of name in a NUL-separated environment, or NULL. */
+static const char *env_value(const char *env, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (size_t at = 0; at < len; at += strlen(env + at) + 1)
+        if (!strncmp(env + at, name, n) && env[at + n] == '=')
+            return env + at + n + 1;
+    return NULL;
+}
+
+/* Names the job itself has in srun's environment. */
+static bool host_var(const char *name)
+{
+    static const char *const host[] = {
+        "PATH",        "PWD",         "OLDPWD",     "SHLVL",  "_",
+        "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NNODES", "HOME"};
+
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        if (!strcmp(name, host[i]))
+            return true;
+    return false;
+}
+
+static void env_fail(const char *script, const char *what, const char *name,
+                     const char *value)
+{
+    dump_script(script);
+    fprintf(stderr, "fuzz_prepare: srun's environment: %s %s", what, name);
+    fprintf(stderr, " (value %s)\n", shown(value));
+    abort();
+}
+
+/* One env or secret_env pair in srun's environment: under the profile's
+ * prefix, byte for byte, and not under its own name (srun, Pyxis, enroot or
+ * ld.so would read it there). */
+static void check_env_pair(const char *env, size_t len, const char *script,
+                           const char *prefix, const forge_kv_t *kv)
+{
+    char *pname;
+
+    if (asprintf(&pname, "%s%s", prefix, kv->key) < 0)
+        abort();
+    const char *got = env_value(env, len, pname);
+    if (!got || strcmp(got, kv->value) != 0)
+        env_fail(script, "lacks the value of", pname, kv->value);
+    if (!host_var(kv->key) && env_value(env, len, kv->key))
+        env_fail(script, "has, under its own name,", kv->key, kv->value);
+    free(pname);
+}
+
+/* srun's environment: every pair of the credentials file under a prefix
+ * (apptainer: APPTAINERENV_<NAME>; enroot-pyxis: FORGE_E_<NAME>, the names
+ * in FORGE_ENV_NAMES in the file's order), the token as FORGE_INGEST_TOKEN
+ * (enroot-pyxis) or APPTAINERENV_FORGE_INGEST_TOKEN. */
 static void check_srun_env(const forge_launch_t *l, const forge_config_t *cfg,
                            const char *env, size_t len, const char *script)
 {
     bool apptainer = cfg->runtime_profile == FORGE_PROFILE_APPTAINER;
-    const char *prefix = apptainer ? "APPTAINERENV_" : "";
+    const char *prefix = apptainer ? "APPTAINERENV_" : "FORGE_E_";
+    forge_buf_t names = FORGE_BUF_INIT;
 
     if (l->ingest_token)
-        expect_in_env(env, len, script, prefix, "FORGE_INGEST_TOKEN",
-                      l->ingest_token);
-    for (size_t i = 0; apptainer && i < l->env_count; i++)
-        expect_in_env(env, len, script, prefix, l->env[i].key, l->env[i].value);
-    for (size_t i = 0; apptainer && i < l->secret_env_count; i++)
-        expect_in_env(env, len, script, prefix, l->secret_env[i].key,
-                      l->secret_env[i].value);
+        expect_in_env(env, len, script, apptainer ? "APPTAINERENV_" : "",
+                      "FORGE_INGEST_TOKEN", l->ingest_token);
+    for (size_t i = 0; i < l->env_count + l->secret_env_count; i++) {
+        const forge_kv_t *kv =
+            i < l->env_count ? &l->env[i] : &l->secret_env[i - l->env_count];
+        check_env_pair(env, len, script, prefix, kv);
+        forge_buf_printf(&names, "%s%s", i ? " " : "", kv->key);
+    }
+    const char *listed = env_value(env, len, "FORGE_ENV_NAMES");
+    bool file = l->ingest_token || l->env_count || l->secret_env_count;
+    if (!apptainer && file
+            ? !listed || strcmp(listed, forge_buf_str(&names)) != 0
+            : listed != NULL)
+        env_fail(script, "FORGE_ENV_NAMES is wrong:", listed ? listed : "-",
+                 forge_buf_str(&names));
+    forge_buf_free(&names);
+}
+
+/* The i-th pair of the credentials file after the token: env, then
+ * secret_env. */
+static const forge_kv_t *pair_at(const forge_launch_t *l, size_t i)
+{
+    return i < l->env_count ? &l->env[i] : &l->secret_env[i - l->env_count];
+}
+
+static void task_fail(const char *script, const char *what, const char *a,
+                      const char *b)
+{
+    dump_script(script);
+    fprintf(stderr, "fuzz_prepare: the pyxis task %s %s", what, shown(a));
+    fprintf(stderr, " (%s)\n", shown(b));
+    abort();
+}
+
+/* Whether the wrapper's stderr starts with its refusal of a name the shell
+ * owns, for one of the request's names. */
+static bool refused_shell_name(const forge_launch_t *l, const char *err)
+{
+    for (size_t i = 0; i < l->env_count + l->secret_env_count; i++) {
+        char *line;
+        bool yes;
+        if (asprintf(&line, "forge: %s belongs to the shell",
+                     pair_at(l, i)->key) < 0)
+            abort();
+        yes = !strncmp(err, line, strlen(line));
+        free(line);
+        if (yes)
+            return true;
+    }
+    return false;
+}
+
+/* Runs the enroot-pyxis task wrapper as Pyxis would start it in the
+ * container (srun's environment; this machine's /bin/sh) with /usr/bin/env
+ * -0 as the program, and compares what that program got. */
+static void check_pyxis_wrapper(const forge_launch_t *l, const char *wrapper,
+                                const char *srun_env, size_t srun_env_len,
+                                const char *script)
+{
+    size_t pairs = l->env_count + l->secret_env_count, n = 0, got_len, err_len;
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int status = 0;
+
+    for (size_t i = 0; i < pairs; i++)
+        if (forge_str_starts_with(pair_at(l, i)->key, "LD_"))
+            return; /* it would steer /usr/bin/env's loader */
+    char *roles = roles_of(l, l->pools[0].name);
+    char *argv[] = {"sh",
+                    "-c",
+                    (char *)wrapper,
+                    "forge-env",
+                    l->pools[0].name,
+                    roles,
+                    "/usr/bin/env",
+                    "-0",
+                    NULL};
+    for (size_t at = 0; at < srun_env_len; at += strlen(srun_env + at) + 1)
+        n++;
+    char **envp = forge_xcalloc(n + 1, sizeof(*envp));
+    n = 0;
+    for (size_t at = 0; at < srun_env_len; at += strlen(srun_env + at) + 1)
+        envp[n++] = (char *)srun_env + at;
+    int ofd = memfd_with("forge-task-out", NULL);
+    int efd = memfd_with("forge-task-err", NULL);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    if (posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, envp) != 0)
+        die("posix_spawn /bin/sh");
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    char *got = memfd_read(ofd, &got_len);
+    char *err = memfd_read(efd, &err_len);
+    close(ofd);
+    close(efd);
+    free(envp);
+
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        /* Allowed: refusing a name the shell owns, and only that. */
+        if (!refused_shell_name(l, err))
+            task_fail(script, "wrapper failed:", err, "not a refusal");
+    } else {
+        for (size_t i = 0; i < pairs; i++) {
+            const forge_kv_t *kv = pair_at(l, i);
+            const char *v = env_value(got, got_len, kv->key);
+            if (!v || strcmp(v, kv->value) != 0)
+                task_fail(script, kv->key, v, kv->value);
+        }
+        const char *pool = env_value(got, got_len, "FORGE_POOL");
+        const char *got_roles = env_value(got, got_len, "FORGE_ROLES");
+        if (!pool || strcmp(pool, l->pools[0].name) != 0)
+            task_fail(script, "FORGE_POOL", pool, l->pools[0].name);
+        if (!got_roles || strcmp(got_roles, roles) != 0)
+            task_fail(script, "FORGE_ROLES", got_roles, roles);
+        for (size_t at = 0; at < got_len; at += strlen(got + at) + 1)
+            if (forge_str_starts_with(got + at, "FORGE_E_") ||
+                forge_str_starts_with(got + at, "FORGE_ENV_NAMES="))
+                task_fail(script, "got", got + at, "the wrapper's own");
+    }
+    free(got);
+    free(err);
+    free(roles);
 }
 
 /* Runs the script with stand-ins and its credentials file and compares
@@ -615,6 +792,9 @@ static void check_srun_argv(const forge_prepared_t *p,
                 want.n);
         abort();
     }
+    if (cfg->runtime_profile == FORGE_PROFILE_ENROOT_PYXIS)
+        check_pyxis_wrapper(&p->request->launch, wrapper, env, env_len,
+                            p->script);
     words_free(&want);
     free(out);
     free(err);
