@@ -1130,6 +1130,43 @@ Test(credentials, missing_file_stops_the_job_pyxis, .fini = fx_fini)
     crafted(FORGE_PROFILE_ENROOT_PYXIS, NULL, 0, false, "is missing");
 }
 
+/* A name twice in the file (the worker never writes that): enroot-pyxis
+ * lists it once in FORGE_ENV_NAMES and the later value wins, as it does in
+ * apptainer's APPTAINERENV_. */
+static void repeated_name(forge_runtime_profile_t profile)
+{
+    static const char file[] = "FORGE_INGEST_TOKEN\0t\0"
+                               "A\0first\0A\0second\0" GOOD_TAIL;
+    fx_init(profile);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+    char *cred = credentials_path(), *err;
+
+    spitn(cred, file, sizeof(file) - 1, 0600);
+    cr_assert_eq(run_script(p->script, &err), 0, "%s", err);
+    strs_t env = read_strs("env");
+    bool apptainer = profile == FORGE_PROFILE_APPTAINER;
+    cr_assert(strs_has(&env, apptainer ? "APPTAINERENV_A=second"
+                                       : "FORGE_E_A=second"));
+    if (!apptainer)
+        cr_assert(strs_has(&env, "FORGE_ENV_NAMES=A B C D E F G H I"));
+    free(env.buf);
+    free(err);
+    free(cred);
+    forge_prepared_destroy(p);
+    json_decref(req);
+}
+
+Test(credentials, repeated_name_later_value_wins_apptainer, .fini = fx_fini)
+{
+    repeated_name(FORGE_PROFILE_APPTAINER);
+}
+
+Test(credentials, repeated_name_later_value_wins_pyxis, .fini = fx_fini)
+{
+    repeated_name(FORGE_PROFILE_ENROOT_PYXIS);
+}
+
 /* The request above really has 11 pairs (the crafted files rely on it). */
 Test(credentials, the_request_has_eleven_pairs, .fini = fx_fini)
 {
