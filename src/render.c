@@ -2,10 +2,15 @@
  * render.c - batch script and submit body of a launch (render.h).
  *
  * The script, top to bottom: identity and layout variables, rendezvous
- * variables derived from Slurm's own, ingest credentials read from a file,
- * the request's environment (never visible to host programs), then one
- * `exec srun` with one component per pool. Every request value goes through
- * forge_shell_quote(); numbers are printed from ints.
+ * variables derived from Slurm's own, the credentials (ingest token and the
+ * request's env and secret_env, read from the 0600 file of
+ * forge_render_credentials() and removed), the ingest endpoint, the
+ * container's environment (never visible to host programs under its own
+ * names), then one `exec srun` with one component per pool. Every request
+ * value in the script goes through forge_shell_quote(); numbers are printed
+ * from ints; env values and the token are never in it, nor in srun's argv
+ * (which Slurm keeps as the step's SubmitLine): they travel in the job's
+ * environment under prefixed names.
  */
 #include "render.h"
 #include "buf.h"
@@ -16,6 +21,22 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The characters of an environment name, spelled out (a bracket range
+ * could mean more in some shell's locale). */
+#define FORGE_NAME_CHARS                                                       \
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+/* Names /bin/sh owns (dash, and bash, which is /bin/sh in some images):
+ * computed on each read, read-only, arrays, or set again on exec (SHLVL,
+ * _), so an export would not reach the program as given; a case pattern. */
+#define FORGE_SHELL_OWNED_NAMES                                                \
+    "BASHOPTS | BASHPID | BASH_ALIASES | BASH_ARGC | BASH_ARGV | "             \
+    "BASH_CMDS | BASH_COMMAND | BASH_LINENO | BASH_MONOSECONDS | "             \
+    "BASH_REMATCH | BASH_SOURCE | BASH_SUBSHELL | BASH_TRAPSIG | "             \
+    "BASH_VERSINFO | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | "        \
+    "FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | "     \
+    "RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _"
 
 /* The wrapper each apptainer task runs (a constant: no request data). It
  * hands Slurm's per-task variables (SLURM_PROCID, ..., and the GPU binding
@@ -32,6 +53,75 @@ static const char apptainer_task_wrapper[] =
     "[ -n \"${!forge_v+set}\" ] && [ -z \"${!forge_a+set}\" ] && "
     "export \"$forge_a=${!forge_v}\"; done; "
     "exec \"$@\"";
+
+/*
+ * The wrapper each enroot-pyxis task runs inside its container with
+ * /bin/sh (a constant: no request data; POSIX sh, as dash runs it). The
+ * batch script exports each env and secret_env pair as FORGE_E_<NAME> and
+ * lists the names in FORGE_ENV_NAMES (space-separated); Pyxis hands the
+ * job's environment to the container, where this wrapper exports each NAME
+ * with FORGE_E_<NAME>'s value (after the image's environment is applied, so
+ * the request wins, as it did with /usr/bin/env NAME=value), then removes
+ * the FORGE_E_ variables and runs the program. $1 pool, $2 roles, then the
+ * argv.
+ *
+ * First pass, before any export: every name is checked again (letters,
+ * digits, _, no leading digit, listed character by character so no locale
+ * can widen a range; not FORGE_*, the wrapper's own), names a shell owns
+ * (computed, read-only or arrays in dash or bash, which is /bin/sh in some
+ * images) are refused, and each FORGE_E_<NAME> must have arrived. Second
+ * pass: the value is read with one eval of text built only from the checked
+ * name and exported as one quoted word, so it is never evaluated; reading
+ * it back catches a shell that would not keep it (a read-only variable
+ * stops the shell by itself). Only builtins run after the first export.
+ * Names are parsed with pattern removal, not word splitting: no IFS, no
+ * globbing. A name listed twice is exported once.
+ */
+static const char pyxis_task_wrapper[] =
+    "FORGE_R=${FORGE_ENV_NAMES-}\n"
+    "while [ -n \"$FORGE_R\" ]; do\n"
+    "    FORGE_N=${FORGE_R%% *}\n"
+    "    FORGE_R=${FORGE_R#\"$FORGE_N\"}\n"
+    "    FORGE_R=${FORGE_R# }\n"
+    "    case $FORGE_N in\n"
+    "    \"\" | [0123456789]* | FORGE_* | *[!" FORGE_NAME_CHARS "]*)\n"
+    "        echo \"forge: FORGE_ENV_NAMES holds a malformed name; not "
+    "starting\" >&2\n"
+    "        exit 1 ;;\n"
+    "    " FORGE_SHELL_OWNED_NAMES ")\n"
+    "        echo \"forge: $FORGE_N belongs to the shell: /bin/sh cannot pass "
+    "it; not starting\" >&2\n"
+    "        exit 1 ;;\n"
+    "    esac\n"
+    "    eval \"FORGE_S=\\${FORGE_E_$FORGE_N+set}\"\n"
+    "    if [ \"$FORGE_S\" != set ]; then\n"
+    "        echo \"forge: FORGE_E_$FORGE_N did not reach the container; not "
+    "starting\" >&2\n"
+    "        exit 1\n"
+    "    fi\n"
+    "done\n"
+    "FORGE_R=${FORGE_ENV_NAMES-}\n"
+    "while [ -n \"$FORGE_R\" ]; do\n"
+    "    FORGE_N=${FORGE_R%% *}\n"
+    "    FORGE_R=${FORGE_R#\"$FORGE_N\"}\n"
+    "    FORGE_R=${FORGE_R# }\n"
+    "    eval \"FORGE_S=\\${FORGE_E_$FORGE_N+set} "
+    "FORGE_V=\\${FORGE_E_$FORGE_N-}\"\n"
+    "    if [ \"$FORGE_S\" = set ]; then\n"
+    "        export \"$FORGE_N=$FORGE_V\"\n"
+    "        eval \"FORGE_S=\\${$FORGE_N-}\"\n"
+    "        if [ \"$FORGE_S\" != \"$FORGE_V\" ]; then\n"
+    "            echo \"forge: /bin/sh did not keep $FORGE_N as given; not "
+    "starting\" >&2\n"
+    "            exit 1\n"
+    "        fi\n"
+    "        unset \"FORGE_E_$FORGE_N\"\n"
+    "    fi\n"
+    "done\n"
+    "unset FORGE_ENV_NAMES FORGE_R FORGE_N FORGE_S FORGE_V\n"
+    "export FORGE_POOL=\"$1\" FORGE_ROLES=\"$2\"\n"
+    "shift 2\n"
+    "exec \"$@\"\n";
 
 /* Host-side variables the job's tasks also see. */
 static const char *const shared_vars[] = {
@@ -99,7 +189,9 @@ static void put_header(forge_buf_t *s, const forge_launch_t *l,
                      "# Generated by forge-worker %s (profile %s). Do not "
                      "edit.\n"
                      "# Every value taken from the request appears below "
-                     "only inside single quotes.\n"
+                     "only inside single quotes;\n# env values and the "
+                     "ingest token never are: the job reads them from a "
+                     "file.\n"
                      "set -euo pipefail\n\n",
                      forge_version(),
                      forge_runtime_profile_name(cfg->runtime_profile));
@@ -139,21 +231,130 @@ static void put_identity(forge_buf_t *s, const forge_launch_t *l,
     free(cluster_staging);
 }
 
+/* Pairs in the credentials file; 0 when there is no file. */
+static size_t credential_pairs(const forge_launch_t *l)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    size_t nuls = 0;
+
+    if (forge_render_credentials(l, &b))
+        for (size_t i = 0; i < b.len; i++)
+            nuls += b.data[i] == '\0';
+    forge_buf_free(&b);
+    return nuls / 2;
+}
+
+/* What each profile does around the reader loop: `init` before it, `pair`
+ * with each checked pair ($forge_k, $forge_v).
+ * apptainer: forge_env holds "NAME=value" words, exported as APPTAINERENV_
+ * later. enroot-pyxis: each pair is exported as FORGE_E_<NAME> (a prefix no
+ * request name has: srun, Pyxis and enroot never see a request's name, be it
+ * SRUN_*, ENROOT_* or LD_PRELOAD) and its name added once to
+ * FORGE_ENV_NAMES, for the task wrapper to unpack inside the container
+ * (pyxis_task_wrapper); the token is exported as itself, since Pyxis hands
+ * the job's environment to the container. */
+typedef struct reader_part {
+    const char *init;
+    const char *pair;
+} reader_part_t;
+
+static const reader_part_t reader_parts[] = {
+    [FORGE_PROFILE_APPTAINER] =
+        {
+            .init = "forge_env=()\n",
+            .pair = "    forge_env+=(\"$forge_k=$forge_v\")\n",
+        },
+    [FORGE_PROFILE_ENROOT_PYXIS] =
+        {
+            .init = "unset ${!FORGE_E_@}\n"
+                    "export FORGE_ENV_NAMES=\n",
+            .pair = "    if [ \"$forge_k\" = FORGE_INGEST_TOKEN ]; then\n"
+                    "        export FORGE_INGEST_TOKEN=\"$forge_v\"\n"
+                    "    else\n"
+                    "        forge_e=\"FORGE_E_$forge_k\"\n"
+                    "        if [ -z \"${!forge_e+set}\" ]; then\n"
+                    "            FORGE_ENV_NAMES+=\"${FORGE_ENV_NAMES:+ }"
+                    "$forge_k\"\n"
+                    "        fi\n"
+                    "        export \"$forge_e=$forge_v\"\n"
+                    "    fi\n",
+        },
+};
+
+/*
+ * The credentials reader: reads the file (NUL-separated NAME, VALUE pairs),
+ * checks every name before bash uses it (a name only ever becomes part of
+ * an array element or, checked, of an exported name: never a subscript,
+ * never evaluated), removes the file, and stops the job unless it held
+ * exactly the pairs the worker wrote. Constant text: the profile's parts go
+ * between head and loop and into the loop, the pair count into the tail.
+ */
+static const char credentials_head[] =
+    "# Credentials: the ingest token and the request's environment are in "
+    "the 0600\n# file the worker wrote (NUL-separated NAME, VALUE pairs), "
+    "never in this script,\n# which Slurm keeps. Each name is checked before "
+    "use; the file is removed before\n# any user code runs, so a requeued or "
+    "restarted job stops here.\n"
+    "forge_cred=\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\"\n"
+    "if [ ! -f \"$forge_cred\" ]; then\n"
+    "    echo \"forge: $forge_cred is missing: the job's first run removes "
+    "it, so a requeued or restarted job cannot start; submit a new "
+    "attempt\" >&2\n"
+    "    exit 1\n"
+    "fi\n";
+
+static const char credentials_loop[] =
+    "forge_n=0\n"
+    "while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; do\n"
+    "    if ! [[ $forge_k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then\n"
+    "        rm -f -- \"$forge_cred\"\n"
+    "        echo \"forge: $forge_cred holds a malformed name; not "
+    "starting\" >&2\n"
+    "        exit 1\n"
+    "    fi\n";
+
+static const char credentials_tail[] =
+    "    forge_n=$((forge_n + 1))\n"
+    "done <\"$forge_cred\"\n"
+    "rm -f -- \"$forge_cred\"\n"
+    "if [ -n \"$forge_k\" ] || [ \"$forge_n\" -ne %zu ]; then\n"
+    "    echo \"forge: $forge_cred did not hold the %zu pairs the worker "
+    "wrote; not starting\" >&2\n"
+    "    exit 1\n"
+    "fi\n"
+    "unset forge_k forge_v forge_n%s\n\n";
+
+static void put_credentials(forge_buf_t *s, const forge_config_t *cfg,
+                            size_t pairs)
+{
+    const reader_part_t *part = &reader_parts[cfg->runtime_profile];
+
+    if (!pairs)
+        return;
+    forge_buf_puts(s, credentials_head);
+    forge_buf_puts(s, part->init);
+    forge_buf_puts(s, credentials_loop);
+    forge_buf_puts(s, part->pair);
+    forge_buf_printf(
+        s, credentials_tail, pairs, pairs,
+        cfg->runtime_profile == FORGE_PROFILE_ENROOT_PYXIS ? " forge_e" : "");
+}
+
 static void put_ingest(forge_buf_t *s, const forge_launch_t *l)
 {
     if (!l->ingest_endpoint)
         return;
-    forge_buf_puts(s, "# Ingest: the token is read from a 0600 file, never "
-                      "written in this script.\n"
-                      "export FORGE_INGEST_ENDPOINT=");
+    forge_buf_puts(s, "# Ingest: where the job reports (its token came with "
+                      "the credentials).\nexport FORGE_INGEST_ENDPOINT=");
     forge_shell_quote(s, l->ingest_endpoint);
-    forge_buf_puts(s, "\nFORGE_INGEST_TOKEN=\"$(cat -- "
-                      "\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\")\"\n"
-                      "export FORGE_INGEST_TOKEN\n\n");
+    forge_buf_puts(s, "\n\n");
 }
 
-/* apptainer: everything the tasks must see goes in as APPTAINERENV_*. */
-static void put_apptainer_env(forge_buf_t *s, const forge_launch_t *l)
+/* apptainer: everything the tasks must see goes in as APPTAINERENV_*; the
+ * credentials' pairs last, so a request's env wins over the defaults above
+ * (MASTER_PORT, say), as it does with enroot-pyxis. */
+static void put_apptainer_env(forge_buf_t *s, const forge_launch_t *l,
+                              size_t pairs)
 {
     forge_buf_puts(s, "# The container's environment: --cleanenv plus these "
                       "APPTAINERENV_ variables,\n# which no host program "
@@ -163,16 +364,28 @@ static void put_apptainer_env(forge_buf_t *s, const forge_launch_t *l)
                          shared_vars[i]);
     if (l->ingest_endpoint)
         forge_buf_puts(s, "export APPTAINERENV_FORGE_INGEST_ENDPOINT="
-                          "\"$FORGE_INGEST_ENDPOINT\"\n"
-                          "export APPTAINERENV_FORGE_INGEST_TOKEN="
-                          "\"$FORGE_INGEST_TOKEN\"\n");
-    for (size_t i = 0; i < l->env_count; i++) {
-        forge_buf_printf(s, "export APPTAINERENV_%s=", l->env[i].key);
-        forge_shell_quote(s, l->env[i].value);
-        forge_buf_putc(s, '\n');
-    }
+                          "\"$FORGE_INGEST_ENDPOINT\"\n");
+    if (pairs)
+        forge_buf_puts(s, "for forge_p in ${forge_env[@]+\"${forge_env[@]}\"}; "
+                          "do\n    export \"APPTAINERENV_$forge_p\"\n"
+                          "done\nunset forge_env forge_p\n");
     forge_buf_puts(s, "forge_task=");
     forge_shell_quote(s, apptainer_task_wrapper);
+    forge_buf_puts(s, "\n\n");
+}
+
+/* enroot-pyxis: the env and secret_env pairs are already in the job's
+ * environment as FORGE_E_<NAME> (the credentials reader); each task unpacks
+ * them inside its container. */
+static void put_pyxis_env(forge_buf_t *s)
+{
+    forge_buf_puts(s, "# The container's environment: the job's, which Pyxis "
+                      "passes in, holding the\n# request's env as "
+                      "FORGE_E_<NAME>; forge_unpack exports each as NAME "
+                      "inside the\n# container. Never in srun's argv, which "
+                      "Slurm keeps as the step's SubmitLine.\n"
+                      "forge_unpack=");
+    forge_shell_quote(s, pyxis_task_wrapper);
     forge_buf_puts(s, "\n\n");
 }
 
@@ -251,11 +464,10 @@ static void put_pyxis_task(forge_buf_t *s, const forge_launch_t *l,
     put_mounts_pyxis(s, l, cfg);
     if (l->workdir)
         forge_shell_argf(s, "--container-workdir=%s", l->workdir);
-    forge_buf_puts(s, " --no-container-mount-home \\\n    /usr/bin/env");
-    forge_shell_argf(s, "FORGE_POOL=%s", pool->name);
-    forge_shell_argf(s, "FORGE_ROLES=%s", roles);
-    for (size_t i = 0; i < l->env_count; i++)
-        forge_shell_argf(s, "%s=%s", l->env[i].key, l->env[i].value);
+    forge_buf_puts(s, " --no-container-mount-home \\\n"
+                      "    /bin/sh -c \"$forge_unpack\" forge-env");
+    forge_shell_arg(s, pool->name);
+    forge_shell_arg(s, roles);
     forge_buf_puts(s, " \\\n   ");
     put_command(s, l);
     free(roles);
@@ -314,12 +526,16 @@ char *forge_render_script(const forge_launch_t *launch,
                           const forge_config_t *cfg)
 {
     forge_buf_t s = FORGE_BUF_INIT;
+    size_t pairs = credential_pairs(launch);
 
     put_header(&s, launch, cfg);
     put_identity(&s, launch, cfg);
+    put_credentials(&s, cfg, pairs);
     put_ingest(&s, launch);
     if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
-        put_apptainer_env(&s, launch);
+        put_apptainer_env(&s, launch, pairs);
+    else
+        put_pyxis_env(&s);
     put_srun(&s, launch, cfg);
     return forge_buf_take(&s);
 }

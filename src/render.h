@@ -3,11 +3,16 @@
  * the batch script and (b) the complete slurmrestd submit body.
  *
  * The script follows the runtime profile (enroot-pyxis: srun's Pyxis
- * options; apptainer: srun apptainer exec with a clean environment), and
- * launches one srun step across every pool (one het component per pool).
- * Request values reach the script only through shell.h's quoting; the
- * ingest token never appears: the script reads it from the 0600
- * `credentials` file in the staging folder. Paths are cluster-side.
+ * options and a constant /bin/sh wrapper in the container; apptainer: srun
+ * apptainer exec with a clean environment), and launches one srun step
+ * across every pool (one het component per pool). Request values reach the
+ * script only through shell.h's quoting; the ingest token and the env and
+ * secret_env values never appear: the script reads them from the 0600
+ * `credentials` file in the staging folder (forge_render_credentials()
+ * below), removes it, and hands them to the tasks in srun's environment
+ * under prefixed names (APPTAINERENV_<NAME>, FORGE_E_<NAME>), never in
+ * srun's argv, which Slurm keeps as the step's SubmitLine. Paths are
+ * cluster-side.
  *
  * Both functions expect a request that passed forge_request_parse() and
  * forge_request_check() with the same configuration and catalogue.

@@ -503,17 +503,18 @@ static bool env_name_reserved(const char *name)
     return false;
 }
 
-static forge_rc_t env_map(json_t *v, void *target, jpath_t *p,
-                          forge_error_t *err)
+/* env and secret_env alike: names by pat_env and not reserved, values any
+ * string without NUL up to FORGE_ARG_MAX_CHARS. */
+static forge_rc_t env_like_map(json_t *v, forge_kv_t **out, size_t *count,
+                               jpath_t *p, forge_error_t *err)
 {
     static const field_t value = {
         "", F_STR, 0, true, NULL, 0, 0, FORGE_ARG_MAX_CHARS, 0, 0, NULL};
-    forge_launch_t *l = target;
-    forge_rc_t rc = string_map(v, &l->env, &l->env_count, 1024, &pat_env,
-                               &value, FORGE_EENV_REFUSED, p, err);
+    forge_rc_t rc = string_map(v, out, count, 1024, &pat_env, &value,
+                               FORGE_EENV_REFUSED, p, err);
 
-    for (size_t i = 0; !rc && i < l->env_count; i++) {
-        const char *name = l->env[i].key;
+    for (size_t i = 0; !rc && i < *count; i++) {
+        const char *name = (*out)[i].key;
         if (env_name_reserved(name)) {
             size_t old = jpath_key(p, name);
             rc = fail(err, FORGE_EENV_REFUSED, p,
@@ -525,6 +526,24 @@ static forge_rc_t env_map(json_t *v, void *target, jpath_t *p,
         }
     }
     return rc;
+}
+
+static forge_rc_t env_map(json_t *v, void *target, jpath_t *p,
+                          forge_error_t *err)
+{
+    forge_launch_t *l = target;
+
+    return env_like_map(v, &l->env, &l->env_count, p, err);
+}
+
+/* Secret values: like env's, and never rendered, logged or published (an
+ * error names the field, never the value). */
+static forge_rc_t secret_env_map(json_t *v, void *target, jpath_t *p,
+                                 forge_error_t *err)
+{
+    forge_launch_t *l = target;
+
+    return env_like_map(v, &l->secret_env, &l->secret_env_count, p, err);
 }
 
 static forge_rc_t roles_map(json_t *v, void *target, jpath_t *p,
@@ -644,6 +663,8 @@ static const field_t launch_fields[] = {
     {"workdir", F_STR, AT(workdir), false, NULL, S_NO_CONTROL | S_ABSOLUTE, 1,
      4096, 0, 0, NULL},
     {"env", F_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, env_map},
+    {"secret_env", F_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, secret_env_map},
+    {"tenant", F_STR, AT(tenant), false, &pat_id64, 0, 1, 64, 0, 0, NULL},
     {"mounts", F_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, mounts_array},
     {"pools", F_CUSTOM, 0, true, NULL, 0, 0, 0, 0, 0, pools_array},
     {"roles", F_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, roles_map},
@@ -665,6 +686,27 @@ static const field_t cancel_fields[] = {
      NULL},
 };
 
+/* A name set in both env and secret_env: which value would win is not
+ * the request's to leave open. */
+static forge_rc_t env_names_unique(const forge_launch_t *l, jpath_t *p,
+                                   forge_error_t *err)
+{
+    for (size_t i = 0; i < l->secret_env_count; i++) {
+        for (size_t j = 0; j < l->env_count; j++) {
+            if (strcmp(l->secret_env[i].key, l->env[j].key) != 0)
+                continue;
+            size_t old = jpath_key(p, "secret_env");
+            jpath_key(p, l->secret_env[i].key);
+            forge_rc_t rc = fail(err, FORGE_EENV_REFUSED, p,
+                                 "is also in env: a name goes in env or in "
+                                 "secret_env, not both");
+            jpath_pop(p, old);
+            return rc;
+        }
+    }
+    return FORGE_OK;
+}
+
 /* Checks that run across fields once every field parsed. */
 static forge_rc_t launch_cross_checks(const forge_launch_t *l, jpath_t *p,
                                       forge_error_t *err)
@@ -679,7 +721,7 @@ static forge_rc_t launch_cross_checks(const forge_launch_t *l, jpath_t *p,
             return rc;
         }
     }
-    return FORGE_OK;
+    return env_names_unique(l, p, err);
 }
 
 static forge_rc_t parse_body(forge_request_t *req, json_t *body, jpath_t *p,
@@ -881,7 +923,8 @@ static void launch_free(forge_launch_t *l)
                       &l->account,
                       &l->qos,
                       &l->ingest_endpoint,
-                      &l->ingest_token};
+                      &l->ingest_token,
+                      &l->tenant};
 
     for (size_t i = 0; i < COUNT(owned); i++)
         free(*owned[i]);
@@ -889,6 +932,7 @@ static void launch_free(forge_launch_t *l)
         free(l->command[i]);
     free(l->command);
     free_kvs(l->env, l->env_count);
+    free_kvs(l->secret_env, l->secret_env_count);
     free_kvs(l->roles, l->role_count);
     free_kvs(l->labels, l->label_count);
     for (size_t i = 0; i < l->mount_count; i++) {

@@ -5,14 +5,29 @@
  *
  * Besides what AddressSanitizer and UBSan report, it abort()s when
  *  - a rendered script does not pass `bash -n`;
- *  - running the script with stand-ins (srun that prints its argv,
- *    hostname, cat) does not hand srun exactly the argv the request asks
- *    for: every request value one word, byte for byte;
+ *  - running the script with stand-ins (srun that prints its argv and
+ *    environment, hostname) and the credentials file the worker writes
+ *    (forge_render_credentials) does not hand srun exactly the argv and
+ *    environment the request asks for: every request value one word, byte
+ *    for byte; env and secret_env values in srun's environment only, as
+ *    FORGE_E_<NAME> listed in FORGE_ENV_NAMES (enroot-pyxis) or as
+ *    APPTAINERENV_<NAME> (apptainer), never in srun's argv (the step's
+ *    SubmitLine) nor under their own names; the token in the environment
+ *    only; or the credentials file is still there when srun starts, or
+ *    after the script;
+ *  - enroot-pyxis: the task wrapper srun got (/bin/sh -c "$forge_unpack"),
+ *    run with this machine's /bin/sh and srun's environment, does not hand
+ *    the program every env and secret_env value byte for byte, its pool
+ *    and roles, and nothing of its own (FORGE_E_*, FORGE_ENV_NAMES); it may
+ *    only stop, with its `forge:` line, for a name the shell owns (skipped
+ *    when the request sets an LD_* name, which would steer the loader of the
+ *    stand-in program);
  *  - a lone ":" reaches srun's argv outside the component separators (srun
  *    splits heterogeneous components on it anywhere); set
  *    FORGE_FUZZ_ALLOW_LONE_COLON=1 to skip this one check;
- *  - the ingest token reaches the script or the submit body: the request is
- *    rendered again with another token and nothing may change;
+ *  - the ingest token or an env or secret_env value reaches the script or
+ *    the submit body: the request is rendered again with another token and
+ *    other values and nothing may change;
  *  - a refusal's error (what `forge-worker validate` prints) is not one JSON
  *    object with "error", "field" and "message" strings.
  *
@@ -24,6 +39,7 @@
 #include "render.h"
 #include "util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <ftw.h>
@@ -41,8 +57,6 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CLUSTER_ROOT "/cluster/forge"
-
 static const char catalog_json[] =
     "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
     "\"gpus_per_node\": 8}, \"a100\": {\"slurm_constraint\": \"a100&ib\", "
@@ -50,6 +64,8 @@ static const char catalog_json[] =
     "\"gpus_per_node\": 4}}}";
 
 static char root[256];
+static char cluster_root[300]; /* FORGE_SLURM_STORAGE_ROOT: the script runs
+                                  here, so it can read its credentials */
 static char bin_path[300];
 static forge_config_t *configs[2];
 static forge_series_catalog_t *catalog;
@@ -107,7 +123,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *tmp = getenv("TMPDIR");
     const char *profiles[] = {"apptainer", "enroot-pyxis"};
     forge_error_t err = {0};
-    char storage[300], link_target[300], path[512];
+    char storage[300], cluster[340], link_target[300], path[512];
 
     (void)argc;
     (void)argv;
@@ -128,20 +144,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(path, sizeof(path), "%s/storage/runtimes/images/out.sif", root);
     if (symlink(link_target, path) != 0)
         die(path);
-    /* Stand-ins for running a script: srun prints its argv. */
+    /* Stand-ins for running a script: srun prints its argv (stdout) and
+     * its environment (fd 3), and fails if the credentials file is still
+     * there. */
     put_dir("bin");
-    put_file("bin/srun", "#!/bin/sh\nprintf '%s\\0' \"$@\"\n", 0755);
+    put_file("bin/srun",
+             "#!/bin/sh\n"
+             "[ -e \"$FORGE_STAGING/credentials\" ] && exit 42\n"
+             "printf '%s\\0' \"$@\"\nenv -0 >&3\n",
+             0755);
     put_file("bin/hostname", "#!/bin/sh\necho fuzzhost\n", 0755);
-    put_file("bin/cat", "#!/bin/sh\nprintf 'not-the-token'\n", 0755);
     snprintf(bin_path, sizeof(bin_path), "PATH=%s/bin:/usr/bin:/bin", root);
+    put_dir("cluster");
+    snprintf(cluster_root, sizeof(cluster_root), "%s/cluster", root);
 
     snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", root);
+    snprintf(cluster, sizeof(cluster), "FORGE_SLURM_STORAGE_ROOT=%s",
+             cluster_root);
     for (size_t i = 0; i < 2; i++) {
         char profile[64];
         snprintf(profile, sizeof(profile), "FORGE_SLURM_RUNTIME_PROFILE=%s",
                  profiles[i]);
         char *envp[] = {storage,
-                        "FORGE_SLURM_STORAGE_ROOT=" CLUSTER_ROOT,
+                        cluster,
                         profile,
                         "FORGE_MOUNT_ALLOW=/datasets:/models",
                         "FORGE_SLURM_PARTITION=batch",
@@ -197,14 +222,16 @@ static char *memfd_read(int fd, size_t *len)
 }
 
 /* Runs /bin/bash argv with the script on stdin; returns the wait status;
- * *out and *errout are what it printed (new). */
+ * *out and *errout are what it printed (new), *fd3 (new, *fd3_len bytes)
+ * what it wrote to file descriptor 3 (srun's environment). */
 static int run_bash(char *const argv[], const char *script, char **out,
-                    size_t *out_len, char **errout)
+                    size_t *out_len, char **errout, char **fd3, size_t *fd3_len)
 {
     char *envp[] = {bin_path, "SLURM_JOB_ID=123", "SLURM_PROCID=0", NULL};
     int in = memfd_with("forge-script", script);
     int ofd = memfd_with("forge-out", NULL);
     int efd = memfd_with("forge-err", NULL);
+    int xfd = memfd_with("forge-fd3", NULL);
     posix_spawn_file_actions_t fa;
     pid_t pid;
     int status = 0;
@@ -214,6 +241,7 @@ static int run_bash(char *const argv[], const char *script, char **out,
     posix_spawn_file_actions_adddup2(&fa, in, 0);
     posix_spawn_file_actions_adddup2(&fa, ofd, 1);
     posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    posix_spawn_file_actions_adddup2(&fa, xfd, 3);
     if (posix_spawn(&pid, "/bin/bash", &fa, NULL, argv, envp) != 0)
         die("posix_spawn /bin/bash");
     posix_spawn_file_actions_destroy(&fa);
@@ -221,9 +249,11 @@ static int run_bash(char *const argv[], const char *script, char **out,
         ;
     *out = memfd_read(ofd, out_len);
     *errout = memfd_read(efd, &elen);
+    *fd3 = memfd_read(xfd, fd3_len);
     close(in);
     close(ofd);
     close(efd);
+    close(xfd);
     return status;
 }
 
@@ -240,9 +270,9 @@ static void dump_script(const char *script)
 static void check_bash_syntax(const char *script)
 {
     char *argv[] = {"bash", "-n", NULL};
-    char *out, *err;
-    size_t len;
-    int status = run_bash(argv, script, &out, &len, &err);
+    char *out, *err, *fd3;
+    size_t len, fd3_len;
+    int status = run_bash(argv, script, &out, &len, &err, &fd3, &fd3_len);
 
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         dump_script(script);
@@ -251,6 +281,7 @@ static void check_bash_syntax(const char *script)
     }
     free(out);
     free(err);
+    free(fd3);
 }
 
 typedef struct words {
@@ -317,8 +348,8 @@ static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
     return spec;
 }
 
-/* srun's argv as the request asks for it; NULL marks the apptainer task
- * wrapper (a constant of render.c). */
+/* srun's argv as the request asks for it; NULL marks the task wrapper
+ * (apptainer's or enroot-pyxis', a constant of render.c). */
 static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
                           words_t *w)
 {
@@ -339,9 +370,9 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
             pushf(w, "--cpus-per-task=%d", pool->cpus_per_task);
         pushf(w, "--kill-on-bad-exit=1");
         if (i) { /* a later het component's own logs */
-            pushf(w, "--output=" CLUSTER_ROOT "/staging/%s/%d/%s.out",
+            pushf(w, "--output=%s/staging/%s/%d/%s.out", cluster_root,
                   l->launch_id, l->attempt, pool->name);
-            pushf(w, "--error=" CLUSTER_ROOT "/staging/%s/%d/%s.err",
+            pushf(w, "--error=%s/staging/%s/%d/%s.err", cluster_root,
                   l->launch_id, l->attempt, pool->name);
         }
         if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER) {
@@ -383,11 +414,12 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
             if (l->workdir)
                 pushf(w, "--container-workdir=%s", l->workdir);
             pushf(w, "--no-container-mount-home");
-            pushf(w, "/usr/bin/env");
-            pushf(w, "FORGE_POOL=%s", pool->name);
-            pushf(w, "FORGE_ROLES=%s", roles);
-            for (size_t e = 0; e < l->env_count; e++)
-                pushf(w, "%s=%s", l->env[e].key, l->env[e].value);
+            pushf(w, "/bin/sh");
+            pushf(w, "-c");
+            push(w, NULL);
+            pushf(w, "forge-env");
+            pushf(w, "%s", pool->name);
+            pushf(w, "%s", roles);
         }
         for (size_t a = 0; a < l->command_count; a++) {
             if (!allow_lone_colon && !strcmp(l->command[a], ":")) {
@@ -425,24 +457,313 @@ static const char *shown(const char *s)
     return s ? buf : "(none)";
 }
 
-/* Runs the script with stand-ins and compares srun's argv. */
+/* The staging folder of l, cluster-side (new). */
+static char *staging_of(const forge_launch_t *l)
+{
+    char *dir;
+
+    if (asprintf(&dir, "%s/staging/%s/%d", cluster_root, l->launch_id,
+                 l->attempt) < 0)
+        abort();
+    return dir;
+}
+
+/* Writes the credentials file as the worker's staging step does; returns
+ * its path (new), or NULL when the launch has none. */
+static char *write_credentials(const forge_launch_t *l)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    char *dir, *path, *slash;
+    int fd;
+
+    if (!forge_render_credentials(l, &b))
+        return NULL;
+    dir = staging_of(l);
+    for (slash = dir + strlen(cluster_root); slash;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            die(dir);
+        *slash = '/';
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die(dir);
+    if (asprintf(&path, "%s/credentials", dir) < 0)
+        abort();
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len)
+        die(path);
+    close(fd);
+    forge_buf_free(&b);
+    free(dir);
+    return path;
+}
+
+/* Removes what write_credentials() made; aborts if the script left the
+ * file. */
+static void clean_credentials(const forge_launch_t *l, char *path,
+                              const char *script)
+{
+    char *dir;
+
+    if (!path)
+        return;
+    if (unlink(path) == 0) {
+        dump_script(script);
+        fprintf(stderr, "fuzz_prepare: the script left its credentials "
+                        "file\n");
+        abort();
+    }
+    dir = staging_of(l);
+    rmdir(dir);
+    *strrchr(dir, '/') = '\0';
+    rmdir(dir);
+    free(dir);
+    free(path);
+}
+
+/* Whether the NUL-separated list holds want exactly. */
+static bool list_has(const char *list, size_t len, const char *want)
+{
+    for (size_t at = 0; at < len; at += strlen(list + at) + 1)
+        if (!strcmp(list + at, want))
+            return true;
+    return false;
+}
+
+static void expect_in_env(const char *env, size_t len, const char *script,
+                          const char *prefix, const char *name,
+                          const char *value)
+{
+    char *want;
+
+    if (asprintf(&want, "%s%s=%s", prefix, name, value) < 0)
+        abort();
+    if (!list_has(env, len, want)) {
+        dump_script(script);
+        fprintf(stderr, "fuzz_prepare: srun's environment lacks %s%s=%s\n",
+                prefix, name, shown(value));
+        abort();
+    }
+    free(want);
+}
+
+/* The value of name in a NUL-separated environment, or NULL. */
+static const char *env_value(const char *env, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (size_t at = 0; at < len; at += strlen(env + at) + 1)
+        if (!strncmp(env + at, name, n) && env[at + n] == '=')
+            return env + at + n + 1;
+    return NULL;
+}
+
+/* Names the job itself has in srun's environment. */
+static bool host_var(const char *name)
+{
+    static const char *const host[] = {
+        "PATH",        "PWD",         "OLDPWD",     "SHLVL",  "_",
+        "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NNODES", "HOME"};
+
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        if (!strcmp(name, host[i]))
+            return true;
+    return false;
+}
+
+static void env_fail(const char *script, const char *what, const char *name,
+                     const char *value)
+{
+    dump_script(script);
+    fprintf(stderr, "fuzz_prepare: srun's environment: %s %s", what, name);
+    fprintf(stderr, " (value %s)\n", shown(value));
+    abort();
+}
+
+/* One env or secret_env pair in srun's environment: under the profile's
+ * prefix, byte for byte, and not under its own name (srun, Pyxis, enroot or
+ * ld.so would read it there). */
+static void check_env_pair(const char *env, size_t len, const char *script,
+                           const char *prefix, const forge_kv_t *kv)
+{
+    char *pname;
+
+    if (asprintf(&pname, "%s%s", prefix, kv->key) < 0)
+        abort();
+    const char *got = env_value(env, len, pname);
+    if (!got || strcmp(got, kv->value) != 0)
+        env_fail(script, "lacks the value of", pname, kv->value);
+    if (!host_var(kv->key) && env_value(env, len, kv->key))
+        env_fail(script, "has, under its own name,", kv->key, kv->value);
+    free(pname);
+}
+
+/* srun's environment: every pair of the credentials file under a prefix
+ * (apptainer: APPTAINERENV_<NAME>; enroot-pyxis: FORGE_E_<NAME>, the names
+ * in FORGE_ENV_NAMES in the file's order), the token as FORGE_INGEST_TOKEN
+ * (enroot-pyxis) or APPTAINERENV_FORGE_INGEST_TOKEN. */
+static void check_srun_env(const forge_launch_t *l, const forge_config_t *cfg,
+                           const char *env, size_t len, const char *script)
+{
+    bool apptainer = cfg->runtime_profile == FORGE_PROFILE_APPTAINER;
+    const char *prefix = apptainer ? "APPTAINERENV_" : "FORGE_E_";
+    forge_buf_t names = FORGE_BUF_INIT;
+
+    if (l->ingest_token)
+        expect_in_env(env, len, script, apptainer ? "APPTAINERENV_" : "",
+                      "FORGE_INGEST_TOKEN", l->ingest_token);
+    for (size_t i = 0; i < l->env_count + l->secret_env_count; i++) {
+        const forge_kv_t *kv =
+            i < l->env_count ? &l->env[i] : &l->secret_env[i - l->env_count];
+        check_env_pair(env, len, script, prefix, kv);
+        forge_buf_printf(&names, "%s%s", i ? " " : "", kv->key);
+    }
+    const char *listed = env_value(env, len, "FORGE_ENV_NAMES");
+    bool file = l->ingest_token || l->env_count || l->secret_env_count;
+    if (!apptainer && file
+            ? !listed || strcmp(listed, forge_buf_str(&names)) != 0
+            : listed != NULL)
+        env_fail(script, "FORGE_ENV_NAMES is wrong:", listed ? listed : "-",
+                 forge_buf_str(&names));
+    forge_buf_free(&names);
+}
+
+/* The i-th pair of the credentials file after the token: env, then
+ * secret_env. */
+static const forge_kv_t *pair_at(const forge_launch_t *l, size_t i)
+{
+    return i < l->env_count ? &l->env[i] : &l->secret_env[i - l->env_count];
+}
+
+static void task_fail(const char *script, const char *what, const char *a,
+                      const char *b)
+{
+    dump_script(script);
+    fprintf(stderr, "fuzz_prepare: the pyxis task %s %s", what, shown(a));
+    fprintf(stderr, " (%s)\n", shown(b));
+    abort();
+}
+
+/* Whether the wrapper's stderr starts with its refusal of a name the shell
+ * owns, for one of the request's names. */
+static bool refused_shell_name(const forge_launch_t *l, const char *err)
+{
+    for (size_t i = 0; i < l->env_count + l->secret_env_count; i++) {
+        char *line;
+        bool yes;
+        if (asprintf(&line, "forge: %s belongs to the shell",
+                     pair_at(l, i)->key) < 0)
+            abort();
+        yes = !strncmp(err, line, strlen(line));
+        free(line);
+        if (yes)
+            return true;
+    }
+    return false;
+}
+
+/* Runs the enroot-pyxis task wrapper as Pyxis would start it in the
+ * container (srun's environment; this machine's /bin/sh) with /usr/bin/env
+ * -0 as the program, and compares what that program got. */
+static void check_pyxis_wrapper(const forge_launch_t *l, const char *wrapper,
+                                const char *srun_env, size_t srun_env_len,
+                                const char *script)
+{
+    size_t pairs = l->env_count + l->secret_env_count, n = 0, got_len, err_len;
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int status = 0;
+
+    for (size_t i = 0; i < pairs; i++)
+        if (forge_str_starts_with(pair_at(l, i)->key, "LD_"))
+            return; /* it would steer /usr/bin/env's loader */
+    char *roles = roles_of(l, l->pools[0].name);
+    char *argv[] = {"sh",
+                    "-c",
+                    (char *)wrapper,
+                    "forge-env",
+                    l->pools[0].name,
+                    roles,
+                    "/usr/bin/env",
+                    "-0",
+                    NULL};
+    for (size_t at = 0; at < srun_env_len; at += strlen(srun_env + at) + 1)
+        n++;
+    char **envp = forge_xcalloc(n + 1, sizeof(*envp));
+    n = 0;
+    for (size_t at = 0; at < srun_env_len; at += strlen(srun_env + at) + 1)
+        envp[n++] = (char *)srun_env + at;
+    int ofd = memfd_with("forge-task-out", NULL);
+    int efd = memfd_with("forge-task-err", NULL);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    if (posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, envp) != 0)
+        die("posix_spawn /bin/sh");
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    char *got = memfd_read(ofd, &got_len);
+    char *err = memfd_read(efd, &err_len);
+    close(ofd);
+    close(efd);
+    free(envp);
+
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        /* Allowed: refusing a name the shell owns, and only that. */
+        if (!refused_shell_name(l, err))
+            task_fail(script, "wrapper failed:", err, "not a refusal");
+    } else {
+        for (size_t i = 0; i < pairs; i++) {
+            const forge_kv_t *kv = pair_at(l, i);
+            const char *v = env_value(got, got_len, kv->key);
+            if (!v || strcmp(v, kv->value) != 0)
+                task_fail(script, kv->key, v, kv->value);
+        }
+        const char *pool = env_value(got, got_len, "FORGE_POOL");
+        const char *got_roles = env_value(got, got_len, "FORGE_ROLES");
+        if (!pool || strcmp(pool, l->pools[0].name) != 0)
+            task_fail(script, "FORGE_POOL", pool, l->pools[0].name);
+        if (!got_roles || strcmp(got_roles, roles) != 0)
+            task_fail(script, "FORGE_ROLES", got_roles, roles);
+        for (size_t at = 0; at < got_len; at += strlen(got + at) + 1)
+            if (forge_str_starts_with(got + at, "FORGE_E_") ||
+                forge_str_starts_with(got + at, "FORGE_ENV_NAMES="))
+                task_fail(script, "got", got + at, "the wrapper's own");
+    }
+    free(got);
+    free(err);
+    free(roles);
+}
+
+/* Runs the script with stand-ins and its credentials file and compares
+ * srun's argv and environment. */
 static void check_srun_argv(const forge_prepared_t *p,
                             const forge_config_t *cfg)
 {
     char *argv[] = {"bash", NULL};
-    char *out, *err;
-    size_t len;
-    int status = run_bash(argv, p->script, &out, &len, &err);
+    char *out, *err, *env;
+    size_t len, env_len;
+    char *credentials = write_credentials(&p->request->launch);
+    int status = run_bash(argv, p->script, &out, &len, &err, &env, &env_len);
     words_t want = {0};
     const char *wrapper = NULL;
     size_t i = 0, at = 0;
 
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         dump_script(p->script);
-        fprintf(stderr, "fuzz_prepare: the script failed (status %d): %s\n",
-                status, err);
+        fprintf(stderr, "fuzz_prepare: the script failed (status %d%s): %s\n",
+                status,
+                WIFEXITED(status) && WEXITSTATUS(status) == 42
+                    ? ": srun started with the credentials file there"
+                    : "",
+                err);
         abort();
     }
+    clean_credentials(&p->request->launch, credentials, p->script);
+    check_srun_env(&p->request->launch, cfg, env, env_len, p->script);
     expected_argv(&p->request->launch, cfg, &want);
     for (; at < len && i < want.n; i++) {
         const char *got = out + at;
@@ -471,28 +792,49 @@ static void check_srun_argv(const forge_prepared_t *p,
                 want.n);
         abort();
     }
+    if (cfg->runtime_profile == FORGE_PROFILE_ENROOT_PYXIS)
+        check_pyxis_wrapper(&p->request->launch, wrapper, env, env_len,
+                            p->script);
     words_free(&want);
     free(out);
     free(err);
+    free(env);
 }
 
-/* Rendering again with another token changes nothing. */
-static void check_token(forge_prepared_t *p, const forge_config_t *cfg)
+/* Another value for s (new): one byte more, so it differs. */
+static char *other_value(const char *s)
+{
+    size_t n = strlen(s);
+    char *other = forge_xmalloc(n + 2);
+
+    memcpy(other, s, n);
+    other[n] = n && s[n - 1] == 'x' ? 'y' : 'x';
+    other[n + 1] = '\0';
+    return other;
+}
+
+/* Rendering again with another token and other env and secret_env values
+ * changes nothing: none of them is in the script or the submit body. */
+static void check_secrets(forge_prepared_t *p, const forge_config_t *cfg)
 {
     forge_launch_t *l = &p->request->launch;
-    char *token = l->ingest_token, *other, *script;
+    size_t n = 1 + l->env_count + l->secret_env_count, k = 0;
+    char ***slots = forge_xcalloc(n, sizeof(*slots));
+    char **saved = forge_xcalloc(n, sizeof(*saved));
+    char *script;
     json_t *payload = NULL;
     forge_error_t err = {0};
-    size_t n;
 
-    if (!token)
-        return;
-    n = strlen(token);
-    other = forge_xmalloc(n + 2);
-    memcpy(other, token, n);
-    other[n] = n && token[n - 1] == 'x' ? 'y' : 'x';
-    other[n + 1] = '\0';
-    l->ingest_token = other;
+    if (l->ingest_token)
+        slots[k++] = &l->ingest_token;
+    for (size_t i = 0; i < l->env_count; i++)
+        slots[k++] = &l->env[i].value;
+    for (size_t i = 0; i < l->secret_env_count; i++)
+        slots[k++] = &l->secret_env[i].value;
+    for (size_t i = 0; i < k; i++) {
+        saved[i] = *slots[i];
+        *slots[i] = other_value(saved[i]);
+    }
     script = forge_render_script(l, cfg);
     if (forge_render_payload(l, cfg, catalog, script, &payload, &err) !=
         FORGE_OK) {
@@ -500,25 +842,27 @@ static void check_token(forge_prepared_t *p, const forge_config_t *cfg)
                 err.message);
         abort();
     }
-    l->ingest_token = token;
-    /* (The token may also be written elsewhere in the request, as a
-     * command argument say: only a difference counts.) */
+    for (size_t i = 0; i < k; i++) {
+        free(*slots[i]);
+        *slots[i] = saved[i];
+    }
+    /* (A value may also be written elsewhere in the request, as a command
+     * argument say: only a difference counts.) */
     if (strcmp(script, p->script) != 0) {
         dump_script(p->script);
-        fprintf(stderr,
-                "fuzz_prepare: the ingest token %s shapes the "
-                "script\n",
-                shown(token));
+        fprintf(stderr, "fuzz_prepare: the ingest token or an env or "
+                        "secret_env value shapes the script\n");
         abort();
     }
     if (!json_equal(payload, p->payload)) {
-        fprintf(stderr, "fuzz_prepare: the ingest token shapes the submit "
-                        "body\n");
+        fprintf(stderr, "fuzz_prepare: the ingest token or an env or "
+                        "secret_env value shapes the submit body\n");
         abort();
     }
     free(script);
     json_decref(payload);
-    free(other);
+    free(slots);
+    free(saved);
 }
 
 static void check_error_json(const forge_error_t *err)
@@ -556,7 +900,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (p->script) {
             check_bash_syntax(p->script);
             check_srun_argv(p, configs[i]);
-            check_token(p, configs[i]);
+            check_secrets(p, configs[i]);
         }
         forge_prepared_destroy(p);
     }

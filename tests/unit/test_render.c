@@ -3,7 +3,12 @@
  * (tests/data/render/<case>/{request.json, profile, expected.sh,
  * expected.payload.json}), plus the properties every rendering must have:
  * bash -n passes, paths are cluster-side, every het component carries
- * environment and working directory, the ingest token is nowhere.
+ * environment and working directory, the ingest token and the env and
+ * secret_env values are nowhere in the script or the submit body (they are
+ * in the credentials file, whose bytes are checked too), and enroot-pyxis
+ * tasks start through one constant /bin/sh wrapper that dash accepts.
+ * (test_render_credentials and test_render_hostile run the scripts and
+ * check srun's argv.)
  *
  * FORGE_UPDATE_GOLDEN=1 rewrites the expected files (review the diff!).
  */
@@ -60,8 +65,10 @@ static void spit(const char *path, const char *text)
     fclose(f);
 }
 
-/* Renders a case; cfg and catalogue built for its profile. */
-static forge_prepared_t *render_case(const char *name)
+/* Renders a case with the configuration and catalogue built for its
+ * profile (both new, handed to the caller). */
+static forge_prepared_t *load_case(const char *name, forge_config_t **cfgp,
+                                   forge_series_catalog_t **catp)
 {
     char path[512], env_profile[64];
     char *request, *profile;
@@ -88,6 +95,17 @@ static forge_prepared_t *render_case(const char *name)
                  "%s: %s %s", name, forge_rc_name(err.code), err.message);
     free(request);
     free(profile);
+    *cfgp = cfg;
+    *catp = cat;
+    return p;
+}
+
+static forge_prepared_t *render_case(const char *name)
+{
+    forge_config_t *cfg;
+    forge_series_catalog_t *cat;
+    forge_prepared_t *p = load_case(name, &cfg, &cat);
+
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);
     return p;
@@ -192,6 +210,141 @@ Test(render, every_path_is_cluster_side_and_the_token_is_nowhere)
     }
 }
 
+#define MAX_SECRETS 16
+
+/* Every secret of l (the token, each env and secret_env value), as
+ * pointers to the launch's own slots. */
+static size_t secret_slots(forge_launch_t *l, char **slots[MAX_SECRETS])
+{
+    size_t n = 0;
+
+    cr_assert_leq(1 + l->env_count + l->secret_env_count, MAX_SECRETS);
+    if (l->ingest_token)
+        slots[n++] = &l->ingest_token;
+    for (size_t i = 0; i < l->env_count; i++)
+        slots[n++] = &l->env[i].value;
+    for (size_t i = 0; i < l->secret_env_count; i++)
+        slots[n++] = &l->secret_env[i].value;
+    return n;
+}
+
+/*
+ * Rendered again with every secret replaced by a marker found nowhere else,
+ * the script and the submit body are the same as before and hold no marker:
+ * no env value, secret_env value or token is in either, in any form.
+ */
+Test(render, env_values_and_the_token_are_nowhere_in_script_or_body)
+{
+    size_t with_secrets = 0;
+
+    for (size_t i = 0; i < sizeof(all_cases) / sizeof(all_cases[0]); i++) {
+        forge_config_t *cfg;
+        forge_series_catalog_t *cat;
+        forge_prepared_t *p = load_case(all_cases[i], &cfg, &cat);
+        forge_launch_t *l = &p->request->launch;
+        forge_error_t err = {0};
+        json_t *payload = NULL;
+        char **slots[MAX_SECRETS], *saved[MAX_SECRETS], marker[64];
+        size_t n = secret_slots(l, slots);
+
+        for (size_t k = 0; k < n; k++) {
+            saved[k] = *slots[k];
+            snprintf(marker, sizeof(marker), "SECRET-MARKER-%zu-5d1c", k);
+            *slots[k] = forge_xstrdup(marker);
+        }
+        char *script = forge_render_script(l, cfg);
+        cr_assert_eq(forge_render_payload(l, cfg, cat, script, &payload, &err),
+                     0);
+        char *body = json_dumps(payload, 0);
+        cr_assert_str_eq(script, p->script, "%s: a secret shapes the script",
+                         all_cases[i]);
+        cr_assert(json_equal(payload, p->payload),
+                  "%s: a secret shapes the submit body", all_cases[i]);
+        cr_assert_null(strstr(script, "SECRET-MARKER-"), "%s", all_cases[i]);
+        cr_assert_null(strstr(body, "SECRET-MARKER-"), "%s", all_cases[i]);
+        for (size_t k = 0; k < n; k++) {
+            free(*slots[k]);
+            *slots[k] = saved[k];
+        }
+        with_secrets += n > 0;
+        free(body);
+        free(script);
+        json_decref(payload);
+        forge_prepared_destroy(p);
+        forge_series_catalog_destroy(cat);
+        forge_config_destroy(cfg);
+    }
+    cr_assert_eq(with_secrets, 4, "both profiles, single and het, have some");
+}
+
+/* The text of forge_unpack='...' in a script (new): single-quoted, so it
+ * must hold no single quote. */
+static char *unpack_wrapper(const char *script)
+{
+    const char *at = strstr(script, "\nforge_unpack='");
+
+    cr_assert_not_null(at, "no forge_unpack");
+    at += strlen("\nforge_unpack='");
+    const char *end = strchr(at, '\'');
+    cr_assert_not_null(end);
+    cr_assert_eq(end[1], '\n', "the wrapper holds a single quote");
+    cr_assert_null(strstr(end, "\nforge_unpack="), "defined once");
+    return forge_xstrndup(at, (size_t)(end - at));
+}
+
+/* `SHELL -n -c TEXT`: the shell accepts the syntax. */
+static void assert_sh_syntax(const char *shell, const char *argv0,
+                             const char *text)
+{
+    int status;
+    pid_t pid = fork();
+
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execl(shell, argv0, "-n", "-c", text, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s -n refused the wrapper:\n%s", shell, text);
+}
+
+/* enroot-pyxis: every pool's task is `/bin/sh -c "$forge_unpack" forge-env
+ * POOL ROLES ARGV...`; the wrapper is the same text whatever the request
+ * (no request data in it) and POSIX sh; nothing of the request's env is in
+ * the task line (no /usr/bin/env NAME=value, no array expansion). */
+Test(render, pyxis_tasks_start_through_one_constant_wrapper)
+{
+    static const char *const pyxis[] = {"pyxis-single", "pyxis-het",
+                                        "pyxis-64x8"};
+    char *first = NULL;
+
+    for (size_t i = 0; i < 3; i++) {
+        forge_prepared_t *p = render_case(pyxis[i]);
+        size_t tasks = 0;
+        for (const char *at = p->script;
+             (at = strstr(at, " \\\n    /bin/sh -c \"$forge_unpack\" "
+                              "forge-env '"));
+             at++)
+            tasks++;
+        cr_assert_eq(tasks, p->request->launch.pool_count, "%s", pyxis[i]);
+        cr_assert_null(strstr(p->script, "/usr/bin/env"), "%s", pyxis[i]);
+        cr_assert_null(strstr(p->script, "forge_env"), "%s", pyxis[i]);
+        char *w = unpack_wrapper(p->script);
+        if (!first) {
+            first = w;
+            assert_sh_syntax("/bin/dash", "sh", w);
+            assert_sh_syntax("/bin/bash", "sh", w);
+        } else {
+            cr_assert_str_eq(w, first, "%s: another wrapper", pyxis[i]);
+            free(w);
+        }
+        forge_prepared_destroy(p);
+    }
+    cr_assert_null(strstr(first, "llama"), "request data in the wrapper");
+    free(first);
+}
+
 Test(render, every_component_has_what_slurmctld_demands)
 {
     for (size_t i = 0; i < sizeof(all_cases) / sizeof(all_cases[0]); i++) {
@@ -235,4 +388,56 @@ Test(render, job_name_and_comment_tag_the_launch)
     cr_assert_str_eq(json_string_value(json_object_get(job, "partition")),
                      "gpu-large", "the request overrides the default");
     forge_prepared_destroy(p);
+}
+
+/* ---- the credentials file ---------------------------------------------- */
+
+static void check_credentials(const char *name, const char *want, size_t n)
+{
+    forge_prepared_t *p = render_case(name);
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_puts(&b, "before|");
+    cr_assert(forge_render_credentials(&p->request->launch, &b), "%s", name);
+    cr_assert_eq(b.len, 7 + n, "%s: %zu bytes, not %zu", name, b.len - 7, n);
+    cr_assert(!memcmp(b.data, "before|", 7), "%s: appends", name);
+    cr_assert(!memcmp(b.data + 7, want, n), "%s: other pairs", name);
+    forge_buf_free(&b);
+    forge_prepared_destroy(p);
+}
+
+Test(render, credentials_hold_token_env_and_secret_env_in_order)
+{
+    static const char single[] = "FORGE_INGEST_TOKEN\0tok-9f8e7d6c5b4a\0"
+                                 "NCCL_DEBUG\0WARN\0"
+                                 "WANDB_PROJECT\0llm ft\0"
+                                 "WANDB_API_KEY\0wandb-key-5e6f7a8b\0";
+    static const char het[] = "RLHF_MODE\0ppo\0"
+                              "HF_TOKEN\0hf-3c4d5e6f7a8b\0"
+                              "REWARD_API_KEY\0rw-'quoted' $(not run)\0";
+
+    /* sizeof - 1: the literal's own terminator is not part of the file. */
+    check_credentials("apptainer-single", single, sizeof(single) - 1);
+    check_credentials("pyxis-single", single, sizeof(single) - 1);
+    check_credentials("apptainer-het", het, sizeof(het) - 1);
+    check_credentials("pyxis-het", het, sizeof(het) - 1);
+}
+
+Test(render, no_credentials_no_file_and_no_reader)
+{
+    static const char *const bare[] = {"pyxis-64x8", "apptainer-8pools"};
+
+    for (size_t i = 0; i < 2; i++) {
+        forge_prepared_t *p = render_case(bare[i]);
+        forge_buf_t b = FORGE_BUF_INIT;
+
+        forge_buf_puts(&b, "x");
+        cr_assert_not(forge_render_credentials(&p->request->launch, &b));
+        cr_assert_str_eq(forge_buf_str(&b), "x", "untouched");
+        cr_assert_null(strstr(p->script, FORGE_CREDENTIALS_FILE), "%s",
+                       bare[i]);
+        cr_assert_null(strstr(p->script, "forge_env"), "%s", bare[i]);
+        forge_buf_free(&b);
+        forge_prepared_destroy(p);
+    }
 }

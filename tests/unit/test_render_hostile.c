@@ -10,8 +10,14 @@
  *       way the real srun, Pyxis/enroot and apptainer do) and a recorder as
  *       the request's command[0]: the recorder must run once per task with
  *       its argv and environment byte for byte as requested, every mount
- *       must arrive as requested, the ingest token only in the environment,
- *       and nothing else may run (no canary file appears);
+ *       must arrive as requested, env and secret_env values and the
+ *       ingest token only through the credentials file (which the script
+ *       removes before srun starts), the token only in the environment,
+ *       env values in srun's environment only under a prefix
+ *       (APPTAINERENV_<NAME>, or FORGE_E_<NAME> that the enroot-pyxis task
+ *       wrapper unpacks; never in srun's argv, which Slurm keeps as the
+ *       step's SubmitLine), and nothing else may run (no canary file
+ *       appears);
  *   (c) what cannot be passed safely is refused with the contract's code
  *       and the JSON path of the value.
  * Scenarios named "*_or_refused" accept either outcome: a refusal with the
@@ -156,14 +162,18 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-static void spit(const char *path, const char *text, mode_t mode)
+static void spitn(const char *path, const char *text, size_t n, mode_t mode)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-    size_t n = strlen(text);
 
     cr_assert_geq(fd, 0, "create %s", path);
     cr_assert_eq(write(fd, text, n), (ssize_t)n, "write %s", path);
     close(fd);
+}
+
+static void spit(const char *path, const char *text, mode_t mode)
+{
+    spitn(path, text, strlen(text), mode);
 }
 
 static void mkdir_p(const char *path)
@@ -398,15 +408,26 @@ static void add_mount(json_t *req, const char *source, const char *target,
     free(dir);
 }
 
-static void add_env(json_t *req, const char *name, const char *value)
+static void add_to_map(json_t *req, const char *map, const char *name,
+                       const char *value)
 {
-    json_t *env = json_object_get(req, "env");
+    json_t *env = json_object_get(req, map);
 
     if (!env) {
         env = json_object();
-        json_object_set_new(req, "env", env);
+        json_object_set_new(req, map, env);
     }
     json_object_set_new(env, name, jstr(value));
+}
+
+static void add_env(json_t *req, const char *name, const char *value)
+{
+    add_to_map(req, "env", name, value);
+}
+
+static void add_secret_env(json_t *req, const char *name, const char *value)
+{
+    add_to_map(req, "secret_env", name, value);
 }
 
 static void add_args(json_t *req, const char *const *args, size_t n)
@@ -454,14 +475,14 @@ static int jint(const json_t *o, const char *key, int dflt)
     return v ? (int)json_integer_value(v) : dflt;
 }
 
-/* srun's whole argv; the apptainer wrapper text is NULL (any). */
+/* srun's whole argv; the task wrappers' text (apptainer's forge_task,
+ * enroot-pyxis' forge_unpack) is "(the task wrapper)" at wrapper_at[]. */
 static void expected_srun_argv(const json_t *req, strv_t *out,
                                size_t *wrapper_at, size_t *nwrappers)
 {
     json_t *pools = json_object_get(req, "pools");
     json_t *mounts = json_object_get(req, "mounts");
     json_t *command = json_object_get(req, "command");
-    json_t *env = json_object_get(req, "env");
     const char *workdir = jget(req, "workdir");
     char *image = xasprintf("%s/runtimes/%s", fx.storage,
                             jget(json_object_get(req, "image"), "path"));
@@ -538,15 +559,13 @@ static void expected_srun_argv(const json_t *req, strv_t *out,
             if (workdir)
                 sv_pushf(out, "--container-workdir=%s", workdir);
             sv_push(out, "--no-container-mount-home");
-            sv_push(out, "/usr/bin/env");
-            sv_pushf(out, "FORGE_POOL=%s", jget(pool, "name"));
-            sv_pushf(out, "FORGE_ROLES=%s", roles);
-            const char *k;
-            json_t *v;
-            json_object_foreach(env, k, v)
-            {
-                sv_pushf(out, "%s=%s", k, json_string_value(v));
-            }
+            sv_push(out, "/bin/sh");
+            sv_push(out, "-c");
+            wrapper_at[(*nwrappers)++] = out->n;
+            sv_push(out, "(the task wrapper)");
+            sv_push(out, "forge-env");
+            sv_push(out, jget(pool, "name"));
+            sv_push(out, roles);
         }
         for (size_t a = 0; a < json_array_size(command); a++)
             sv_push(out, json_string_value(json_array_get(command, a)));
@@ -670,20 +689,78 @@ static bool contains(const char *hay, size_t n, const char *needle)
     return needle && needle[0] && memmem(hay, n, needle, strlen(needle));
 }
 
-/* The token, plain and as JSON would escape it, appears nowhere. */
-static void assert_token_absent(const char *what, const char *text, size_t n,
-                                const char *token)
+/* A secret, plain and as JSON would escape it, appears nowhere. */
+static void assert_secret_absent(const char *what, const char *text, size_t n,
+                                 const char *label, const char *secret)
 {
-    json_t *j = json_string(token);
+    json_t *j = json_string(secret);
     char *escaped = json_dumps(j, JSON_ENCODE_ANY);
     size_t en = strlen(escaped);
 
-    cr_assert(!contains(text, n, token), "the ingest token is in %s", what);
+    cr_assert(!contains(text, n, secret), "%s is in %s", label, what);
     escaped[en - 1] = '\0'; /* the quotes */
-    cr_assert(!contains(text, n, escaped + 1),
-              "the ingest token (JSON-escaped) is in %s", what);
+    cr_assert(!contains(text, n, escaped + 1), "%s (JSON-escaped) is in %s",
+              label, what);
     free(escaped);
     json_decref(j);
+}
+
+static void assert_token_absent(const char *what, const char *text, size_t n,
+                                const char *token)
+{
+    assert_secret_absent(what, text, n, "the ingest token", token);
+}
+
+/* No env or secret_env value shapes the script or the submit body:
+ * rendered again with every value changed, both are the same. (The corpus
+ * also puts each string in the command, so looking for the values themselves
+ * would find those; hostile_corpus() looks for values found nowhere else.) */
+static void assert_env_values_unused(const json_t *req,
+                                     const forge_prepared_t *p)
+{
+    static const char *const maps[] = {"env", "secret_env"};
+    json_t *other = json_deep_copy(req);
+    forge_prepared_t *q = NULL;
+    forge_error_t err = {0};
+    const char *k;
+    json_t *v;
+
+    for (size_t m = 0; m < 2; m++) {
+        json_object_foreach(json_object_get(other, maps[m]), k, v)
+        {
+            char *changed = xasprintf("other value of %s", k);
+            json_string_set(v, changed);
+            free(changed);
+        }
+    }
+    char *text = json_dumps(other, JSON_COMPACT);
+    cr_assert_eq(forge_prepare(text, strlen(text), fx.cfg, fx.cat, &q, &err),
+                 FORGE_OK, "%s", err.message);
+    cr_assert(!strcmp(q->script, p->script),
+              "an env or secret_env value shapes the script");
+    cr_assert(json_equal(q->payload, p->payload),
+              "an env or secret_env value shapes the submit body");
+    forge_prepared_destroy(q);
+    free(text);
+    json_decref(other);
+}
+
+/* The credentials file as the worker's staging step writes it (mode 0600);
+ * its path (new), or NULL when the launch has none. */
+static char *write_credentials(const forge_launch_t *l)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    char *dir, *path = NULL;
+
+    if (!forge_render_credentials(l, &b))
+        return NULL;
+    dir = xasprintf("%s/staging/%s/%d", fx.storage, LAUNCH_ID, ATTEMPT);
+    mkdir_p(dir);
+    path = xasprintf("%s/%s", dir, FORGE_CREDENTIALS_FILE);
+    spitn(path, b.data, b.len, 0600);
+    forge_buf_free(&b);
+    free(dir);
+    return path;
 }
 
 static const char *env_get(const strv_t *env, const char *name)
@@ -734,7 +811,8 @@ static bool allowed_var(const json_t *req, const char *var)
     bool ok = forge_str_starts_with(name, "SLURM_") ||
               (fx.profile == FORGE_PROFILE_APPTAINER &&
                forge_str_starts_with(name, "APPTAINER_")) ||
-              json_object_get(json_object_get(req, "env"), name);
+              json_object_get(json_object_get(req, "env"), name) ||
+              json_object_get(json_object_get(req, "secret_env"), name);
 
     for (size_t i = 0; !ok && i < sizeof(fixed) / sizeof(fixed[0]); i++)
         ok = !strcmp(name, fixed[i]);
@@ -778,13 +856,16 @@ static size_t check_task(const json_t *req, const char *dir, const char *token,
     sv_split0(&env, buf, len);
     free(buf);
     free(path);
-    json_object_foreach(json_object_get(req, "env"), k, v)
-    {
-        const char *got = env_get(&env, k);
-        cr_assert_not_null(got, "env %s did not reach the program", k);
-        cr_assert_str_eq(got, json_string_value(v),
-                         "env %s: the program got %s, the request says %s", k,
-                         shows(got), shows(json_string_value(v)));
+    for (size_t m = 0; m < 2; m++) {
+        const char *map = m ? "secret_env" : "env";
+        json_object_foreach(json_object_get(req, map), k, v)
+        {
+            const char *got = env_get(&env, k);
+            cr_assert_not_null(got, "%s %s did not reach the program", map, k);
+            cr_assert_str_eq(got, json_string_value(v),
+                             "%s %s: the program got %s, the request says %s",
+                             map, k, shows(got), shows(json_string_value(v)));
+        }
     }
     for (size_t i = 0; i < env.n; i++)
         cr_assert(allowed_var(req, env.v[i]),
@@ -954,6 +1035,81 @@ static char *const *job_env(const json_t *req, strv_t *env)
     return env->v;
 }
 
+/* Names the job itself has in srun's environment (a request's value for
+ * one of them reaches the tasks over it, never as it). */
+static bool host_var(const char *name)
+{
+    static const char *const host[] = {
+        "PATH",       "HOME",   "PWD",         "OLDPWD",
+        "SHLVL",      "_",      "MASTER_ADDR", "MASTER_PORT",
+        "WORLD_SIZE", "NNODES", "FAKE_REC_DIR"};
+
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        if (!strcmp(name, host[i]))
+            return true;
+    return false;
+}
+
+/* srun's environment: every env and secret_env pair under the profile's
+ * prefix, byte for byte (enroot-pyxis: FORGE_E_<NAME>, the names once each
+ * in FORGE_ENV_NAMES, credentials order; apptainer: APPTAINERENV_<NAME>),
+ * none under its own name, where srun, Pyxis, enroot or ld.so would read
+ * it; the token as FORGE_INGEST_TOKEN (pyxis) or APPTAINERENV_ (apptainer). */
+static void check_srun_env(const json_t *req, const char *token)
+{
+    static const char *const maps[] = {"env", "secret_env"};
+    bool pyxis = fx.profile == FORGE_PROFILE_ENROOT_PYXIS;
+    const char *prefix = pyxis ? "FORGE_E_" : "APPTAINERENV_";
+    char path[PATH_MAX];
+    strv_t env = {0};
+    size_t len;
+    const char *k;
+    json_t *v;
+    char *names = forge_xstrdup("");
+
+    snprintf(path, sizeof(path), "%s/srun.environ", fx.rec);
+    char *buf = slurp(path, &len);
+    sv_split0(&env, buf, len);
+    free(buf);
+    for (size_t m = 0; m < 2; m++) {
+        json_object_foreach(json_object_get(req, maps[m]), k, v)
+        {
+            char *pname = xasprintf("%s%s", prefix, k);
+            const char *got = env_get(&env, pname);
+            cr_assert(got && !strcmp(got, json_string_value(v)),
+                      "%s %s: srun's environment has %s=%s", maps[m], k, pname,
+                      shows(got));
+            if (!host_var(k))
+                cr_assert_null(env_get(&env, k),
+                               "%s %s is in srun's environment under its "
+                               "own name",
+                               maps[m], k);
+            char *next = xasprintf("%s%s%s", names, names[0] ? " " : "", k);
+            free(names);
+            names = next;
+            free(pname);
+        }
+    }
+    /* (No pairs at all: no credentials file, nothing to list.) */
+    const char *listed = env_get(&env, "FORGE_ENV_NAMES");
+    if (pyxis && (names[0] || token))
+        cr_assert(listed && !strcmp(listed, names),
+                  "FORGE_ENV_NAMES is %s, not %s", shows(listed), shows(names));
+    else
+        cr_assert_null(listed);
+    for (size_t i = 0; !pyxis && i < env.n; i++)
+        cr_assert_not(forge_str_starts_with(env.v[i], "FORGE_E_"));
+    const char *tok = env_get(&env, pyxis ? "FORGE_INGEST_TOKEN"
+                                          : "APPTAINERENV_FORGE_INGEST_TOKEN");
+    if (token)
+        cr_assert(tok && !strcmp(tok, token),
+                  "the token in srun's environment: %s", shows(tok));
+    else
+        cr_assert_null(tok);
+    free(names);
+    sv_free(&env);
+}
+
 /*
  * Renders req, checks the script and payload, runs the script, and checks
  * everything the stand-ins and the recorder saw. If `refusal` is set, a
@@ -979,8 +1135,9 @@ static bool render_and_run(json_t *req, const char *refusal, const char *field)
                  forge_runtime_profile_name(fx.profile), forge_rc_name(rc),
                  shows(err.field), shows(err.message));
 
-    /* (a) the script parses; the token is in neither the script nor the
-     * submit body. */
+    /* (a) the script parses; neither the token nor an env or secret_env
+     * value is in the script or the submit body: they go through the
+     * credentials file. */
     fx_path(script_path, "job.sh");
     spit(script_path, p->script, 0644);
     assert_bash_syntax(script_path);
@@ -988,14 +1145,10 @@ static bool render_and_run(json_t *req, const char *refusal, const char *field)
     if (token) {
         assert_token_absent("the script", p->script, strlen(p->script), token);
         assert_token_absent("the submit body", payload, strlen(payload), token);
-        snprintf(path, sizeof(path), "%s/staging/%s/%d", fx.storage, LAUNCH_ID,
-                 ATTEMPT);
-        mkdir_p(path);
-        snprintf(path, sizeof(path), "%s/staging/%s/%d/%s", fx.storage,
-                 LAUNCH_ID, ATTEMPT, FORGE_CREDENTIALS_FILE);
-        spit(path, token, 0600);
     }
+    assert_env_values_unused(req, p);
     free(payload);
+    char *credentials = write_credentials(&p->request->launch);
 
     /* (b) run it. */
     strv_t env = {0};
@@ -1043,6 +1196,7 @@ static bool render_and_run(json_t *req, const char *refusal, const char *field)
                  want.n);
     sv_free(&want);
     sv_free(&got);
+    check_srun_env(req, token);
 
     /* Mounts as the runtime understood them. */
     strv_t files = {0};
@@ -1062,6 +1216,9 @@ static bool render_and_run(json_t *req, const char *refusal, const char *field)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "the job failed (status %d): %s", status, shows(out));
     free(out);
+    cr_assert(!credentials || access(credentials, F_OK) != 0,
+              "the job left its credentials file");
+    free(credentials);
 
     /* The recorder: once per task, everything as requested. */
     json_t *pools = json_object_get(req, "pools");
@@ -1249,6 +1406,16 @@ static json_t *corpus_request(bool het)
     char *lower = with_canary("$(touch @C@/p-lower)", fx.canary);
     add_env(req, "lower_case_name", lower);
     free(lower);
+    /* secret_env: every string as a value again, and a long one. */
+    for (size_t i = 0; i < c.n; i++) {
+        snprintf(name, sizeof(name), "SECRET_%03zu", i);
+        add_secret_env(req, name, c.v[i]);
+    }
+    char *long_secret = repeat("\xc3\xa9\\\n\"$(", 2700);
+    add_secret_env(req, "SECRET_LONG", long_secret);
+    free(long_secret);
+    add_env(req, "ONLY_IN_ENV", "ENV-ONLY-4f2a");
+    add_secret_env(req, "ONLY_IN_SECRET_ENV", "SECRET-ONLY-9b1c");
     /* workdir: under a mount, so the stand-ins can enter it. */
     char *wd = with_canary("/ws/$(touch @C@/p-wd) `touch @C@/p-wd2` "
                            "'\"; touch @C@/p-wd3; \"' ~ * ! %s \\ & | ; "
@@ -1328,7 +1495,7 @@ static void hostile_corpus(forge_runtime_profile_t profile, bool het)
     cr_assert_lt(strlen(text), FORGE_REQUEST_MAX_BYTES);
     free(text);
     cr_assert(render_and_run(req, NULL, NULL));
-    /* Labels stay out of the job. */
+    /* Labels stay out of the job; env values out of the script. */
     forge_prepared_t *p = NULL;
     forge_error_t err = {0};
     text = json_dumps(req, JSON_COMPACT);
@@ -1337,6 +1504,21 @@ static void hostile_corpus(forge_runtime_profile_t profile, bool het)
     char *payload = json_dumps(p->payload, JSON_COMPACT);
     cr_assert_null(strstr(p->script, "LABEL-ONLY-5e1d"));
     cr_assert_null(strstr(payload, "LABEL-ONLY-5e1d"));
+    /* Env values reach the job through the credentials file alone. */
+    static const char *const only_in_env[] = {"ENV-ONLY-4f2a",
+                                              "SECRET-ONLY-9b1c"};
+    char *argv_path = xasprintf("%s/srun.argv", fx.rec);
+    size_t argv_len;
+    char *argv = slurp(argv_path, &argv_len);
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_null(strstr(p->script, only_in_env[i]));
+        cr_assert_null(strstr(payload, only_in_env[i]));
+        cr_assert(!contains(argv, argv_len, only_in_env[i]),
+                  "%s is in srun's argv (the step's SubmitLine)",
+                  only_in_env[i]);
+    }
+    free(argv);
+    free(argv_path);
     free(payload);
     free(text);
     forge_prepared_destroy(p);
@@ -1552,6 +1734,36 @@ Test(hostile, env_names_pyxis_or_refused, .fini = fx_fini, .timeout = 60)
     apptainer_env_names(FORGE_PROFILE_ENROOT_PYXIS);
 }
 
+/* Names srun, Pyxis, enroot or the dynamic loader read from srun's
+ * environment: a request may set them for its program, and they must reach
+ * it exactly, but never srun (the stand-in stops if one reaches it). */
+static void runtime_names(forge_runtime_profile_t profile)
+{
+    fx_init(profile);
+    json_t *req = base_request(true);
+    char *preload = with_canary("@C@/p-preload.so", fx.canary);
+
+    add_env(req, "LD_PRELOAD", preload);
+    add_env(req, "LD_LIBRARY_PATH", "/nonexistent/lib");
+    add_env(req, "SRUN_CPUS_PER_TASK", "99");
+    add_env(req, "PYXIS_CONTAINER_IMAGE", "/nonexistent.sqsh");
+    add_secret_env(req, "ENROOT_ROOTFS", "/nonexistent/rootfs");
+    add_secret_env(req, "SRUN_EXPORT_ENV", "NONE");
+    cr_assert(render_and_run(req, NULL, NULL));
+    free(preload);
+    json_decref(req);
+}
+
+Test(hostile, runtime_names_stay_inert_apptainer, .fini = fx_fini,
+     .timeout = 60)
+{
+    runtime_names(FORGE_PROFILE_APPTAINER);
+}
+Test(hostile, runtime_names_stay_inert_pyxis, .fini = fx_fini, .timeout = 60)
+{
+    runtime_names(FORGE_PROFILE_ENROOT_PYXIS);
+}
+
 /* ---- (c) refused, with the code and the JSON path --------------------- */
 
 typedef struct refusal {
@@ -1676,6 +1888,24 @@ static refusal_t refusals[] = {
     {"launch_id", "{\"launch_id\": \"../x\"}", "schema", "$.launch_id", false},
     {"role value", "{\"roles\": {\"r\": \"p0;x\"}}", "schema", "$.roles.r",
      false},
+    {"secret_env SLURM_", "{\"secret_env\": {\"SLURM_JOB_ID\": \"1\"}}",
+     "env_refused", "$.secret_env.SLURM_JOB_ID", false},
+    {"secret_env FORGE_", "{\"secret_env\": {\"FORGE_INGEST_TOKEN\": \"x\"}}",
+     "env_refused", "$.secret_env.FORGE_INGEST_TOKEN", false},
+    {"secret_env HOME", "{\"secret_env\": {\"HOME\": \"/x\"}}", "env_refused",
+     "$.secret_env.HOME", false},
+    {"secret_env name $()", "{\"secret_env\": {\"A$(touch x)\": \"1\"}}",
+     "env_refused", "$.secret_env.A$(touch x)", false},
+    {"secret_env name []", "{\"secret_env\": {\"a[$(touch x)]\": \"1\"}}",
+     "env_refused", "$.secret_env.a[$(touch x)]", false},
+    {"secret_env value NUL", "{\"secret_env\": {\"A\": \"x\\u0000y\"}}",
+     "schema", "$.secret_env.A", false},
+    {"secret_env in env too",
+     "{\"env\": {\"A\": \"1\"}, \"secret_env\": {\"A\": \"2\"}}", "env_refused",
+     "$.secret_env.A", false},
+    {"tenant", "{\"tenant\": \"a;b\"}", "schema", "$.tenant", false},
+    {"CE secret_env", "{\"secret_env\": {\"SLURM_X\": \"1\"}}", "env_refused",
+     "$.data.secret_env.SLURM_X", true},
     {"CE env", "{\"env\": {\"SLURM_X\": \"1\"}}", "env_refused",
      "$.data.env.SLURM_X", true},
     {"CE mount", "{\"mounts\": [{\"source\": \"a:b\", \"target\": \"/d\"}]}",

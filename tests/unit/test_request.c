@@ -194,6 +194,35 @@ static bad_request_t bad[] = {
      "$.env.BAD-NAME"},
     {LAUNCH(", \"env\": {\"A\": \"x\\u0000y\"}"), "schema", "$.env.A"},
     {LAUNCH(", \"env\": {\"A\": 1}"), "schema", "$.env.A"},
+    {LAUNCH(", \"secret_env\": {\"SLURM_JOB_ID\": \"1\"}"), "env_refused",
+     "$.secret_env.SLURM_JOB_ID"},
+    {LAUNCH(", \"secret_env\": {\"FORGE_INGEST_TOKEN\": \"x\"}"), "env_refused",
+     "$.secret_env.FORGE_INGEST_TOKEN"},
+    {LAUNCH(", \"secret_env\": {\"APPTAINER_BIND\": \"x\"}"), "env_refused",
+     "$.secret_env.APPTAINER_BIND"},
+    {LAUNCH(", \"secret_env\": {\"PREPEND_PATH\": \"x\"}"), "env_refused",
+     "$.secret_env.PREPEND_PATH"},
+    {LAUNCH(", \"secret_env\": {\"a[0]\": \"x\"}"), "env_refused",
+     "$.secret_env.a[0]"},
+    {LAUNCH(", \"secret_env\": {\"A\": \"x\\u0000y\"}"), "schema",
+     "$.secret_env.A"},
+    {LAUNCH(", \"secret_env\": {\"A\": 1}"), "schema", "$.secret_env.A"},
+    {LAUNCH(", \"secret_env\": [\"A\"]"), "schema", "$.secret_env"},
+    {LAUNCH(", \"env\": {\"A\": \"1\", \"B\": \"2\"}, \"secret_env\": "
+            "{\"C\": \"3\", \"B\": \"4\"}"),
+     "env_refused", "$.secret_env.B"},
+    {LAUNCH(", \"secret_env\": {\"B\": \"4\"}, \"env\": {\"B\": \"2\"}"),
+     "env_refused", "$.secret_env.B"},
+    {LAUNCH(", \"tenant\": \"\""), "schema", "$.tenant"},
+    {LAUNCH(", \"tenant\": \"-lab\""), "schema", "$.tenant"},
+    {LAUNCH(", \"tenant\": \"lab/a\""), "schema", "$.tenant"},
+    {LAUNCH(", \"tenant\": \"lab\\n\""), "schema", "$.tenant"},
+    {LAUNCH(", \"tenant\": 7"), "schema", "$.tenant"},
+    {LAUNCH(
+         ", \"tenant\": "
+         "\"t2345678901234567890123456789012345678901234567890123456789012345"
+         "\""),
+     "schema", "$.tenant"},
     {LAUNCH(", \"mounts\": [{\"source\": \"a:b\", \"target\": \"/x\"}]"),
      "mount_refused", "$.mounts[0].source"},
     {LAUNCH(", \"mounts\": [{\"source\": \"a\", \"target\": \"/x,/y\"}]"),
@@ -321,6 +350,46 @@ Test(request, salvage_finds_the_launch_of_a_refused_message)
         cr_assert_null(
             forge_request_salvage_id(none[i], strlen(none[i]), &attempt), "%s",
             none[i]);
+}
+
+Test(request, secret_env_and_tenant_are_parsed)
+{
+    forge_prepared_t *p = prepare_ok(
+        LAUNCH(", \"env\": {\"A\": \"1\"}, \"secret_env\": {\"API_KEY\": "
+               "\"s3cr3t 'x'\\n\", \"EMPTY\": \"\"}, \"tenant\": "
+               "\"lab-a.prod_1\""));
+    const forge_launch_t *l = &p->request->launch;
+
+    cr_assert_eq(l->env_count, 1);
+    cr_assert_eq(l->secret_env_count, 2);
+    cr_assert_str_eq(l->secret_env[0].key, "API_KEY");
+    cr_assert_str_eq(l->secret_env[0].value, "s3cr3t 'x'\n");
+    cr_assert_str_eq(l->secret_env[1].key, "EMPTY");
+    cr_assert_str_eq(l->secret_env[1].value, "");
+    cr_assert_str_eq(l->tenant, "lab-a.prod_1");
+    forge_prepared_destroy(p);
+
+    p = prepare_ok(LAUNCH(""));
+    cr_assert_eq(p->request->launch.secret_env_count, 0);
+    cr_assert_null(p->request->launch.tenant);
+    forge_prepared_destroy(p);
+}
+
+/* A refused secret_env names the field, never the value. */
+Test(request, a_refused_secret_value_is_not_in_the_error)
+{
+    static const char json[] =
+        LAUNCH(", \"secret_env\": {\"KEY\": \"hunter2-secret\", \"SLURM_X\": "
+               "\"other-secret\"}");
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_neq(forge_prepare(json, strlen(json), cfg, cat, &p, &err), 0);
+    char *text = forge_error_json(&err);
+    cr_assert_str_eq(err.field, "$.secret_env.SLURM_X");
+    cr_assert_null(strstr(text, "other-secret"), "%s", text);
+    cr_assert_null(strstr(text, "hunter2"), "%s", text);
+    free(text);
 }
 
 Test(request, roles_map_to_pools)
