@@ -13,6 +13,7 @@
 #include "log_archive.h"
 #include "buf.h"
 #include "events.h"
+#include "log.h"
 #include "paths.h"
 #include "render.h"
 #include "safe_fs.h"
@@ -485,9 +486,9 @@ static forge_rc_t prepare_target(const forge_config_t *cfg, int root,
                                  forge_archive_t *out, forge_error_t *err)
 {
     const forge_fs_level_t levels[] = {
-        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* artifacts */
-        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
-        {0750, {(uid_t)-1, t->group}, FORGE_FS_REPAIR},
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPLACE}, /* artifacts */
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPLACE}, /* <launch_id> */
+        {0750, {(uid_t)-1, t->group}, FORGE_FS_REPLACE},
     };
     forge_buf_t rel = FORGE_BUF_INIT;
 
@@ -542,6 +543,27 @@ static forge_rc_t hash_existing(const target_t *t, sink_t *sink,
     return rc;
 }
 
+/* An entry at the archive's name that is not the worker's own single-link
+ * regular file was planted by a job (the folder was its, once): its name is
+ * removed - unlinking never follows a link nor touches another name of a
+ * hard-linked file - so the worker's archive can take the place. True when
+ * it removed one. */
+static bool drop_foreign_archive(const target_t *t)
+{
+    struct stat st;
+
+    if (fstatat(t->fd, FORGE_ARCHIVE_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        (S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid()))
+        return false;
+    if (unlinkat(t->fd, FORGE_ARCHIVE_NAME, 0) != 0)
+        return false;
+    forge_log_warn("%s/" FORGE_ARCHIVE_NAME " was not the worker's (mode "
+                   "%04o, uid %u, %u links): removed, never read",
+                   t->rel, (unsigned)st.st_mode, (unsigned)st.st_uid,
+                   (unsigned)st.st_nlink);
+    return true;
+}
+
 static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
                               forge_archive_t *out, forge_error_t *err)
 {
@@ -563,6 +585,9 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
      * linkat without AT_SYMLINK_FOLLOW, both names in the folder's
      * descriptor: nothing is followed. */
     int linked = linkat(t->fd, tmp, t->fd, FORGE_ARCHIVE_NAME, 0);
+
+    if (linked != 0 && errno == EEXIST && drop_foreign_archive(t))
+        linked = linkat(t->fd, tmp, t->fd, FORGE_ARCHIVE_NAME, 0);
 
     if (linked != 0 && errno != EEXIST)
         return forge_error_set(err, FORGE_EIO, "storage", "link to %s: %s",

@@ -388,6 +388,15 @@ static forge_rc_t mkdir_one(int parent, const char *where, const char *rel,
         return forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s", buf,
                                strerror(errno));
     *fd = openat(parent, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0 && (errno == ENOTDIR || errno == ELOOP) &&
+        lv->existing == FORGE_FS_REPLACE && unlinkat(parent, comp, 0) == 0) {
+        forge_log_warn("%s was not a folder (a link or file planted there): "
+                       "removed, never followed",
+                       buf);
+        created = mkdirat(parent, comp, 0700) == 0;
+        *fd = openat(parent, comp,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (*fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
         bool link = fstatat(parent, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     S_ISLNK(st.st_mode);

@@ -68,6 +68,11 @@ typedef enum forge_fs_existing {
      * made it the job user's), it is made the level's (owner, mode), with
      * a warning. */
     FORGE_FS_REPAIR,
+    /* As REPAIR, and a link or anything but a folder in its place (planted
+     * by a job) is unlinked - unlinking a link never touches its target -
+     * and the folder made anew, with a warning. For the worker's own areas
+     * where nothing of a job's belongs (artifacts). */
+    FORGE_FS_REPLACE,
     /* A folder handed to a job: accepted only when owned by the level's
      * owner or by the worker (a retry), then given owner and mode. */
     FORGE_FS_OWNER_OR_US,

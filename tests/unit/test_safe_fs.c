@@ -489,6 +489,40 @@ BOTH(mkdirs_refuses_links_at_every_level)
     }
 }
 
+/* FORGE_FS_REPLACE (the artifacts area): a link or file planted where a
+ * folder of the worker's belongs is unlinked, never followed, and the
+ * folder made; outside stays as it was. */
+BOTH(mkdirs_replace_removes_what_was_planted)
+{
+    static const forge_fs_level_t levels[] = {
+        {0711, {(uid_t)-1, (gid_t)-1}, FORGE_FS_REPLACE},
+    };
+    const char *plant[] = {
+        "ln -s $O $R/artifacts",
+        "mkdir $R/artifacts; ln -s $O/private $R/artifacts/x",
+        "mkdir $R/artifacts; touch $R/artifacts/x",
+    };
+
+    for (size_t i = 0; i < 3; i++) {
+        unsigned char before[32], after[32];
+        forge_error_t err = {0};
+        struct stat st;
+        int fd = -1;
+        sh("rm -rf $R/artifacts");
+        sh("%s", plant[i]);
+        outside_hash(before);
+        cr_assert_eq(
+            forge_fs_mkdirs(rootfd, "", "artifacts/x", levels, 1, &fd, &err),
+            FORGE_OK, "%s: %s", plant[i], err.message);
+        cr_assert_eq(fstat(fd, &st), 0);
+        close(fd);
+        cr_assert(S_ISDIR(st.st_mode) && st.st_uid == 0, "%s", plant[i]);
+        cr_assert(S_ISDIR(stat_of("artifacts").st_mode), "%s", plant[i]);
+        outside_hash(after);
+        cr_assert_arr_eq(before, after, 32, "%s: outside changed", plant[i]);
+    }
+}
+
 BOTH(mkdirs_refuses_a_file_in_the_way)
 {
     forge_error_t err = {0};
