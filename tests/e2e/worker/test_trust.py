@@ -301,6 +301,36 @@ id -u
     assert jobs and jobs[0]["user_name"] == "forge2", jobs
 
 
+def test_one_shared_user_sees_what_the_readme_says(stack, fleet):
+    """Two launches of one tenant run as one user: file modes cannot
+    separate them (README, trust model). What B's job can then read of A's
+    staging folder is its logs and its script, which holds no secret; A's
+    credentials file is gone once A's script has started."""
+    topics, worker, status, logs = fleet
+    mark = uuid.uuid4().hex
+    a = unique_id("shared-a")
+    req = launch(a, ["/bin/sh", "-c", "echo a-ran; sleep 10"], gpus=0,
+                 env={"PLAIN_A": f"plain-{mark}"})
+    req["secret_env"] = {"KEY_A": f"key-{mark}"}
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1",
+                     "token": f"tok-{mark}"}
+    topics.send(a, req)
+    status.wait_state(a, "RUNNING", timeout=60)
+    d = f"{CLUSTER_STORAGE}/staging/{a}/1"
+    log = run_attacker(fleet, f"""
+for f in credentials job.sh main.out; do
+  if [ ! -e {d}/$f ]; then echo "MISSING $f"
+  elif cat {d}/$f >/dev/null 2>&1; then echo "READ $f"; else echo "DENIED $f"; fi
+done
+cat {d}/job.sh {d}/main.out
+""")
+    assert "MISSING credentials" in log, log
+    assert "READ job.sh" in log and "READ main.out" in log, log
+    assert "a-ran" in log, log
+    assert mark not in log, "a secret or env value of A reached B"
+    assert status.wait_terminal(a)["data"]["state"] == "SUCCEEDED"
+
+
 def test_unknown_tenant_is_rejected(stack, fleet):
     topics, worker, status, logs = fleet
     lid = unique_id("tenant-z")
