@@ -160,6 +160,21 @@ static char *pool_roles(const forge_launch_t *l, const forge_pool_t *pool)
     return forge_buf_take(&b);
 }
 
+bool forge_render_shell_owns(const char *name)
+{
+    static const char owned[] = FORGE_SHELL_OWNED_NAMES;
+    size_t n = strlen(name);
+
+    for (const char *p = owned; *p;) {
+        size_t len = strcspn(p, " |");
+        if (len == n && !strncmp(p, name, n))
+            return true;
+        p += len;
+        p += strspn(p, " |");
+    }
+    return false;
+}
+
 static void put_pair(forge_buf_t *out, const char *name, const char *value)
 {
     forge_buf_append(out, name, strlen(name) + 1);

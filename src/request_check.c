@@ -9,6 +9,7 @@
 #include "request_check.h"
 #include "buf.h"
 #include "paths.h"
+#include "render.h"
 #include "safe_fs.h"
 #include "util.h"
 
@@ -539,6 +540,40 @@ static forge_rc_t check_series(const forge_request_t *req,
     return FORGE_OK;
 }
 
+/* enroot-pyxis: the task wrapper exports env names with /bin/sh, which
+ * cannot pass the names it owns (render.h); refused here rather than stop
+ * the job at its start. */
+static forge_rc_t check_shell_owned(const forge_request_t *req,
+                                    const char *field, const forge_kv_t *kv,
+                                    size_t count, forge_error_t *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        char rel[FORGE_ERROR_FIELD_MAX];
+        if (!forge_render_shell_owns(kv[i].key))
+            continue;
+        snprintf(rel, sizeof(rel), ".%s.%s", field, kv[i].key);
+        return refuse(err, FORGE_EENV_REFUSED, req, rel,
+                      "is a variable /bin/sh owns (computed or read-only): "
+                      "the enroot-pyxis profile cannot pass it to the "
+                      "program");
+    }
+    return FORGE_OK;
+}
+
+static forge_rc_t check_env_shell(const forge_request_t *req,
+                                  const forge_config_t *cfg, forge_error_t *err)
+{
+    const forge_launch_t *l = &req->launch;
+    forge_rc_t rc;
+
+    if (cfg->runtime_profile != FORGE_PROFILE_ENROOT_PYXIS)
+        return FORGE_OK;
+    if ((rc = check_shell_owned(req, "env", l->env, l->env_count, err)))
+        return rc;
+    return check_shell_owned(req, "secret_env", l->secret_env,
+                             l->secret_env_count, err);
+}
+
 forge_rc_t forge_request_check(const forge_request_t *req,
                                const forge_config_t *cfg,
                                const forge_series_catalog_t *catalog,
@@ -551,6 +586,8 @@ forge_rc_t forge_request_check(const forge_request_t *req,
     if ((rc = check_image(req, cfg, err)))
         return rc;
     if ((rc = check_mounts(req, cfg, err)))
+        return rc;
+    if ((rc = check_env_shell(req, cfg, err)))
         return rc;
     return check_series(req, catalog, err);
 }

@@ -411,3 +411,71 @@ Test(request_check, a_runtime_root_replaced_by_a_link)
              tmp);
     image_refused("images/a.sif", msg);
 }
+
+/* ---- env names a shell owns (enroot-pyxis) --------------------------------
+ */
+
+/* The check of a launch with env {name: "v"} (or secret_env) under profile. */
+static forge_rc_t check_env(const char *profile, const char *field,
+                            const char *name, forge_error_t *err)
+{
+    char storage[128], prof[64], json[1024];
+    char *envp[] = {storage, prof, NULL};
+    const char *ext = strcmp(profile, "apptainer") ? "sqsh" : "sif";
+    forge_config_t *cfg = NULL;
+    forge_request_t *req = NULL;
+    forge_rc_t rc;
+
+    sh("touch $R/runtimes/images/a.sqsh");
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
+    snprintf(prof, sizeof(prof), "FORGE_SLURM_RUNTIME_PROFILE=%s", profile);
+    cr_assert_eq(forge_config_load(envp, &cfg, err), FORGE_OK, "%s",
+                 err->message);
+    snprintf(json, sizeof(json),
+             "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": "
+             "{\"path\": \"images/a.%s\", \"format\": \"%s\"}, \"command\": "
+             "[\"run\"], \"pools\": [{\"name\": \"p\", \"series\": \"h200\", "
+             "\"nodes\": 1}], \"%s\": {\"%s\": \"v\"}}",
+             ext, ext, field, name);
+    cr_assert_eq(forge_request_parse(json, strlen(json), &req, err), FORGE_OK,
+                 "%s", err->message);
+    rc = forge_request_check(req, cfg, cat, err);
+    forge_request_destroy(req);
+    forge_config_destroy(cfg);
+    return rc;
+}
+
+Test(request_check, pyxis_refuses_names_the_shell_owns)
+{
+    static const char *const owned[] = {"RANDOM",    "SECONDS", "UID",
+                                        "PPID",      "OPTIND",  "SHLVL",
+                                        "BASH_ARGV", "_"};
+
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+        forge_error_t err = {0};
+        char field[64];
+        cr_assert_eq(check_env("enroot-pyxis", "env", owned[i], &err),
+                     FORGE_EENV_REFUSED, "%s accepted", owned[i]);
+        snprintf(field, sizeof(field), "$.env.%s", owned[i]);
+        cr_assert_str_eq(err.field, field);
+        forge_error_clear(&err);
+        cr_assert_eq(check_env("enroot-pyxis", "secret_env", owned[i], &err),
+                     FORGE_EENV_REFUSED, "secret %s accepted", owned[i]);
+        forge_error_clear(&err);
+        /* apptainer passes them through APPTAINERENV_: no shell in between */
+        cr_assert_eq(check_env("apptainer", "env", owned[i], &err), FORGE_OK,
+                     "%s: %s", owned[i], err.message);
+    }
+}
+
+Test(request_check, pyxis_passes_ordinary_names)
+{
+    static const char *const fine[] = {"PATH", "IFS",       "LD_PRELOAD",
+                                       "UIDX", "MY_RANDOM", "NCCL_DEBUG"};
+
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        forge_error_t err = {0};
+        cr_assert_eq(check_env("enroot-pyxis", "env", fine[i], &err), FORGE_OK,
+                     "%s: %s", fine[i], err.message);
+    }
+}
