@@ -15,12 +15,13 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <locale.h>
 #include <openssl/evp.h>
@@ -53,17 +54,9 @@ static void fx_init(void)
     staging = forge_path_staging(cfg, LAUNCH, 1);
 }
 
-static int rm_one(const char *path, const struct stat *st, int type,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void fx_fini(void)
 {
-    nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    support_rm_tree(root);
     free(staging);
     forge_config_destroy(cfg);
 }
@@ -625,14 +618,11 @@ static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
 /* A shell command with $R (the storage root) and $O (host) set. */
 static void sh(const char *fmt, ...)
 {
-    char cmd[2048], full[2300];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    support_vsh(root, host, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof(full), "R=%s; O=%s; set -e; %s", root, host, cmd);
-    cr_assert_eq(system(full), 0, "%s", cmd);
 }
 
 static void make_host(void)
@@ -667,7 +657,7 @@ static void host_hash(unsigned char md[32])
 
 static void drop_host(void)
 {
-    nftw(host, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    support_rm_tree(host);
 }
 
 /* After plant (a shell command) on the staging path: nothing is read

@@ -12,9 +12,10 @@
 #include "request_check.h"
 #include "series.h"
 
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +26,6 @@
 
 static char tmp[64];
 static forge_series_catalog_t *cat;
-
-static int rm_one(const char *path, const struct stat *st, int type,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
 
@@ -68,7 +61,7 @@ static void fx_init(void)
 static void fx_fini(void)
 {
     forge_series_catalog_destroy(cat);
-    nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    support_rm_tree(tmp);
 }
 
 TestSuite(request_check, .init = fx_init, .fini = fx_fini);

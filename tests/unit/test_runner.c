@@ -9,8 +9,9 @@
 #include "runner.h"
 #include "util.h"
 
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,28 +31,19 @@ static char tmp[64];
 static forge_config_t *cfg;
 static forge_series_catalog_t *cat;
 
-static int rm_one(const char *path, const struct stat *st, int type,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
 
 /* A shell command with $R (the storage root) and $O (a host folder). */
 static void sh(const char *fmt, ...)
 {
-    char cmd[1024], full[1400];
+    char r[128], o[128];
     va_list ap;
 
+    snprintf(r, sizeof(r), "%s/storage", tmp);
+    snprintf(o, sizeof(o), "%s/host", tmp);
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    support_vsh(r, o, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof(full), "R=%s/storage; O=%s/host; set -e; %s", tmp,
-             tmp, cmd);
-    cr_assert_eq(system(full), 0, "%s", cmd);
 }
 
 static void fx_init(void)
@@ -84,7 +76,7 @@ static void fx_fini(void)
 {
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);
-    nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    support_rm_tree(tmp);
 }
 
 TestSuite(runner, .init = fx_init, .fini = fx_fini);

@@ -9,13 +9,14 @@
  */
 #include "safe_fs.h"
 
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
-#include <ftw.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,27 +28,16 @@
 static char root[64], outside[64];
 static int rootfd = -1;
 
-static int rm_one(const char *path, const struct stat *st, int type,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
 
 /* A shell command with $R (root) and $O (outside) set. */
 static void sh(const char *fmt, ...)
 {
-    char cmd[2048], full[2300];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    support_vsh(root, outside, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof(full), "R=%s; O=%s; set -e; %s", root, outside, cmd);
-    cr_assert_eq(system(full), 0, "%s", cmd);
 }
 
 static void fx_init(void)
@@ -72,8 +62,8 @@ static void fx_walk_init(void)
 static void fx_fini(void)
 {
     close(rootfd);
-    nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(outside, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    support_rm_tree(root);
+    support_rm_tree(outside);
 }
 
 TestSuite(safe_fs2, .init = fx_init, .fini = fx_fini);

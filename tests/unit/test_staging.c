@@ -12,10 +12,11 @@
 #include "staging.h"
 #include "util.h"
 
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,27 +33,16 @@ static const forge_fs_owner_t job = {2001, 2002};
 static char root[64], outside[64];
 static forge_config_t *cfg;
 
-static int rm_one(const char *path, const struct stat *st, int type,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
 
 /* A shell command with $R (the storage root) and $O (outside) set. */
 static void sh(const char *fmt, ...)
 {
-    char cmd[2048], full[2300];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    support_vsh(root, outside, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof(full), "R=%s; O=%s; set -e; %s", root, outside, cmd);
-    cr_assert_eq(system(full), 0, "%s", cmd);
 }
 
 static void fx_init(void)
@@ -76,8 +66,8 @@ static void fx_init(void)
 
 static void fx_fini(void)
 {
-    nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(outside, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    support_rm_tree(root);
+    support_rm_tree(outside);
     forge_config_destroy(cfg);
 }
 

@@ -1,0 +1,36 @@
+/*
+ * support_storage.c - shell commands and tree removal for the storage
+ * tests (support_storage.h).
+ */
+#define _XOPEN_SOURCE 700
+#include "support_storage.h"
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void support_vsh(const char *root, const char *outside, const char *fmt,
+                 va_list ap)
+{
+    char cmd[2048], full[2400];
+
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    snprintf(full, sizeof(full), "R='%s'; O='%s'; set -e; %s", root ? root : "",
+             outside ? outside : "", cmd);
+    cr_assert_eq(system(full), 0, "%s", cmd);
+}
+
+static int remove_one(const char *path, const struct stat *st, int type,
+                      struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+void support_rm_tree(const char *path)
+{
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}

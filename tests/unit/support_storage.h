@@ -1,0 +1,23 @@
+/*
+ * support_storage.h - what the unit tests of the shared-storage code share
+ * (safe_fs, staging, log_archive, request_check, runner): shell commands
+ * that plant links and files as a job would, and removing a test's folders
+ * without following what was planted in them.
+ */
+#ifndef FORGE_SUPPORT_STORAGE_H
+#define FORGE_SUPPORT_STORAGE_H
+
+#include "error.h"
+
+#include <stdarg.h>
+
+/* Runs `set -e; <fmt...>` with $R = root and $O = outside (either may be
+ * NULL: then unset); a failing command fails the test. */
+void support_vsh(const char *root, const char *outside, const char *fmt,
+                 va_list ap);
+
+/* Removes path and everything below it: links unlinked, never followed,
+ * no mount point crossed. A missing path is fine. */
+void support_rm_tree(const char *path);
+
+#endif
