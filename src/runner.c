@@ -156,12 +156,9 @@ static forge_rc_t owner_of(forge_runner_t *r, const forge_request_t *req,
     *user = NULL;
     if (req && (rc = forge_tenant_of(r->tenants, req, &t, err)))
         return rc;
-    if (!t)
-        return forge_staging_default_owner(r->cfg, owner, err);
-    *user = t->slurm_user;
-    *owner =
-        geteuid() == 0 ? (forge_fs_owner_t){t->uid, t->gid} : FORGE_FS_KEEP;
-    return FORGE_OK;
+    if (t)
+        *user = t->slurm_user;
+    return forge_staging_owner(r->cfg, t, owner, err);
 }
 
 static void do_submit(forge_runner_t *r, forge_work_t *w)

@@ -41,6 +41,17 @@ forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
     return rc;
 }
 
+forge_rc_t forge_staging_owner(const forge_config_t *cfg,
+                               const forge_tenant_t *tenant,
+                               forge_fs_owner_t *owner, forge_error_t *err)
+{
+    if (!tenant)
+        return forge_staging_default_owner(cfg, owner, err);
+    *owner = geteuid() == 0 ? (forge_fs_owner_t){tenant->uid, tenant->gid}
+                            : FORGE_FS_KEEP;
+    return FORGE_OK;
+}
+
 /* "staging/<launch_id>/<attempt>" (new). */
 static char *staging_rel(const char *launch_id, int attempt)
 {

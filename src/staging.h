@@ -26,6 +26,7 @@
 #include "config.h"
 #include "request.h"
 #include "safe_fs.h"
+#include "tenants.h"
 
 #define FORGE_STAGING_SCRIPT "job.sh"
 
@@ -35,6 +36,14 @@
 forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
                                        forge_fs_owner_t *owner,
                                        forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Whose a launch's staging folder is: its tenant's uid:gid (tenants.h),
+ * or without tenants (tenant NULL) forge_staging_default_owner's. Only a
+ * worker running as root gives files away: FORGE_FS_KEEP otherwise. */
+forge_rc_t forge_staging_owner(const forge_config_t *cfg,
+                               const forge_tenant_t *tenant,
+                               forge_fs_owner_t *owner,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Creates (or refreshes) the staging folder of launch for owner. *path:
  * host-side folder (new) on success. */

@@ -155,7 +155,7 @@ static forge_state_t follow(forge_slurm_client_t *c, const forge_config_t *cfg,
 }
 
 static int submit_prepared(const forge_config_t *cfg, const forge_prepared_t *p,
-                           int wait)
+                           const forge_tenant_t *tenant, int wait)
 {
     const forge_launch_t *l = &p->request->launch;
     forge_slurm_client_t *c = NULL;
@@ -173,7 +173,7 @@ static int submit_prepared(const forge_config_t *cfg, const forge_prepared_t *p,
         rc = CLI_EXIT_CONFIG;
         goto out;
     }
-    if (forge_staging_default_owner(cfg, &owner, &err) ||
+    if (forge_staging_owner(cfg, tenant, &owner, &err) ||
         forge_staging_prepare(cfg, l, owner, p->script, &staging, &err)) {
         fprintf(stderr, "forge-worker: %s\n", err.message);
         rc = CLI_EXIT_SOFTWARE;
@@ -181,7 +181,8 @@ static int submit_prepared(const forge_config_t *cfg, const forge_prepared_t *p,
     }
     print_state(l->launch_id, l->attempt, FORGE_STATE_ACCEPTED,
                 FORGE_STATE_NONE, NULL, NULL);
-    if (forge_slurm_submit(c, p->payload, &sub, &res) != FORGE_SLURM_OK) {
+    if (forge_slurm_submit_as(c, tenant ? tenant->slurm_user : NULL, p->payload,
+                              &sub, &res) != FORGE_SLURM_OK) {
         fprintf(stderr, "forge-worker: submit failed (%s): %s\n",
                 forge_slurm_status_name(res.status), res.message);
         rc = 1;
@@ -203,6 +204,8 @@ int cmd_submit(int argc, char **argv)
     int wait = argc > 1 && !strcmp(argv[1], "--wait");
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
+    forge_tenants_t *tenants = NULL;
+    const forge_tenant_t *tenant = NULL;
     forge_prepared_t *p = NULL;
     forge_error_t err = {0};
     char *buf = NULL, *json;
@@ -217,10 +220,12 @@ int cmd_submit(int argc, char **argv)
                                   FORGE_NEED_SERIES,
                               &cfg)) ||
         (rc = cli_load_series(cfg, &cat)) ||
+        (rc = cli_load_tenants(cfg, &tenants)) ||
         (rc = cli_read_input(argv[1 + wait], FORGE_REQUEST_MAX_BYTES, &buf,
                              &len)))
         goto out;
-    if (forge_prepare(buf, len, cfg, cat, &p, &err) || !p->script) {
+    if (forge_prepare(buf, len, cfg, cat, &p, &err) || !p->script ||
+        forge_tenant_of(tenants, p->request, &tenant, &err)) {
         if (!err.code)
             forge_error_set(&err, FORGE_ESCHEMA, "$.kind",
                             "submit takes a launch request");
@@ -230,10 +235,11 @@ int cmd_submit(int argc, char **argv)
         rc = CLI_EXIT_INVALID;
         goto out;
     }
-    rc = submit_prepared(cfg, p, wait);
+    rc = submit_prepared(cfg, p, tenant, wait);
 out:
     forge_prepared_destroy(p);
     free(buf);
+    forge_tenants_destroy(tenants);
     forge_series_catalog_destroy(cat);
     forge_config_destroy(cfg);
     return rc;

@@ -426,3 +426,20 @@ Test(staging, remove_a_linked_attempt_folder_unlinks_only_the_link)
     cr_assert_not(exists("staging/" LAUNCH "/1"));
     cr_assert_eq(remove_it(&err), FORGE_OK, "then nothing is left to do");
 }
+
+/* A tenant's launch is its user's; without tenants, the storage owner's. */
+Test(staging, owner_is_the_tenants_user)
+{
+    forge_tenant_t bob = {"team-b", "bob", 2003, 3000};
+    forge_fs_owner_t owner;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_staging_owner(cfg, &bob, &owner, &err), FORGE_OK);
+    cr_assert_eq(owner.uid, 2003u);
+    cr_assert_eq(owner.gid, 3000u);
+    sh("chown 2001:2002 $R");
+    cr_assert_eq(forge_staging_owner(cfg, NULL, &owner, &err), FORGE_OK, "%s",
+                 err.message);
+    cr_assert_eq(owner.uid, 2001u);
+    cr_assert_eq(owner.gid, 2002u);
+}
