@@ -46,7 +46,8 @@ struct forge_runner {
     size_t in_flight;
     size_t done; /* items in the outbox */
     bool stopping;
-    signature_t *sigs; /* poll runner only; its thread only */
+    signature_t *sigs;       /* poll runner only; its thread only */
+    unsigned long sig_epoch; /* the loop's generation sigs belong to */
     size_t sig_count;
 };
 
@@ -303,11 +304,25 @@ static void poll_absent(forge_runner_t *r, forge_poll_item_t *it)
     /* else UNANSWERED: an error is never a verdict */
 }
 
+/* Everything the poller remembers, gone: the next poll of every job is a
+ * change (forge_work_t.epoch). */
+static void forget_signatures(forge_runner_t *r)
+{
+    for (size_t i = 0; i < r->sig_count; i++)
+        free(r->sigs[i].states);
+    r->sig_count = 0;
+}
+
 static void do_poll(forge_runner_t *r, forge_work_t *w)
 {
     uint32_t *ids = forge_xcalloc(w->item_count + 1, sizeof(uint32_t));
     forge_slurm_job_list_t states = {NULL, 0};
     forge_slurm_result_t res = {0};
+
+    if (w->epoch != r->sig_epoch) {
+        forget_signatures(r);
+        r->sig_epoch = w->epoch;
+    }
 
     for (size_t i = 0; i < w->item_count; i++)
         ids[i] = w->items[i].job_id;
@@ -588,8 +603,7 @@ void forge_runner_stop(forge_runner_t *r)
         r->outbox = w->next;
         forge_work_free(w);
     }
-    for (size_t i = 0; i < r->sig_count; i++)
-        free(r->sigs[i].states);
+    forget_signatures(r);
     free(r->sigs);
     forge_slurm_client_destroy(r->client);
     pthread_mutex_destroy(&r->lock);

@@ -59,6 +59,12 @@ typedef struct forge_work {
     uint32_t job_id;          /* CANCEL: the job; SUBMIT result: the new job */
     forge_poll_item_t *items; /* POLL */
     size_t item_count;
+    /* POLL: the loop's memory generation. The poller's memory of what it
+     * saw (its change signatures) belongs to the records of one
+     * generation: a new one (records rewound by an aborted transaction,
+     * partitions restored) makes it forget, so every job is looked at
+     * afresh and a state the rewind took back is published again. */
+    unsigned long epoch;
     /* results */
     forge_slurm_status_t status;
     /* Our own refusal behind a failed status, or FORGE_OK: a SUBMIT

@@ -23,11 +23,31 @@ void forge_testpoint_crash(const char *name)
     raise(SIGKILL);
 }
 
+/* A status event of the state FORGE_TEST_ABORT_TXN_STATE names went into
+ * the open transaction: it is aborted (once in the process's life). */
+static bool state_seen, state_aborted;
+
+void forge_testpoint_event_state(const char *state)
+{
+    const char *want = getenv("FORGE_TEST_ABORT_TXN_STATE");
+
+    if (want && state && !strcmp(want, state) && !state_aborted)
+        state_seen = true;
+}
+
 bool forge_testpoint_abort_txn(void)
 {
     static long seen;
     const char *want = getenv("FORGE_TEST_ABORT_TXN");
 
+    if (state_seen) {
+        state_seen = false;
+        state_aborted = true;
+        forge_log_warn("test point: aborting the transaction carrying a %s "
+                       "event on purpose",
+                       getenv("FORGE_TEST_ABORT_TXN_STATE"));
+        return true;
+    }
     if (!want)
         return false;
     seen++;

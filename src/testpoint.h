@@ -6,6 +6,9 @@
  *                                  cleanup, like kill -9) on reaching <name>
  *   FORGE_TEST_ABORT_TXN=<n>       the n-th transaction that carries
  *                                  anything is aborted instead of committed
+ *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
+ *                                  status event of state S (SUCCEEDED, ...)
+ *                                  is aborted instead of committed
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).
@@ -23,13 +26,16 @@
 #ifdef FORGE_TEST_HOOKS
 void forge_testpoint_crash(const char *name);
 bool forge_testpoint_abort_txn(void);
-#define FORGE_TESTPOINT_CRASH(name) forge_testpoint_crash(name)
-#define FORGE_TESTPOINT_ABORT_TXN() forge_testpoint_abort_txn()
-#define FORGE_TESTPOINTS_BUILT      1
+void forge_testpoint_event_state(const char *state);
+#define FORGE_TESTPOINT_CRASH(name)        forge_testpoint_crash(name)
+#define FORGE_TESTPOINT_EVENT_STATE(state) forge_testpoint_event_state(state)
+#define FORGE_TESTPOINT_ABORT_TXN()        forge_testpoint_abort_txn()
+#define FORGE_TESTPOINTS_BUILT             1
 #else
-#define FORGE_TESTPOINT_CRASH(name) ((void)0)
-#define FORGE_TESTPOINT_ABORT_TXN() false
-#define FORGE_TESTPOINTS_BUILT      0
+#define FORGE_TESTPOINT_CRASH(name)        ((void)0)
+#define FORGE_TESTPOINT_ABORT_TXN()        false
+#define FORGE_TESTPOINT_EVENT_STATE(state) ((void)0)
+#define FORGE_TESTPOINTS_BUILT             0
 #endif
 
 #endif

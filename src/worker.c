@@ -403,6 +403,7 @@ static void tick(worker_t *w)
                 forge_event_now_ms()};
 
     t.poll->kind = FORGE_WORK_POLL;
+    t.poll->epoch = w->poll_epoch;
     forge_owner_each(w->owner, tend_entry, &t);
     /* how late the loop came to this tick: the e2e tests read it */
     forge_log_debug("poll tick: %zu live jobs, %lld ms late",
@@ -458,6 +459,7 @@ static void restore(worker_t *w, int32_t p)
     restoring_t r = {w, p, 0, 0, {0}};
 
     forge_log_info("partition %d assigned: restoring", (int)p);
+    w->poll_epoch++; /* the poller forgets what it saw: records rewind */
     forge_owner_drop(w->owner, p);
     forge_owner_assign(w->owner, p);
     if (forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {

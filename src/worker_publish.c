@@ -8,6 +8,7 @@
 #include "log.h"
 #include "util.h"
 #include "worker_int.h"
+#include "testpoint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,7 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
         ev.error_message = c->error->message;
     }
     ev.at_ms = e->rec->updated_at_ms;
+    FORGE_TESTPOINT_EVENT_STATE(forge_state_name(c->to));
     o = forge_event_status(&ev);
     text = json_dumps(o, JSON_COMPACT);
     rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,

@@ -36,3 +36,33 @@ def test_read_committed_reader_sees_no_aborted_event(stack, slurm, logdir):
         committed.close()
         uncommitted.close()
         worker.stop_quietly()
+
+
+def test_aborted_terminal_event_is_published_again(stack, slurm, logdir):
+    """The transaction carrying a launch's SUCCEEDED is aborted (as a broker
+    restart or an abortable commit error would): the records go back to
+    RUNNING, and the next ticks must see the job's end again and publish
+    SUCCEEDED once - not call it unchanged until slurmctld forgets the job
+    and the launch ends LOST (seen before the poll memory was rewound with
+    the records)."""
+    topics = Topics(stack, "abort-terminal")
+    committed = StatusReader(stack, topics.status, "read_committed")
+    worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
+                    {"FORGE_TEST_ABORT_TXN_STATE": "SUCCEEDED",
+                     "FORGE_LOST_GRACE_S": "5"})
+    try:
+        worker.wait_ready()
+        lid = unique_id("abort-end")
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 1"]))
+        # Well inside MinJobAge (60 s): an answer from the job's end, not
+        # from its disappearance.
+        done = committed.wait_terminal(lid, timeout=45)
+        assert worker.logged("aborting the transaction carrying a SUCCEEDED")
+        assert done["data"]["state"] == "SUCCEEDED", committed.states(lid)
+        assert_contiguous(committed.of(lid), lid)
+        assert committed.states(lid).count("SUCCEEDED") == 1
+        assert len(slurm.leaders(lid)) == 1
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        committed.close()
+        worker.stop_quietly()
