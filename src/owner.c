@@ -180,6 +180,15 @@ bool forge_owner_ready(const forge_owner_t *o)
     return true;
 }
 
+size_t forge_owner_partition_count(const forge_owner_t *o)
+{
+    size_t n = 0;
+
+    for (size_t p = 0; p < PARTITIONS_MAX; p++)
+        n += o->partitions[p] != P_NONE;
+    return n;
+}
+
 int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)
 {
     int32_t *out = forge_xcalloc(PARTITIONS_MAX, sizeof(int32_t));

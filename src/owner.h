@@ -61,6 +61,10 @@ void forge_owner_drop(forge_owner_t *o, int32_t partition);
 bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
 /* Every assigned partition is restored (the worker's readiness). */
 bool forge_owner_ready(const forge_owner_t *o);
+
+/* How many partitions are owned (restoring or ready). */
+size_t forge_owner_partition_count(const forge_owner_t *o);
+
 /* Partitions assigned now (new array, *n entries). */
 int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n);
 
@@ -68,6 +72,7 @@ int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n);
 void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
                       void *ctx);
 
+/* How many launches the table holds. */
 size_t forge_owner_count(const forge_owner_t *o);
 
 #endif

@@ -481,8 +481,11 @@ static void restore(worker_t *w, int32_t p)
 
 static void on_assigned(void *ctx, const int32_t *parts, size_t n)
 {
+    worker_t *w = ctx;
+
+    w->joined = true;
     for (size_t i = 0; i < n; i++)
-        restore(ctx, parts[i]);
+        restore(w, parts[i]);
 }
 
 /* Deferred work of a transaction that did not commit, or of partitions
@@ -618,13 +621,19 @@ static void consume_batch(worker_t *w, int timeout_ms)
     }
 }
 
+/* Ready: the group has assigned this worker, and every partition it owns
+ * is restored; owning none, it is a standby (more workers than
+ * partitions). Said in the log at each change. */
 static void report_ready(worker_t *w)
 {
-    bool ready = forge_owner_ready(w->owner);
+    size_t owned = forge_owner_partition_count(w->owner);
+    int now = !w->joined || !forge_owner_ready(w->owner) ? 0 : owned ? 1 : 2;
 
-    if (ready && !w->was_ready)
-        forge_log_info("ready: every owned partition is restored");
-    w->was_ready = ready;
+    if (now == 1 && w->readiness != 1)
+        forge_log_info("ready: every owned partition is restored (%zu)", owned);
+    else if (now == 2 && w->readiness != 2)
+        forge_log_info("ready: standby, this worker owns no partition");
+    w->readiness = now;
 }
 
 static void drain(worker_t *w)

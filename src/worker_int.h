@@ -37,8 +37,9 @@ typedef struct worker {
     bool poll_in_flight;
     unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
     long long next_poll_ms;
-    bool was_ready;
-    bool drained; /* shutting down: the drain already waited */
+    bool joined;   /* the group has assigned this worker at least once */
+    int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
+    bool drained;  /* shutting down: the drain already waited */
     bool fatal;
 } worker_t;
 

@@ -299,7 +299,8 @@ class Worker:
 
     def wait_ready(self, timeout=60):
         wait_until(f"{self.worker_id} to be ready",
-                   lambda: self.logged("ready: every owned partition") or
+                   lambda: any(line.get("msg", "").startswith("ready: ")
+                               for line in self.lines()) or
                    self._died(), timeout)
         assert self.proc.poll() is None, f"{self.worker_id} exited: {self.tail()}"
 
