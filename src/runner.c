@@ -209,8 +209,10 @@ out:
     forge_prepared_destroy(p);
 }
 
-/* An intent found at restore without a job id: never two live jobs. */
-static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
+/* An intent without a job id (restored after a crash, or a submit whose
+ * outcome was unknown): whatever job its tag finds is cancelled and its
+ * staging folder removed. w->status OK when nothing of it is left. */
+static void clean_intent(forge_runner_t *r, forge_work_t *w)
 {
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
@@ -232,6 +234,14 @@ static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
     }
     if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);
+}
+
+/* Then submitted afresh: never two live jobs. */
+static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
+{
+    clean_intent(r, w);
+    if (w->status != FORGE_SLURM_OK)
+        return;
     if (!w->request) { /* its sealed request did not open: no guessing */
         w->status = FORGE_SLURM_REJECTED;
         snprintf(w->message, sizeof(w->message), "no request to submit");
@@ -429,6 +439,9 @@ static void run_one(forge_runner_t *r, forge_work_t *w)
         break;
     case FORGE_WORK_CLEAN_SUBMIT:
         do_clean_submit(r, w);
+        break;
+    case FORGE_WORK_CLEAN_CANCEL:
+        clean_intent(r, w);
         break;
     case FORGE_WORK_CANCEL:
         do_cancel(r, w);

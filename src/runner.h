@@ -25,6 +25,9 @@ typedef enum forge_work_kind {
     FORGE_WORK_SUBMIT,       /* render, stage, submit; adopt on unknown */
     FORGE_WORK_CLEAN_SUBMIT, /* interrupted submit: cancel tagged jobs,
                                 remove staging, then submit */
+    FORGE_WORK_CLEAN_CANCEL, /* an intent cancelled before its submit was
+                                known: cancel tagged jobs, remove staging,
+                                submit nothing */
     FORGE_WORK_CANCEL,
     FORGE_WORK_POLL,
     FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */

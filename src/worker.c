@@ -254,6 +254,28 @@ static void on_submitted(worker_t *w, forge_work_t *work)
     }
 }
 
+/* An intent cancelled before its submit was known, now cleaned (the jobs
+ * its tag found cancelled): CANCELLED; else tried again later. */
+static void on_withdrawn(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+    change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+
+    if (!e)
+        return;
+    e->busy = false;
+    if (work->status == FORGE_SLURM_OK) {
+        forge_worker_publish_event(w, e, &c, true);
+        return;
+    }
+    e->retry_at_ms =
+        forge_event_now_ms() + retry_delay_ms(++e->submit_failures);
+    forge_log_warn("cleaning the cancelled intent of %s failed (%s): %s; "
+                   "retrying later",
+                   e->rec->launch_id, forge_slurm_status_name(work->status),
+                   work->message);
+}
+
 static void on_cancelled(worker_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_worker_entry_of(w, work);
@@ -321,6 +343,8 @@ static void on_results(worker_t *w)
         next = list->next;
         if (list->kind == FORGE_WORK_CANCEL)
             on_cancelled(w, list);
+        else if (list->kind == FORGE_WORK_CLEAN_CANCEL)
+            on_withdrawn(w, list);
         else
             on_submitted(w, list);
         forge_work_free(list);
@@ -386,14 +410,12 @@ static void tend_entry(void *ctx, forge_entry_t *e)
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
          * retry. Clean whatever the tag finds first: never two jobs. */
-        if (r->cancel_requested) {
-            change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
-            forge_worker_publish_event(t->w, e, &c, true);
-            return;
-        }
-        e->busy = true;
+        e->busy = true; /* cancelled: a submit may have reached Slurm */
         forge_worker_defer(t->w,
-                           forge_worker_new_work(FORGE_WORK_CLEAN_SUBMIT, e));
+                           forge_worker_new_work(r->cancel_requested
+                                                     ? FORGE_WORK_CLEAN_CANCEL
+                                                     : FORGE_WORK_CLEAN_SUBMIT,
+                                                 e));
     }
 }
 

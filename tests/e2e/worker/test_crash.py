@@ -6,6 +6,12 @@ at restore, cancels whatever carries the launch's comment tag, and submits
 afresh: exactly one live Slurm job at any time, one terminal event.
 """
 
+import http.server
+import threading
+import time
+import urllib.error
+import urllib.request
+
 import pytest
 
 from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
@@ -55,3 +61,91 @@ def test_next_owner_cleans_and_resubmits(stack, slurm, logdir, point):
         crashing.stop_quietly()
         if "heir" in locals():
             heir.stop_quietly()
+
+
+def start_slow_submit_proxy(upstream, delay_s):
+    """A proxy in front of the real slurmrestd that forwards every call at
+    once and holds back only the answer to a submit for delay_s: the job
+    exists in Slurm while the worker still waits for its id (fault
+    injection the real slurmrestd cannot do; every answer is the real one).
+    `submitted` is set once a submit reached Slurm."""
+    submitted = threading.Event()
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self):
+            body = None
+            if "Content-Length" in self.headers:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+            req = urllib.request.Request(
+                upstream + self.path, data=body, method=self.command,
+                headers={k: v for k, v in self.headers.items()
+                         if k.lower() not in ("host", "connection")})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    status, data = r.status, r.read()
+            except urllib.error.HTTPError as e:
+                status, data = e.code, e.read()
+            if self.command == "POST" and self.path.endswith("/job/submit"):
+                submitted.set()
+                time.sleep(delay_s)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_DELETE = forward
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, submitted
+
+
+def test_cancelled_intent_cancels_the_orphan(stack, slurm, logdir):
+    """A cancel recorded while the submit is in flight, then kill -9 once
+    Slurm has taken the job but before its id is recorded: the heir finds
+    an intent with cancel_requested and no job id. It must cancel the job
+    the tag finds before saying CANCELLED (it used to say CANCELLED and
+    leave the job running)."""
+    proxy, submitted = start_slow_submit_proxy(
+        stack.env["FORGE_SLURM_REST_URL"], 6)
+    topics = Topics(stack, "crash-cancel")
+    group = unique_id("g")
+    crashing = Worker(stack, topics, unique_id("wa"), group, logdir, {
+        "FORGE_TEST_CRASH_POINT": "submit.after",
+        "FORGE_SLURM_REST_URL": f"http://127.0.0.1:{proxy.server_port}"})
+    reader = StatusReader(stack, topics.status)
+    try:
+        crashing.wait_ready()
+        lid = unique_id("crash-cancel")
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 60"]))
+        assert submitted.wait(60), crashing.tail()
+        topics.send(lid, {"kind": "cancel", "launch_id": lid})
+        assert crashing.wait_exit(60) == -9, crashing.tail()
+        assert reader.states(lid) == ["ACCEPTED"]
+        wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
+
+        heir = Worker(stack, topics, unique_id("wb"), group, logdir)
+        done = reader.wait_terminal(lid, timeout=120)
+        assert done["data"]["state"] == "CANCELLED", reader.states(lid)
+        assert done["data"]["reason"] == "requested"
+        assert_contiguous(reader.of(lid), lid)
+        leaders = slurm.leaders(lid)
+        assert len(leaders) == 1, "nothing submitted after the cancel"
+        wait_until("the orphan to show CANCELLED",
+                   lambda: "CANCELLED" in slurm.jobs[leaders[0]]["states"][-1],
+                   15)
+        assert heir.logged(f"cancelled job {leaders[0]} left by an "
+                           "interrupted submit")
+        assert heir.terminate() == 0, heir.tail()
+    finally:
+        reader.close()
+        crashing.stop_quietly()
+        if "heir" in locals():
+            heir.stop_quietly()
+        proxy.shutdown()
