@@ -19,6 +19,10 @@ struct forge_owner {
     forge_entry_t *buckets[BUCKETS];
     size_t count;
     unsigned char partitions[PARTITIONS_MAX]; /* pstate_t */
+    /* a restore that failed: when to try again (0: none due), and how many
+     * times in a row it failed (for the backoff; cleared once ready) */
+    long long retry_at[PARTITIONS_MAX];
+    unsigned char failures[PARTITIONS_MAX];
 };
 
 static size_t bucket_of(const char *key)
@@ -143,8 +147,35 @@ void forge_owner_assign(forge_owner_t *o, int32_t p)
 
 void forge_owner_set_ready(forge_owner_t *o, int32_t p)
 {
-    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING)
+    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING) {
         o->partitions[p] = P_READY;
+        o->retry_at[p] = 0;
+        o->failures[p] = 0;
+    }
+}
+
+int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at)
+{
+    if (p < 0 || p >= PARTITIONS_MAX || o->partitions[p] != P_RESTORING)
+        return 0;
+    o->retry_at[p] = retry_at;
+    if (o->failures[p] < 255)
+        o->failures[p]++;
+    return o->failures[p];
+}
+
+int forge_owner_restore_failures(const forge_owner_t *o, int32_t p)
+{
+    return p >= 0 && p < PARTITIONS_MAX ? o->failures[p] : 0;
+}
+
+int32_t forge_owner_restore_due(const forge_owner_t *o, long long now)
+{
+    for (int32_t p = 0; p < PARTITIONS_MAX; p++)
+        if (o->partitions[p] == P_RESTORING && o->retry_at[p] &&
+            now >= o->retry_at[p])
+            return p;
+    return -1;
 }
 
 void forge_owner_drop(forge_owner_t *o, int32_t p)
@@ -152,6 +183,7 @@ void forge_owner_drop(forge_owner_t *o, int32_t p)
     if (p < 0 || p >= PARTITIONS_MAX)
         return;
     o->partitions[p] = P_NONE;
+    o->retry_at[p] = 0; /* failures stay: a restore again soon backs off */
     for (size_t b = 0; b < BUCKETS; b++) {
         forge_entry_t **link = &o->buckets[b];
         while (*link) {

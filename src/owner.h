@@ -62,6 +62,15 @@ bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
 /* Every assigned partition is restored (the worker's readiness). */
 bool forge_owner_ready(const forge_owner_t *o);
 
+/* A restore of p that did not reach the state topic's end: p stays
+ * restoring (paused, nothing taken from it) and is due again at retry_at.
+ * Returns how many restores of p failed in a row (cleared once ready). */
+int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at);
+int forge_owner_restore_failures(const forge_owner_t *o, int32_t p);
+
+/* A restoring partition whose next restore is due at now, or -1. */
+int32_t forge_owner_restore_due(const forge_owner_t *o, long long now);
+
 /* How many partitions are owned (restoring or ready). */
 size_t forge_owner_partition_count(const forge_owner_t *o);
 

@@ -56,6 +56,17 @@ bool forge_testpoint_abort_txn(void)
     forge_log_warn("test point: aborting transaction %ld on purpose", seen);
     return true;
 }
+bool forge_testpoint_restore_fail(void)
+{
+    static long failed;
+    const char *want = getenv("FORGE_TEST_RESTORE_FAILS");
+
+    if (!want || failed >= strtol(want, NULL, 10))
+        return false;
+    failed++;
+    forge_log_warn("test point: restore %ld fails on purpose", failed);
+    return true;
+}
 #else
 typedef int forge_testpoint_unused_t; /* ISO C: no empty translation unit */
 #endif

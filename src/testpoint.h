@@ -6,6 +6,8 @@
  *                                  cleanup, like kill -9) on reaching <name>
  *   FORGE_TEST_ABORT_TXN=<n>       the n-th transaction that carries
  *                                  anything is aborted instead of committed
+ *   FORGE_TEST_RESTORE_FAILS=<n>   the first n partition restores fail (as
+ *                                  if the state topic's end was not reached)
  *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
  *                                  status event of state S (SUCCEEDED, ...)
  *                                  is aborted instead of committed
@@ -27,6 +29,8 @@
 void forge_testpoint_crash(const char *name);
 bool forge_testpoint_abort_txn(void);
 void forge_testpoint_event_state(const char *state);
+bool forge_testpoint_restore_fail(void);
+#define FORGE_TESTPOINT_RESTORE_FAIL()     forge_testpoint_restore_fail()
 #define FORGE_TESTPOINT_CRASH(name)        forge_testpoint_crash(name)
 #define FORGE_TESTPOINT_EVENT_STATE(state) forge_testpoint_event_state(state)
 #define FORGE_TESTPOINT_ABORT_TXN()        forge_testpoint_abort_txn()
@@ -35,6 +39,7 @@ void forge_testpoint_event_state(const char *state);
 #define FORGE_TESTPOINT_CRASH(name)        ((void)0)
 #define FORGE_TESTPOINT_ABORT_TXN()        false
 #define FORGE_TESTPOINT_EVENT_STATE(state) ((void)0)
+#define FORGE_TESTPOINT_RESTORE_FAIL()     false
 #define FORGE_TESTPOINTS_BUILT             0
 #endif
 

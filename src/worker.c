@@ -29,6 +29,7 @@
 #include "prepare.h"
 #include "runner.h"
 #include "slurm/verdict.h"
+#include "testpoint.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -36,10 +37,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH_MESSAGES 200
-#define BATCH_MS       50
-#define RETRY_BASE_MS  2000
-#define RETRY_MAX_MS   60000
+#define BATCH_MESSAGES       200
+#define BATCH_MS             50
+#define RETRY_BASE_MS        2000
+#define RETRY_MAX_MS         60000
+#define RESTORE_RETRY_MS     1000
+#define RESTORE_RETRY_MAX_MS 30000
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -476,6 +479,34 @@ static void on_state_record(void *ctx, const char *key, size_t key_len,
     r->records++;
 }
 
+static void restore(worker_t *w, int32_t p);
+
+/* The partition stays paused, nothing taken from it, and its restore is
+ * tried again after a backoff (1 s, doubling, at most 30 s): a broker that
+ * was away for a moment costs a moment, not the partition. */
+static void restore_failed(worker_t *w, int32_t p)
+{
+    int n = forge_owner_restore_failures(w->owner, p);
+    long long delay = RESTORE_RETRY_MS << (n < 5 ? n : 5);
+
+    if (delay > RESTORE_RETRY_MAX_MS)
+        delay = RESTORE_RETRY_MAX_MS;
+    n = forge_owner_restore_failed(w->owner, p, forge_event_now_ms() + delay);
+    forge_log_error("partition %d: the state topic's end was not reached "
+                    "(attempt %d); the partition stays paused, restored "
+                    "again in %lld ms",
+                    (int)p, n, delay);
+}
+
+/* Restores that failed, once their backoff has passed. */
+static void retry_restores(worker_t *w)
+{
+    int32_t p;
+
+    while ((p = forge_owner_restore_due(w->owner, forge_event_now_ms())) >= 0)
+        restore(w, p);
+}
+
 static void restore(worker_t *w, int32_t p)
 {
     restoring_t r = {w, p, 0, 0, {0}};
@@ -484,10 +515,9 @@ static void restore(worker_t *w, int32_t p)
     w->poll_epoch++; /* the poller forgets what it saw: records rewind */
     forge_owner_drop(w->owner, p);
     forge_owner_assign(w->owner, p);
-    if (forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {
-        forge_log_error("partition %d: the state topic's end was not reached; "
-                        "the partition stays paused",
-                        (int)p);
+    if (FORGE_TESTPOINT_RESTORE_FAIL() ||
+        forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {
+        restore_failed(w, p);
         return;
     }
     forge_owner_set_ready(w->owner, p);
@@ -707,6 +737,7 @@ int forge_worker_run(const forge_config_t *cfg,
         if (forge_event_now_ms() >= w.next_poll_ms)
             tick(&w);
         commit(&w);
+        retry_restores(&w);
         report_ready(&w);
     }
     if (!w.fatal)

@@ -7,8 +7,10 @@ abort really happened with data on the broker), and the worker redoes the
 work from the committed offsets: one ACCEPTED, one Slurm job.
 """
 
-from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
-                     unique_id)
+import json
+
+from harness import (PARTITIONS, StatusReader, Topics, Worker,
+                     assert_contiguous, launch, unique_id)
 
 
 def test_read_committed_reader_sees_no_aborted_event(stack, slurm, logdir):
@@ -65,4 +67,32 @@ def test_aborted_terminal_event_is_published_again(stack, slurm, logdir):
         assert worker.terminate() == 0, worker.tail()
     finally:
         committed.close()
+        worker.stop_quietly()
+
+
+def test_failed_restore_is_retried(stack, logdir):
+    """The first restores fail (as if the state topic's end was out of reach
+    for a moment): those partitions stay paused, nothing is taken from
+    them, and they are restored again after a backoff - never left paused
+    for good. A launch on every partition then runs."""
+    topics = Topics(stack, "restore-fail")
+    reader = StatusReader(stack, topics.status)
+    worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
+                    {"FORGE_TEST_RESTORE_FAILS": "3"})
+    try:
+        worker.wait_ready(timeout=60)
+        assert worker.logged("restore 3 fails on purpose")
+        assert worker.logged("restored again in")
+        ids = []
+        for p in range(PARTITIONS):
+            lid = unique_id(f"p{p}")
+            topics.producer.produce(topics.requests, key=lid, partition=p,
+                                    value=json.dumps(launch(lid, ["/bin/true"])))
+            ids.append(lid)
+        topics.producer.flush(10)
+        for lid in ids:
+            assert reader.wait_terminal(lid)["data"]["state"] == "SUCCEEDED"
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        reader.close()
         worker.stop_quietly()
