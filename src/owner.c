@@ -23,7 +23,26 @@ struct forge_owner {
      * times in a row it failed (for the backoff; cleared once ready) */
     long long retry_at[PARTITIONS_MAX];
     unsigned char failures[PARTITIONS_MAX];
+    /* kept with the arrays above, so the loop's per-iteration questions
+     * (ready? how many owned? a restore due?) never scan them */
+    size_t owned, restoring, retrying;
 };
+
+/* Every partition state change goes through here, with the counts. */
+static void set_state(forge_owner_t *o, int32_t p, pstate_t to)
+{
+    pstate_t from = (pstate_t)o->partitions[p];
+
+    o->owned += (to != P_NONE) - (from != P_NONE);
+    o->restoring += (to == P_RESTORING) - (from == P_RESTORING);
+    o->partitions[p] = (unsigned char)to;
+}
+
+static void set_retry(forge_owner_t *o, int32_t p, long long at)
+{
+    o->retrying += (at != 0) - (o->retry_at[p] != 0);
+    o->retry_at[p] = at;
+}
 
 static size_t bucket_of(const char *key)
 {
@@ -142,14 +161,14 @@ void forge_owner_drop_request(forge_entry_t *e)
 void forge_owner_assign(forge_owner_t *o, int32_t p)
 {
     if (p >= 0 && p < PARTITIONS_MAX)
-        o->partitions[p] = P_RESTORING;
+        set_state(o, p, P_RESTORING);
 }
 
 void forge_owner_set_ready(forge_owner_t *o, int32_t p)
 {
     if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING) {
-        o->partitions[p] = P_READY;
-        o->retry_at[p] = 0;
+        set_state(o, p, P_READY);
+        set_retry(o, p, 0);
         o->failures[p] = 0;
     }
 }
@@ -158,7 +177,7 @@ int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at)
 {
     if (p < 0 || p >= PARTITIONS_MAX || o->partitions[p] != P_RESTORING)
         return 0;
-    o->retry_at[p] = retry_at;
+    set_retry(o, p, retry_at);
     if (o->failures[p] < 255)
         o->failures[p]++;
     return o->failures[p];
@@ -171,7 +190,7 @@ int forge_owner_restore_failures(const forge_owner_t *o, int32_t p)
 
 int32_t forge_owner_restore_due(const forge_owner_t *o, long long now)
 {
-    for (int32_t p = 0; p < PARTITIONS_MAX; p++)
+    for (int32_t p = 0; o->retrying && p < PARTITIONS_MAX; p++)
         if (o->partitions[p] == P_RESTORING && o->retry_at[p] &&
             now >= o->retry_at[p])
             return p;
@@ -182,8 +201,8 @@ void forge_owner_drop(forge_owner_t *o, int32_t p)
 {
     if (p < 0 || p >= PARTITIONS_MAX)
         return;
-    o->partitions[p] = P_NONE;
-    o->retry_at[p] = 0; /* failures stay: a restore again soon backs off */
+    set_state(o, p, P_NONE);
+    set_retry(o, p, 0); /* failures stay: a restore again soon backs off */
     for (size_t b = 0; b < BUCKETS; b++) {
         forge_entry_t **link = &o->buckets[b];
         while (*link) {
@@ -206,19 +225,12 @@ bool forge_owner_owns(const forge_owner_t *o, int32_t p)
 
 bool forge_owner_ready(const forge_owner_t *o)
 {
-    for (size_t p = 0; p < PARTITIONS_MAX; p++)
-        if (o->partitions[p] == P_RESTORING)
-            return false;
-    return true;
+    return o->restoring == 0;
 }
 
 size_t forge_owner_partition_count(const forge_owner_t *o)
 {
-    size_t n = 0;
-
-    for (size_t p = 0; p < PARTITIONS_MAX; p++)
-        n += o->partitions[p] != P_NONE;
-    return n;
+    return o->owned;
 }
 
 int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)

@@ -148,3 +148,32 @@ Test(owner, a_revoked_partition_takes_its_launches_secrets)
     forge_owner_destroy(o);
     cr_assert_not(redacted(TOKEN_B));
 }
+
+/* Readiness, the partition count and due restores, as the loop asks them
+ * at every iteration (counts kept, no scan). */
+Test(owner, partition_bookkeeping)
+{
+    forge_owner_t *o = forge_owner_new();
+
+    cr_assert(forge_owner_ready(o), "nothing owned: nothing restoring");
+    cr_assert_eq(forge_owner_partition_count(o), 0);
+    forge_owner_assign(o, 0);
+    forge_owner_assign(o, 5);
+    cr_assert_not(forge_owner_ready(o));
+    cr_assert_eq(forge_owner_partition_count(o), 2);
+    forge_owner_set_ready(o, 0);
+    cr_assert_not(forge_owner_ready(o));
+    cr_assert_eq(forge_owner_restore_due(o, 1000), -1, "no failure yet");
+    cr_assert_eq(forge_owner_restore_failed(o, 5, 2000), 1);
+    cr_assert_eq(forge_owner_restore_due(o, 1999), -1);
+    cr_assert_eq(forge_owner_restore_due(o, 2000), 5);
+    cr_assert_eq(forge_owner_restore_failed(o, 5, 4000), 2);
+    forge_owner_set_ready(o, 5);
+    cr_assert(forge_owner_ready(o));
+    cr_assert_eq(forge_owner_restore_failures(o, 5), 0);
+    cr_assert_eq(forge_owner_restore_due(o, 9000), -1);
+    forge_owner_drop(o, 0);
+    forge_owner_drop(o, 0); /* twice: nothing more */
+    cr_assert_eq(forge_owner_partition_count(o), 1);
+    forge_owner_destroy(o);
+}
