@@ -53,22 +53,6 @@ static size_t bucket_of(const char *key)
     return h % BUCKETS;
 }
 
-void forge_owner_each_secret(const forge_request_t *req,
-                             void (*fn)(void *ctx, const char *secret),
-                             void *ctx)
-{
-    const forge_launch_t *l;
-
-    if (!req || req->kind != FORGE_REQUEST_LAUNCH)
-        return;
-    l = &req->launch;
-    if (l->ingest_token)
-        fn(ctx, l->ingest_token);
-    for (size_t i = 0; l->secret_env && i < l->secret_env_count; i++)
-        if (l->secret_env[i].value)
-            fn(ctx, l->secret_env[i].value);
-}
-
 /* Secrets too short for the log's registry are refused there (they would
  * garble every line); the archive still redacts them in its own launch's
  * tail (runner.c). */
@@ -86,7 +70,7 @@ static void secret_remove(void *ctx, const char *secret)
 
 static void release_request(forge_entry_t *e)
 {
-    forge_owner_each_secret(e->req, secret_remove, NULL);
+    forge_request_each_secret(e->req, secret_remove, NULL);
     forge_request_destroy(e->req);
     e->req = NULL;
 }
@@ -133,7 +117,7 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
     /* before the old request lets go: a value both hold stays registered */
-    forge_owner_each_secret(req, secret_add, NULL);
+    forge_request_each_secret(req, secret_add, NULL);
     if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
         release_request(e);

@@ -43,13 +43,6 @@ forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id);
 forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
                                forge_request_t *req, int32_t partition);
 
-/* Calls fn(ctx, secret) for every secret of req: its ingest token and each
- * secret_env value (req may be NULL or a cancel: none). What the table
- * registers while it holds req. */
-void forge_owner_each_secret(const forge_request_t *req,
-                             void (*fn)(void *ctx, const char *secret),
-                             void *ctx);
-
 /* e's request is no longer needed (its logs are archived, or it has none):
  * dropped from its record and parsed form, its secrets unregistered. */
 void forge_owner_drop_request(forge_entry_t *e);

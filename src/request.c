@@ -947,6 +947,22 @@ static void launch_free(forge_launch_t *l)
     free(l->pools);
 }
 
+void forge_request_each_secret(const forge_request_t *req,
+                               void (*fn)(void *ctx, const char *secret),
+                               void *ctx)
+{
+    const forge_launch_t *l;
+
+    if (!req || req->kind != FORGE_REQUEST_LAUNCH)
+        return;
+    l = &req->launch;
+    if (l->ingest_token)
+        fn(ctx, l->ingest_token);
+    for (size_t i = 0; l->secret_env && i < l->secret_env_count; i++)
+        if (l->secret_env[i].value)
+            fn(ctx, l->secret_env[i].value);
+}
+
 void forge_request_destroy(forge_request_t *req)
 {
     if (!req)

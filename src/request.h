@@ -110,6 +110,13 @@ forge_rc_t forge_request_parse(const char *buf, size_t len,
                                forge_request_t **out,
                                forge_error_t *err) FORGE_WARN_UNUSED;
 
+/* Calls fn(ctx, secret) for every secret of req: its ingest token and each
+ * secret_env value (req may be NULL or a cancel: none). What the worker
+ * registers for redaction while it holds req, and what its tail hides. */
+void forge_request_each_secret(const forge_request_t *req,
+                               void (*fn)(void *ctx, const char *secret),
+                               void *ctx);
+
 void forge_request_destroy(forge_request_t *req); /* NULL-safe */
 
 /*

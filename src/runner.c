@@ -360,30 +360,40 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
 
 /* ---- after a terminal state: archive, clean ------------------------------ */
 
+typedef struct secret_list {
+    const char **items;
+    size_t count;
+} secret_list_t;
+
+static void append_secret(void *ctx, const char *secret)
+{
+    secret_list_t *l = ctx;
+
+    l->items[l->count++] = secret;
+}
+
 /* What the tail must not show: the launch's own secrets (whatever their
  * length), then every secret the worker knows now (known: log.h's copy).
  * New array of borrowed strings. */
-static const char **tail_secrets(const forge_launch_t *l, char **known,
+static const char **tail_secrets(const forge_request_t *req, char **known,
                                  size_t nknown, size_t *n)
 {
-    size_t own = l ? 1 + l->secret_env_count : 0;
-    const char **list = forge_xcalloc(own + nknown + 1, sizeof(char *));
+    size_t own = req && req->kind == FORGE_REQUEST_LAUNCH
+                     ? 1 + req->launch.secret_env_count
+                     : 0;
+    secret_list_t list = {forge_xcalloc(own + nknown + 1, sizeof(char *)), 0};
 
-    *n = 0;
-    if (l && l->ingest_token)
-        list[(*n)++] = l->ingest_token;
-    for (size_t i = 0; l && l->secret_env && i < l->secret_env_count; i++)
-        list[(*n)++] = l->secret_env[i].value;
+    forge_request_each_secret(req, append_secret, &list);
     for (size_t i = 0; i < nknown; i++)
-        list[(*n)++] = known[i];
-    return list;
+        append_secret(&list, known[i]);
+    *n = list.count;
+    return list.items;
 }
 
 static void do_archive(forge_runner_t *r, forge_work_t *w)
 {
     forge_fs_owner_t owner;
     forge_request_t *req = NULL;
-    const forge_launch_t *l = NULL;
     forge_error_t err = {0};
     const char *pools[FORGE_POOLS_MAX], *user;
     forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
@@ -394,12 +404,12 @@ static void do_archive(forge_runner_t *r, forge_work_t *w)
     if (w->request &&
         forge_request_parse(w->request, w->request_len, &req, &err) == 0 &&
         req->kind == FORGE_REQUEST_LAUNCH) {
-        l = &req->launch;
-        for (size_t i = 0; i < l->pool_count && i < FORGE_POOLS_MAX; i++)
-            pools[spec.pool_count++] = l->pools[i].name;
+        for (size_t i = 0; i < req->launch.pool_count && i < FORGE_POOLS_MAX;
+             i++)
+            pools[spec.pool_count++] = req->launch.pools[i].name;
     }
     forge_error_clear(&err); /* a request that does not parse: no pools */
-    secrets = tail_secrets(l, known, nknown, &spec.secret_count);
+    secrets = tail_secrets(req, known, nknown, &spec.secret_count);
     spec.secrets = secrets;
     w->status = FORGE_SLURM_OK;
     if (owner_of(r, req, &owner, &user, &err) ||

@@ -412,8 +412,10 @@ static void tend_entry(void *ctx, forge_entry_t *e)
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
-         * retry. Clean whatever the tag finds first: never two jobs. */
-        e->busy = true; /* cancelled: a submit may have reached Slurm */
+         * retry. Clean whatever the tag finds first: never two jobs. A
+         * cancelled one too (its submit may have reached Slurm), and then
+         * nothing is submitted. */
+        e->busy = true;
         forge_worker_defer(t->w,
                            forge_worker_new_work(r->cancel_requested
                                                      ? FORGE_WORK_CLEAN_CANCEL

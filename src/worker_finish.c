@@ -14,9 +14,9 @@
  *
  * A launch that never reached Slurm (REJECTED, cancelled before its submit)
  * has no logs: no archive, no event, its staging folder (if any) deleted.
- * So does one whose staging folder was refused (a link planted on the way,
- * safe_fs.h): the logs are never read; the refusal is logged as an error
- * and neither step is retried.
+ * A staging folder refused at archive time (a link planted on the way,
+ * safe_fs.h) is never read: its archive is empty and the event says why
+ * (unsafe_staging); a cleanup refused the same way is logged, not retried.
  * A crash between 1 and 2 redoes the archive (same path, same bytes); a
  * crash between 2 and 3 finds `archived` and only cleans: one event, and
  * never a log deleted before it was archived. Loop thread only.

@@ -79,12 +79,12 @@ Test(owner, a_requests_secrets_are_its_token_and_secret_env_values)
     req.launch.ingest_token = TOKEN_A;
     req.launch.secret_env = secret_env;
     req.launch.secret_env_count = 3;
-    forge_owner_each_secret(&req, collect, list);
+    forge_request_each_secret(&req, collect, list);
     cr_assert_str_eq(list, TOKEN_A ";secret-env-value-1;123;");
     list[0] = '\0';
     req.kind = FORGE_REQUEST_CANCEL;
-    forge_owner_each_secret(&req, collect, list);
-    forge_owner_each_secret(NULL, collect, list);
+    forge_request_each_secret(&req, collect, list);
+    forge_request_each_secret(NULL, collect, list);
     cr_assert_str_eq(list, "", "a cancel, or no request: none");
 }
 
