@@ -163,12 +163,12 @@ static int by_name(const void *a, const void *b)
 
 /* Opens rel under the staging folder without following any link, and
  * without waiting: a FIFO, a link, a hard link or anything but a regular
- * file put there since the listing gives -1 (safe_fs.h). */
-static int open_rel(int root, const char *rel)
+ * file put there since the listing gives -1 (safe_fs.h). *st: its fstat. */
+static int open_rel(int root, const char *rel, struct stat *st)
 {
     int fd = -1;
 
-    if (forge_fs_open_file(root, "", rel, &fd, NULL, NULL))
+    if (forge_fs_open_file(root, "", rel, &fd, st, NULL))
         return -1;
     return fd;
 }
@@ -180,17 +180,14 @@ static int open_rel(int root, const char *rel)
 static int add_file(struct archive *a, int root, const char *rel,
                     uint64_t *bytes)
 {
-    int fd = open_rel(root, rel);
     struct archive_entry *e;
     struct stat st;
+    int fd = open_rel(root, rel, &st);
     char *buf;
     int rc = 1;
 
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0)
         return 0;
-    }
     e = archive_entry_new();
     archive_entry_set_pathname(e, rel);
     archive_entry_set_filetype(e, AE_IFREG);
@@ -405,19 +402,17 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
 static void read_tail(int root, const char *name,
                       const forge_archive_spec_t *spec, forge_archive_t *out)
 {
-    int fd = open_rel(root, name);
     char buf[TAIL_MAX + 1]; /* + the byte before: is it a line start? */
     struct stat st;
+    int fd = open_rel(root, name, &st);
     off_t at = 0;
-    ssize_t n = -1;
+    ssize_t n;
 
     if (fd < 0)
         return;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        if (st.st_size > TAIL_MAX)
-            at = st.st_size - (TAIL_MAX + 1);
-        n = pread(fd, buf, sizeof(buf), at);
-    }
+    if (st.st_size > TAIL_MAX)
+        at = st.st_size - (TAIL_MAX + 1);
+    n = pread(fd, buf, sizeof(buf), at);
     close(fd);
     if (n < 0)
         return;
