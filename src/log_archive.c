@@ -652,15 +652,17 @@ static forge_rc_t open_staging(const forge_config_t *cfg,
                                const forge_archive_spec_t *spec, int *sroot,
                                int *fd, forge_error_t *err)
 {
-    char rel[128];
+    char *rel;
     forge_rc_t rc;
 
     *fd = -1;
-    snprintf(rel, sizeof(rel), "staging/%s/%d", spec->launch_id, spec->attempt);
     if ((rc = forge_fs_open_root(cfg->storage_root, sroot, err)))
         return rc;
-    return forge_fs_open(*sroot, "", rel, O_RDONLY | O_DIRECTORY, 0, fd, NULL,
-                         err);
+    rel = forge_path_staging_rel(spec->launch_id, spec->attempt);
+    rc = forge_fs_open(*sroot, "", rel, O_RDONLY | O_DIRECTORY, 0, fd, NULL,
+                       err);
+    free(rel);
+    return rc;
 }
 
 /* The staging folder, or -1 when it is missing or unsafe: a link (or a

@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool forge_path_is_under(const char *path, const char *root)
@@ -42,15 +43,52 @@ char *forge_path_to_cluster(const forge_config_t *cfg, const char *host_path)
     return forge_buf_take(&out);
 }
 
-char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
-                         int attempt)
+char *forge_path_normalize(const char *path)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            forge_buf_free(&b);
+            return NULL;
+        }
+        if (n > 0 && !(n == 1 && p[0] == '.')) {
+            forge_buf_putc(&b, '/');
+            forge_buf_append(&b, p, n);
+        }
+        p += n + (p[n] == '/');
+    }
+    return b.len ? forge_buf_take(&b) : forge_xstrdup("/");
+}
+
+const char *forge_path_below(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+
+    if (!forge_path_is_under(path, root))
+        return NULL;
+    if (n == 1) /* root is "/" */
+        return path + 1;
+    return path[n] == '/' ? path + n + 1 : path + n;
+}
+
+char *forge_path_staging_rel(const char *launch_id, int attempt)
 {
     forge_buf_t out = FORGE_BUF_INIT;
 
-    forge_buf_printf(&out, "%s/staging/%s/%d",
-                     strcmp(cfg->storage_root, "/") ? cfg->storage_root : "",
-                     launch_id, attempt);
+    forge_buf_printf(&out, "staging/%s/%d", launch_id, attempt);
     return forge_buf_take(&out);
+}
+
+char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
+                         int attempt)
+{
+    char *rel = forge_path_staging_rel(launch_id, attempt);
+    char *path = forge_path_join(cfg->storage_root, rel);
+
+    free(rel);
+    return path;
 }
 
 char *forge_path_image(const forge_config_t *cfg, const forge_launch_t *l)

@@ -25,6 +25,18 @@ char *forge_path_join(const char *a, const char *b);
  * unchanged (they are the same on both sides). */
 char *forge_path_to_cluster(const forge_config_t *cfg, const char *host_path);
 
+/* path without empty and "." components, or NULL when it has a ".."
+ * component. */
+char *forge_path_normalize(const char *path);
+
+/* The part of path (normalized) below root: "" for root itself, NULL when
+ * path is not under root. Borrowed from path. */
+const char *forge_path_below(const char *path, const char *root);
+
+/* "staging/<launch_id>/<attempt>": the staging folder below the storage
+ * root (what the worker opens beneath the root's descriptor). */
+char *forge_path_staging_rel(const char *launch_id, int attempt);
+
 /* $FORGE_STORAGE_ROOT/staging/<launch_id>/<attempt>, host side. */
 char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
                          int attempt);

@@ -51,40 +51,6 @@ static const forge_image_format_t profile_format[] = {
 
 /* ---- paths: resolved beneath a root, never matched as strings only ------ */
 
-/* path without empty and "." components (new), or NULL when it has a ".."
- * component (the parser refuses those already). */
-static char *normalize(const char *path)
-{
-    forge_buf_t b = FORGE_BUF_INIT;
-
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.') {
-            forge_buf_free(&b);
-            return NULL;
-        }
-        if (n > 0 && !(n == 1 && p[0] == '.')) {
-            forge_buf_putc(&b, '/');
-            forge_buf_append(&b, p, n);
-        }
-        p += n + (p[n] == '/');
-    }
-    return b.len ? forge_buf_take(&b) : forge_xstrdup("/");
-}
-
-/* The part of path (normalized) below root: "" for root itself, NULL when
- * path is not under root. */
-static const char *below(const char *path, const char *root)
-{
-    size_t n = strlen(root);
-
-    if (!forge_path_is_under(path, root))
-        return NULL;
-    if (n == 1) /* root is "/" */
-        return path + 1;
-    return path[n] == '/' ? path + n + 1 : path + n;
-}
-
 /* A configured folder: beneath the storage root's descriptor, no link on
  * the way, when it lies under the storage root (the runtime root does by
  * default, and the storage's owner controls what is there); else as
@@ -92,7 +58,8 @@ static const char *below(const char *path, const char *root)
 static forge_rc_t open_config_dir(const forge_config_t *cfg, const char *path,
                                   int *fd, forge_error_t *err)
 {
-    const char *rel = cfg->storage_root ? below(path, cfg->storage_root) : NULL;
+    const char *rel =
+        cfg->storage_root ? forge_path_below(path, cfg->storage_root) : NULL;
     int sfd;
     forge_rc_t rc;
 
@@ -128,8 +95,8 @@ static forge_rc_t check_image(const forge_request_t *req,
                       "must be \"%s\" for this fleet's runtime profile",
                       forge_image_format_name(want));
     path = forge_path_image(cfg, l);
-    norm = normalize(path);
-    rel = norm ? below(norm, cfg->runtime_root) : NULL;
+    norm = forge_path_normalize(path);
+    rel = norm ? forge_path_below(norm, cfg->runtime_root) : NULL;
     if (!rel)
         rc = refuse(err, FORGE_EIMAGE_MISSING, req, ".image.path",
                     "leads outside the runtime root (%s)", cfg->runtime_root);
@@ -445,10 +412,10 @@ static const char *root_of(const forge_config_t *cfg, const char *norm,
 {
     const char *best = NULL;
 
-    if (cfg->storage_root && (*rel = below(norm, cfg->storage_root)))
+    if (cfg->storage_root && (*rel = forge_path_below(norm, cfg->storage_root)))
         return cfg->storage_root;
     for (size_t i = 0; i < cfg->mount_allow_count; i++) {
-        const char *r = below(norm, cfg->mount_allow[i]);
+        const char *r = forge_path_below(norm, cfg->mount_allow[i]);
         if (r && (!best || strlen(cfg->mount_allow[i]) > strlen(best))) {
             best = cfg->mount_allow[i];
             *rel = r;
@@ -462,7 +429,7 @@ static forge_rc_t check_mount(const forge_request_t *req,
                               size_t i, forge_error_t *err)
 {
     char *source = forge_path_mount_source(cfg, &req->launch.mounts[i]);
-    char *norm = normalize(source), field[64];
+    char *norm = forge_path_normalize(source), field[64];
     const char *rel = NULL, *root = norm ? root_of(cfg, norm, &rel) : NULL;
     source_t s = {NULL, {{{0}}, 0}, false};
     forge_error_t why = {0};

@@ -52,15 +52,6 @@ forge_rc_t forge_staging_owner(const forge_config_t *cfg,
     return FORGE_OK;
 }
 
-/* "staging/<launch_id>/<attempt>" (new). */
-static char *staging_rel(const char *launch_id, int attempt)
-{
-    forge_buf_t b = FORGE_BUF_INIT;
-
-    forge_buf_printf(&b, "staging/%s/%d", launch_id, attempt);
-    return forge_buf_take(&b);
-}
-
 /* The credentials file, or none (and none left from an earlier try). */
 static forge_rc_t write_credentials(int dfd, const char *rel,
                                     const forge_launch_t *launch,
@@ -91,7 +82,7 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
         {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
         {0700, owner, FORGE_FS_OWNER_OR_US},    /* <attempt> */
     };
-    char *rel = staging_rel(launch->launch_id, launch->attempt);
+    char *rel = forge_path_staging_rel(launch->launch_id, launch->attempt);
     int root = -1, dfd = -1;
     forge_rc_t rc;
 
