@@ -21,9 +21,7 @@ void forge_digest_hex(const void *bytes, size_t len, char out[FORGE_DIGEST_HEX])
     unsigned int n = 0;
 
     EVP_Digest(bytes, len, md, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < n && i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    out[64] = '\0';
+    forge_hex(md, n < 32 ? n : 32, out);
 }
 
 forge_launch_record_t *forge_launch_record_new(const char *launch_id,

@@ -592,8 +592,7 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
     unlinkat(t->fd, tmp, 0);
     forge_fs_sync_dir(t->fd); /* the link itself made durable */
     EVP_DigestFinal_ex(sink->sha, md, &md_len);
-    for (unsigned int i = 0; i < md_len && i < 32; i++)
-        snprintf(out->sha256 + 2 * i, 3, "%02x", md[i]);
+    forge_hex(md, md_len < 32 ? md_len : 32, out->sha256);
     out->bytes = sink->bytes;
     out->at_ms = forge_event_now_ms();
     return FORGE_OK;

@@ -45,8 +45,7 @@ static void key_id(const unsigned char *key, char kid[FORGE_SEAL_KID_HEX])
     unsigned int n = 0;
 
     EVP_Digest(key, FORGE_SEAL_KEY_BYTES, md, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < (FORGE_SEAL_KID_HEX - 1) / 2; i++)
-        snprintf(kid + 2 * i, 3, "%02x", md[i]);
+    forge_hex(md, (FORGE_SEAL_KID_HEX - 1) / 2, kid);
     OPENSSL_cleanse(md, sizeof(md));
 }
 

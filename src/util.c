@@ -141,3 +141,14 @@ size_t forge_utf8_len(const unsigned char *p, size_t left)
             return 0;
     return n;
 }
+
+void forge_hex(const unsigned char *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 0xf];
+    }
+    out[2 * n] = '\0';
+}

@@ -36,4 +36,7 @@ size_t forge_utf8_len(const unsigned char *p, size_t left);
 /* True when s starts with prefix. */
 int forge_str_starts_with(const char *s, const char *prefix);
 
+/* n bytes as lower-case hex into out (2n + 1 bytes, NUL-terminated). */
+void forge_hex(const unsigned char *bytes, size_t n, char *out);
+
 #endif
