@@ -246,17 +246,11 @@ static void put_identity(forge_buf_t *s, const forge_launch_t *l,
     free(cluster_staging);
 }
 
-/* Pairs in the credentials file; 0 when there is no file. */
+/* Pairs in the credentials file (forge_render_credentials writes one per
+ * token, env and secret_env entry); 0 when there is no file. */
 static size_t credential_pairs(const forge_launch_t *l)
 {
-    forge_buf_t b = FORGE_BUF_INIT;
-    size_t nuls = 0;
-
-    if (forge_render_credentials(l, &b))
-        for (size_t i = 0; i < b.len; i++)
-            nuls += b.data[i] == '\0';
-    forge_buf_free(&b);
-    return nuls / 2;
+    return (l->ingest_token ? 1 : 0) + l->env_count + l->secret_env_count;
 }
 
 /* What each profile does around the reader loop: `init` before it, `pair`
