@@ -1,6 +1,6 @@
 /*
- * worker.h - `forge-worker run`: the consume loop (docs/DESIGN: consume →
- * validate → render → submit → poll → map → publish), exactly once.
+ * worker.h - `forge-worker run`: the consume loop (docs/SOURCE_MAP.md: consume
+ * → validate → render → submit → poll → map → publish), exactly once.
  */
 #ifndef FORGE_WORKER_H
 #define FORGE_WORKER_H
