@@ -84,11 +84,9 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
     return FORGE_OK;
 }
 
-/* The request as the record carries it: sealed by this worker (once: a
- * record is written at every step of its launch, its request never
- * changes), sealed as it was read (it could not be opened), or none. *out
- * new; NULL for none. */
-static forge_rc_t sealed_request(forge_launch_record_t *r,
+/* The request as the record carries it: sealed now, sealed as it was read
+ * (it could not be opened), or none. *out new; NULL for none. */
+static forge_rc_t sealed_request(const forge_launch_record_t *r,
                                  const forge_sealer_t *s, json_t **out,
                                  forge_error_t *err)
 {
@@ -96,7 +94,7 @@ static forge_rc_t sealed_request(forge_launch_record_t *r,
     forge_rc_t rc;
 
     *out = NULL;
-    if (!r->request || r->request_sealed) {
+    if (!r->request) {
         *out = json_incref(r->request_sealed);
         return FORGE_OK;
     }
@@ -104,14 +102,12 @@ static forge_rc_t sealed_request(forge_launch_record_t *r,
         return forge_error_set(err, FORGE_EINVAL, "$.request",
                                "a request is never stored unsealed");
     aad = forge_launch_seal_aad(r->launch_id, r->attempt);
-    rc =
-        forge_seal(s, aad, r->request, r->request_len, &r->request_sealed, err);
+    rc = forge_seal(s, aad, r->request, r->request_len, out, err);
     free(aad);
-    *out = json_incref(r->request_sealed);
     return rc;
 }
 
-forge_rc_t forge_launch_record_encode(forge_launch_record_t *r,
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err)
 {

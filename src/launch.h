@@ -46,10 +46,7 @@ typedef struct forge_launch_record {
     char digest[FORGE_DIGEST_HEX]; /* of the request bytes */
     char *request;                 /* the request as received, or NULL */
     size_t request_len;
-    /* the request sealed with the current key (made at the first write,
-     * reused: never when read back, so a rotation re-seals), or, when it
-     * could not be opened, kept as read; else NULL */
-    json_t *request_sealed;
+    json_t *request_sealed; /* could not be opened: kept as read, or NULL */
     forge_error_t *request_error; /* why not (no secret in it), or NULL */
     uint32_t job_id;              /* 0: intent recorded, no job id yet */
     uint32_t *component_ids;      /* het components, in het_offset order */
@@ -94,7 +91,7 @@ char *forge_launch_seal_aad(const char *launch_id, int attempt);
  * s. Never in clear: FORGE_EINVAL when there is a request and no s, and
  * whatever forge_seal says when sealing fails (*out NULL then).
  */
-forge_rc_t forge_launch_record_encode(forge_launch_record_t *r,
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err) FORGE_WARN_UNUSED;
 
