@@ -1,7 +1,8 @@
 /*
  * owner.c - owned partitions and the launch table (owner.h): a fixed
  * bucket array with chaining (FNV-1a), a small partition array, and the
- * registration of the held requests' secrets with the log (log.h).
+ * registration of the held requests' secrets with the log (log.h), and
+ * the partitions' generations (generation.h), which the runners read.
  */
 #include "owner.h"
 #include "log.h"
@@ -11,7 +12,7 @@
 #include <string.h>
 
 #define BUCKETS        4096
-#define PARTITIONS_MAX 4096
+#define PARTITIONS_MAX FORGE_PARTITIONS_MAX
 
 typedef enum { P_NONE = 0, P_RESTORING, P_READY } pstate_t;
 
@@ -26,6 +27,7 @@ struct forge_owner {
     /* kept with the arrays above, so the loop's per-iteration questions
      * (ready? how many owned? a restore due?) never scan them */
     size_t owned, restoring, retrying;
+    forge_generations_t *generations; /* read by the runners' threads */
 };
 
 /* Every partition state change goes through here, with the counts. */
@@ -84,7 +86,10 @@ static void entry_free(forge_entry_t *e)
 
 forge_owner_t *forge_owner_new(void)
 {
-    return forge_xcalloc(1, sizeof(forge_owner_t));
+    forge_owner_t *o = forge_xcalloc(1, sizeof(forge_owner_t));
+
+    o->generations = forge_generations_new();
+    return o;
 }
 
 void forge_owner_destroy(forge_owner_t *o)
@@ -96,6 +101,7 @@ void forge_owner_destroy(forge_owner_t *o)
             next = e->next;
             entry_free(e);
         }
+    forge_generations_destroy(o->generations);
     free(o);
 }
 
@@ -133,6 +139,7 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
     e->rec = rec;
     e->req = req;
     e->partition = partition;
+    e->generation = forge_generation_of(o->generations, partition);
     return e;
 }
 
@@ -144,8 +151,20 @@ void forge_owner_drop_request(forge_entry_t *e)
 
 void forge_owner_assign(forge_owner_t *o, int32_t p)
 {
-    if (p >= 0 && p < PARTITIONS_MAX)
+    if (p >= 0 && p < PARTITIONS_MAX) {
         set_state(o, p, P_RESTORING);
+        forge_generation_begin(o->generations, p);
+    }
+}
+
+void forge_owner_release(forge_owner_t *o, int32_t p)
+{
+    forge_generation_end(o->generations, p);
+}
+
+const forge_generations_t *forge_owner_generations(const forge_owner_t *o)
+{
+    return o->generations;
 }
 
 void forge_owner_set_ready(forge_owner_t *o, int32_t p)
@@ -187,6 +206,7 @@ void forge_owner_drop(forge_owner_t *o, int32_t p)
         return;
     set_state(o, p, P_NONE);
     set_retry(o, p, 0); /* failures stay: a restore again soon backs off */
+    forge_generation_end(o->generations, p);
     for (size_t b = 0; b < BUCKETS; b++) {
         forge_entry_t **link = &o->buckets[b];
         while (*link) {

@@ -10,11 +10,19 @@
  * log lines, and the tails of archives, never show a live launch's secret,
  * whichever launch's text it turns up in.
  *
- * Threads: the consume loop's thread only.
+ * Partitions have generations (generation.h: the ownership story): one
+ * begins when a partition is assigned (forge_owner_assign, also at each
+ * restore), it ends when the partition leaves (forge_owner_release,
+ * forge_owner_drop), and every entry is stamped with the generation it
+ * was made in. The generations table is the one thing here other threads
+ * read (forge_owner_generations: the runners' check before Slurm).
+ *
+ * Threads: the consume loop's thread only, but for the generations table.
  */
 #ifndef FORGE_OWNER_H
 #define FORGE_OWNER_H
 
+#include "generation.h"
 #include "launch.h"
 #include "request.h"
 
@@ -25,6 +33,7 @@ typedef struct forge_entry {
     forge_launch_record_t *rec; /* owned */
     forge_request_t *req;       /* owned, parsed request; NULL if unknown */
     int32_t partition;
+    uint64_t generation;   /* the partition's when the entry was made */
     bool busy;             /* a submit/cancel for it is in flight */
     long long retry_at_ms; /* a failed submit waits until then */
     int submit_failures;
@@ -47,10 +56,18 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
  * dropped from its record and parsed form, its secrets unregistered. */
 void forge_owner_drop_request(forge_entry_t *e);
 
-/* Partition bookkeeping: assigned-but-restoring vs ready. */
+/* Partition bookkeeping: assigned-but-restoring vs ready. assign begins a
+ * new generation of the partition; drop ends it and removes its entries. */
 void forge_owner_assign(forge_owner_t *o, int32_t partition);
 void forge_owner_set_ready(forge_owner_t *o, int32_t partition);
 void forge_owner_drop(forge_owner_t *o, int32_t partition);
+
+/* The partition is leaving: its generation ends now (work made for it is
+ * stale from here on), its entries stay until forge_owner_drop. */
+void forge_owner_release(forge_owner_t *o, int32_t partition);
+
+/* Read by the runners' threads (generation.h); lives as long as o. */
+const forge_generations_t *forge_owner_generations(const forge_owner_t *o);
 bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
 /* Every assigned partition is restored (the worker's readiness). */
 bool forge_owner_ready(const forge_owner_t *o);

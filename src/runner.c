@@ -2,12 +2,21 @@
  * runner.c - threads with an inbox and an outbox (runner.h): one thread
  * with a slurmrestd client, or several for file work (archives, cleanup),
  * which never touch the client. Threads: `lock` guards both queues, the
- * counters and `stopping`; threads wait on `wake`, forge_runner_settle on
+ * list of items running, the counters, `stopping` and each item's
+ * `withdraw` flag; threads wait on `wake`, forge_runner_settle on
  * `finished`; everything else in a work item is touched by one thread at a
  * time (ownership moves with the item).
+ *
+ * Ownership of launches (generation.h): before each step that changes
+ * something outside the worker, the thread itself asks whether the work's
+ * partition is still held in the generation the work was made in
+ * (may_act), with atomics, never the loop's lock or tables: the loop may
+ * have moved on (a revoke, a rewind) while the item waited in the inbox or
+ * sat in a slow call. What is refused there is dropped, and said so.
  */
 #include "runner.h"
 #include "buf.h"
+#include "generation.h"
 #include "log.h"
 #include "log_archive.h"
 #include "prepare.h"
@@ -43,6 +52,8 @@ struct forge_runner {
     pthread_cond_t wake;
     pthread_cond_t finished; /* an item reached the outbox */
     forge_work_t *inbox, *outbox;
+    forge_work_t *running; /* taken from the inbox, not yet in the outbox */
+    const forge_generations_t *generations; /* NULL: nothing checked */
     size_t in_flight;
     size_t done; /* items in the outbox */
     bool stopping;
@@ -74,6 +85,61 @@ static void append(forge_work_t **list, forge_work_t *w)
     while (*list)
         list = &(*list)->next;
     *list = w;
+}
+
+/* ---- ownership and intent --------------------------------------------- */
+
+static const char *work_name(const forge_work_t *w)
+{
+    switch (w->kind) {
+    case FORGE_WORK_SUBMIT:
+        return "submit";
+    case FORGE_WORK_CLEAN_SUBMIT:
+        return "clean and resubmit";
+    case FORGE_WORK_CLEAN_CANCEL:
+        return "clean of a cancelled intent";
+    case FORGE_WORK_CANCEL:
+        return "cancel";
+    default:
+        return "work";
+    }
+}
+
+/* Right before a step that changes something outside the worker (the
+ * staging folder, a POST, a cancel): may w still take it? Not once its
+ * partition's generation has passed (FORGE_WORK_STALE: the loop drops
+ * it), nor, for a submit (`submitting`), once its launch was withdrawn
+ * (FORGE_WORK_WITHDRAWN). Each refusal is logged once. */
+static bool may_act(forge_runner_t *r, forge_work_t *w, bool submitting)
+{
+    forge_log_field_t f[] = {{"launch_id", w->launch_id}};
+    bool withdrawn;
+
+    if (w->refused != FORGE_WORK_DONE)
+        return false;
+    if (r->generations && !forge_generation_current(
+                              r->generations, w->partition, w->generation)) {
+        w->refused = FORGE_WORK_STALE;
+        forge_log_fields(FORGE_LOG_INFO, f, 1,
+                         "%s of %s dropped before Slurm: partition %d is no "
+                         "longer held in the generation it was made in "
+                         "(it moved, or an aborted transaction rewound it)",
+                         work_name(w), w->launch_id, (int)w->partition);
+        return false;
+    }
+    if (!submitting)
+        return true;
+    pthread_mutex_lock(&r->lock);
+    withdrawn = w->withdraw;
+    pthread_mutex_unlock(&r->lock);
+    if (withdrawn) {
+        w->refused = FORGE_WORK_WITHDRAWN;
+        forge_log_fields(FORGE_LOG_INFO, f, 1,
+                         "submit of %s withdrawn before its POST: the "
+                         "launch was cancelled",
+                         w->launch_id);
+    }
+    return !withdrawn;
 }
 
 /* ---- submit ------------------------------------------------------------ */
@@ -172,6 +238,8 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
     const char *user;
     forge_fs_owner_t owner;
 
+    if (!may_act(r, w, true))
+        return;
     if (forge_prepare(w->request, w->request_len, r->cfg, r->catalog, &p,
                       &err) ||
         !p->payload || owner_of(r, p->request, &owner, &user, &err)) {
@@ -191,6 +259,8 @@ static void do_submit(forge_runner_t *r, forge_work_t *w)
         goto out;
     }
     FORGE_TESTPOINT_CRASH("submit.before");
+    if (!may_act(r, w, true))
+        goto out; /* its staging folder goes with the launch's cleanup */
     w->status = forge_slurm_submit_as(r->client, user, p->payload, &sub, &res);
     set_message(w, &res);
     if (w->status == FORGE_SLURM_OK) {
@@ -218,8 +288,12 @@ static void clean_intent(forge_runner_t *r, forge_work_t *w)
     forge_slurm_result_t res = {0};
     forge_error_t err = {0};
 
+    if (!may_act(r, w, false))
+        return;
     w->status = find_tagged(r, w, &jobs, &res);
-    for (size_t i = 0; w->status == FORGE_SLURM_OK && i < jobs.count; i++) {
+    for (size_t i = 0;
+         w->status == FORGE_SLURM_OK && i < jobs.count && may_act(r, w, false);
+         i++) {
         forge_slurm_status_t st =
             forge_slurm_cancel(r->client, jobs.jobs[i].job_id, NULL, &res);
         if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
@@ -232,15 +306,17 @@ static void clean_intent(forge_runner_t *r, forge_work_t *w)
         set_message(w, &res);
         return;
     }
-    if (forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err))
+    if (may_act(r, w, false) &&
+        forge_staging_remove(r->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);
 }
 
-/* Then submitted afresh: never two live jobs. */
+/* Then submitted afresh: never two live jobs. Withdrawn meanwhile: cleaned
+ * all the same, and nothing submitted (do_submit says so). */
 static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
 {
     clean_intent(r, w);
-    if (w->status != FORGE_SLURM_OK)
+    if (w->refused != FORGE_WORK_DONE || w->status != FORGE_SLURM_OK)
         return;
     if (!w->request) { /* its sealed request did not open: no guessing */
         w->status = FORGE_SLURM_REJECTED;
@@ -254,6 +330,8 @@ static void do_cancel(forge_runner_t *r, forge_work_t *w)
 {
     forge_slurm_result_t res = {0};
 
+    if (!may_act(r, w, false))
+        return;
     w->status = forge_slurm_cancel(r->client, w->job_id, NULL, &res);
     set_message(w, &res);
 }
@@ -468,6 +546,15 @@ static void run_one(forge_runner_t *r, forge_work_t *w)
     }
 }
 
+static void unlink_running(forge_runner_t *r, const forge_work_t *w)
+{
+    for (forge_work_t **link = &r->running; *link; link = &(*link)->next)
+        if (*link == w) {
+            *link = w->next;
+            return;
+        }
+}
+
 static void *thread_main(void *arg)
 {
     forge_runner_t *r = arg;
@@ -480,9 +567,12 @@ static void *thread_main(void *arg)
             break;
         forge_work_t *w = r->inbox;
         r->inbox = w->next;
+        w->next = r->running;
+        r->running = w;
         pthread_mutex_unlock(&r->lock);
         run_one(r, w);
         pthread_mutex_lock(&r->lock);
+        unlink_running(r, w);
         append(&r->outbox, w);
         r->done++;
         pthread_cond_broadcast(&r->finished);
@@ -548,6 +638,30 @@ forge_rc_t forge_runner_start_files(const forge_config_t *cfg,
 {
     *out = NULL;
     return runner_run(runner_new(cfg, NULL, tenants, name), threads, out, err);
+}
+
+void forge_runner_set_generations(forge_runner_t *r,
+                                  const forge_generations_t *g)
+{
+    r->generations = g;
+}
+
+static void withdraw_in(forge_work_t *list, const char *launch_id, int attempt)
+{
+    for (forge_work_t *w = list; w; w = w->next)
+        if ((w->kind == FORGE_WORK_SUBMIT ||
+             w->kind == FORGE_WORK_CLEAN_SUBMIT) &&
+            w->attempt == attempt && !strcmp(w->launch_id, launch_id))
+            w->withdraw = true;
+}
+
+void forge_runner_withdraw(forge_runner_t *r, const char *launch_id,
+                           int attempt)
+{
+    pthread_mutex_lock(&r->lock);
+    withdraw_in(r->inbox, launch_id, attempt);
+    withdraw_in(r->running, launch_id, attempt);
+    pthread_mutex_unlock(&r->lock);
 }
 
 void forge_runner_post(forge_runner_t *r, forge_work_t *w)

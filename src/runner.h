@@ -6,14 +6,29 @@
  *
  * Ownership: a forge_work_t belongs to the loop until forge_runner_post(),
  * to the runner until it lands in the outbox, then to the loop again
- * (forge_runner_take). The configuration and the series catalogue are
- * shared read-only. The worker runs two runners, one for submits and
- * cancels, one for polls, so a slow submit never delays a poll tick.
+ * (forge_runner_take); the one exception is its `withdraw` flag, which
+ * forge_runner_withdraw sets under the runner's lock while the item is
+ * out. The configuration and the series catalogue are shared read-only.
+ * The worker runs two runners, one for submits and cancels, one for polls,
+ * so a slow submit never delays a poll tick.
+ *
+ * Whether work may still act: a runner given the partitions' generations
+ * (forge_runner_set_generations; generation.h has the whole story) checks
+ * them itself right before every step of a SUBMIT, CLEAN_SUBMIT,
+ * CLEAN_CANCEL or CANCEL that changes something outside the worker (the
+ * staging folder written or removed, a submit's POST, a cancel). Work
+ * made in a generation of its partition that has passed is refused
+ * there: `refused` FORGE_WORK_STALE, nothing (more) of it done, a log
+ * line saying it was dropped. A submit whose launch was cancelled after it
+ * was posted (forge_runner_withdraw) is refused the same way before its
+ * POST (FORGE_WORK_WITHDRAWN); a CLEAN_SUBMIT still cancels what its tag
+ * finds first, as a CLEAN_CANCEL would.
  */
 #ifndef FORGE_RUNNER_H
 #define FORGE_RUNNER_H
 
 #include "config.h"
+#include "generation.h"
 #include "log_archive.h"
 #include "series.h"
 #include "tenants.h"
@@ -46,6 +61,16 @@ typedef struct forge_poll_item {
     forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
 } forge_poll_item_t;
 
+/* Whether the runner carried a work item out (runner.h's top comment). */
+typedef enum forge_work_refusal {
+    FORGE_WORK_DONE = 0, /* carried out: `status` says how it went */
+    FORGE_WORK_STALE,    /* its partition's generation passed: dropped,
+                            nothing of it reached Slurm after that */
+    FORGE_WORK_WITHDRAWN /* a submit whose launch was cancelled before its
+                            POST: nothing submitted (a CLEAN_SUBMIT's clean
+                            ran; `status` says how it went) */
+} forge_work_refusal_t;
+
 enum {
     FORGE_POLL_UNANSWERED = 0, /* error: change nothing */
     FORGE_POLL_UNCHANGED,
@@ -57,6 +82,11 @@ typedef struct forge_work {
     forge_work_kind_t kind;
     char *launch_id;
     int attempt;
+    /* the launch's partition, and the generation it was made in */
+    int32_t partition;
+    uint64_t generation;
+    /* set by forge_runner_withdraw, under the runner's lock */
+    bool withdraw;
     char *request; /* SUBMIT / CLEAN_SUBMIT: the request bytes */
     size_t request_len;
     uint32_t job_id;          /* CANCEL: the job; SUBMIT result: the new job */
@@ -69,6 +99,7 @@ typedef struct forge_work {
      * afresh and a state the rewind took back is published again. */
     unsigned long epoch;
     /* results */
+    forge_work_refusal_t refused;
     forge_slurm_status_t status;
     /* Our own refusal behind a failed status, or FORGE_OK: a SUBMIT
      * REJECTED before Slurm saw it (the request's check; the staging
@@ -102,8 +133,21 @@ forge_rc_t forge_runner_start_files(const forge_config_t *cfg,
                                     forge_runner_t **out,
                                     forge_error_t *err) FORGE_WARN_UNUSED;
 
+/* From now on r checks work against g (borrowed; it must outlive r) before
+ * every step that changes something outside the worker. Called before the
+ * first post; a runner never given one checks nothing (one-shot tools). */
+void forge_runner_set_generations(forge_runner_t *r,
+                                  const forge_generations_t *g);
+
 /* Hands w to the runner (stolen). */
 void forge_runner_post(forge_runner_t *r, forge_work_t *w);
+
+/* The launch (launch_id, attempt) was cancelled: a SUBMIT or CLEAN_SUBMIT
+ * of it still in r's inbox, or running and not yet at its POST, submits
+ * nothing (FORGE_WORK_WITHDRAWN). One already past its POST comes back
+ * with its job, as before. */
+void forge_runner_withdraw(forge_runner_t *r, const char *launch_id,
+                           int attempt);
 
 /* Finished work, oldest first (new list, caller owns), or NULL. Never
  * blocks. */

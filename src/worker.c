@@ -19,6 +19,14 @@
  * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
  * the job's tag (runner.c). On an aborted transaction the loop drops its
  * in-memory state and restores every owned partition from the state topic.
+ *
+ * Ownership of work already posted (generation.h has the whole story): a
+ * restore begins a new generation of the partition, a revoke ends it, and
+ * the `slurm` runner refuses, right before it would touch Slurm or a
+ * staging folder, work whose generation has passed; its results, and
+ * those of work that ran before the change, find no entry here and are
+ * dropped. A cancel of a launch whose submit is already posted withdraws
+ * it in the runner (forge_runner_withdraw), so it never POSTs.
  */
 #include "worker.h"
 #include "worker_int.h"
@@ -145,8 +153,10 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
         forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
         return; /* unknown, another attempt, finished, or already asked */
     e->rec->cancel_requested = true;
-    if (e->rec->job_id == 0 && e->busy)
-        withdraw_submit(w, e); /* not sent yet: it never will be */
+    if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
+        forge_runner_withdraw(w->slurm, e->rec->launch_id,
+                              e->rec->attempt); /* posted: not to POST */
+    /* else not sent yet: it never will be */
     if (e->rec->job_id == 0 && !e->busy) {
         forge_worker_publish_event(
             w, e, &cancelled, true); /* never submitted: nothing to cancel */
@@ -258,7 +268,8 @@ static void on_submitted(worker_t *w, forge_work_t *work)
 }
 
 /* An intent cancelled before its submit was known, now cleaned (the jobs
- * its tag found cancelled): CANCELLED; else tried again later. */
+ * its tag found cancelled), or a submit withdrawn before its POST:
+ * CANCELLED; else tried again later. */
 static void on_withdrawn(worker_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_worker_entry_of(w, work);
@@ -277,6 +288,17 @@ static void on_withdrawn(worker_t *w, forge_work_t *work)
                    "retrying later",
                    e->rec->launch_id, forge_slurm_status_name(work->status),
                    work->message);
+}
+
+/* Refused by the runner: made in a generation of its partition that has
+ * passed (generation.h). Nothing of it reached Slurm after that; the
+ * generation now current re-derives from its records what is left to do. */
+static void on_stale(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (e) /* the same entry, leaving with its partition */
+        e->busy = false;
 }
 
 static void on_cancelled(worker_t *w, forge_work_t *work)
@@ -344,9 +366,12 @@ static void on_results(worker_t *w)
 
     for (; list; list = next) {
         next = list->next;
-        if (list->kind == FORGE_WORK_CANCEL)
+        if (list->refused == FORGE_WORK_STALE)
+            on_stale(w, list);
+        else if (list->kind == FORGE_WORK_CANCEL)
             on_cancelled(w, list);
-        else if (list->kind == FORGE_WORK_CLEAN_CANCEL)
+        else if (list->kind == FORGE_WORK_CLEAN_CANCEL ||
+                 list->refused == FORGE_WORK_WITHDRAWN)
             on_withdrawn(w, list);
         else
             on_submitted(w, list);
@@ -641,6 +666,8 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
         forge_log_warn("partitions leave with archives in progress: their "
                        "next owner archives again");
     on_results(w);
+    for (size_t i = 0; i < n; i++) /* what is still out: stale from here */
+        forge_owner_release(w->owner, parts[i]);
     drop_deferred_of(w, parts, n);
     return commit(w) == FORGE_KAFKA_COMMITTED ? 0 : -1;
 }
@@ -731,6 +758,7 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_log_error("cannot start: %s", err.message);
         goto out;
     }
+    forge_runner_set_generations(w.slurm, forge_owner_generations(w.owner));
     forge_log_info("forge-worker %s running: group %s, topic %s",
                    cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
     while (!*stop && !w.fatal) {

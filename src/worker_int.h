@@ -57,7 +57,10 @@ void forge_worker_defer(worker_t *w, forge_work_t *work);
 forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
                                     const forge_entry_t *e);
 
-/* The entry a work item is for, if this worker still has that attempt. */
+/* The entry a work item is for, if this worker still has that attempt in
+ * the generation of its partition the work was made in (generation.h):
+ * an entry rebuilt since (a revoke and re-assign, an aborted transaction's
+ * rewind) never takes a result of work posted before. */
 forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work);
 
 /* A work item leaving without a result (dropped): its slot freed, its

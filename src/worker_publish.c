@@ -27,6 +27,8 @@ forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
     work->kind = kind;
     work->launch_id = forge_xstrdup(e->rec->launch_id);
     work->attempt = e->rec->attempt;
+    work->partition = e->partition;
+    work->generation = e->generation; /* checked before Slurm (runner.h) */
     if (e->rec->request) {
         work->request = forge_xstrndup(e->rec->request, e->rec->request_len);
         work->request_len = e->rec->request_len;
@@ -39,7 +41,10 @@ forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work)
 {
     forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
 
-    return e && e->rec->attempt == work->attempt ? e : NULL;
+    return e && e->rec->attempt == work->attempt &&
+                   e->generation == work->generation
+               ? e
+               : NULL;
 }
 
 int forge_worker_write_record(worker_t *w, const forge_entry_t *e)

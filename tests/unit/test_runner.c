@@ -5,10 +5,19 @@
  * points at a port nobody listens on), and an archive or cleanup refused
  * there is marked final (code set), while one refused only at the archive's
  * target is retried (code unset).
+ *
+ * And who may still act (issue 11, generation.h): work made in a partition
+ * generation that has passed - before it was posted, or while it waited
+ * behind a slow submit - and a submit withdrawn because its launch was
+ * cancelled make no call that changes anything in Slurm. What the server
+ * saw is read from a scripted fake slurmrestd (support_http.h), the one
+ * way to hold a submit's answer back while the next item waits.
  */
+#include "generation.h"
 #include "runner.h"
 #include "util.h"
 
+#include "support_http.h"
 #include "support_storage.h"
 
 #include <criterion/criterion.h>
@@ -46,15 +55,16 @@ static void sh(const char *fmt, ...)
     va_end(ap);
 }
 
-static void fx_init(void)
+/* The storage and configuration, slurmrestd at url. */
+static void load(const char *url)
 {
     static const char series[] =
         "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
         "\"gpus_per_node\": 8}}}";
-    char storage[128], jwt[128];
+    char storage[128], jwt[128], rest[128];
     char *envp[] = {storage,
                     jwt,
-                    "FORGE_SLURM_REST_URL=http://127.0.0.1:9",
+                    rest,
                     "FORGE_SLURM_REST_USER=forge",
                     "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
                     NULL};
@@ -67,9 +77,15 @@ static void fx_init(void)
        "printf 'a.b.c' > $R/../jwt; chmod 600 $R/../jwt");
     snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
     snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s/jwt", tmp);
+    snprintf(rest, sizeof(rest), "FORGE_SLURM_REST_URL=%s", url);
     cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
                  err.message);
     cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
+}
+
+static void fx_init(void)
+{
+    load("http://127.0.0.1:9");
 }
 
 static void fx_fini(void)
@@ -169,4 +185,217 @@ Test(runner, cleanup_through_a_planted_link_is_final)
     cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
     sh("test -f $O/shadow");
     forge_work_free(w);
+}
+
+/* ---- who may still act (generation.h) ------------------------------------ */
+
+#define META                                                                   \
+    "\"meta\": {\"plugin\": {\"type\": \"openapi/slurmctld\", \"name\": "      \
+    "\"Slurm OpenAPI slurmctld\", \"data_parser\": \"data_parser/v0.0.43\"}, " \
+    "\"slurm\": {\"release\": \"26.05.5\"}}"
+#define SUBMITTED                                                              \
+    "{" META ", \"job_id\": 7, \"step_id\": \"batch\", \"errors\": [], "       \
+    "\"warnings\": []}"
+#define NO_JOBS "{" META ", \"jobs\": [], \"errors\": [], \"warnings\": []}"
+#define SUBMIT  "/slurm/v0.0.43/job/submit"
+#define HOLD_MS 3000 /* the first submit's answer: the next item waits */
+
+static support_http_t *srv;
+static forge_generations_t *gens;
+static forge_runner_t *slurm;
+
+static void own_init(void)
+{
+    srv = support_http_start();
+    load(support_http_url(srv));
+    gens = forge_generations_new();
+    forge_error_t err = {0};
+    cr_assert_eq(forge_runner_start(cfg, cat, NULL, "slurm", &slurm, &err),
+                 FORGE_OK, "%s", err.message);
+    forge_runner_set_generations(slurm, gens);
+}
+
+static void own_fini(void)
+{
+    forge_runner_stop(slurm);
+    support_http_stop(srv);
+    forge_generations_destroy(gens);
+    fx_fini();
+}
+
+TestSuite(ownership, .init = own_init, .fini = own_fini, .timeout = 60);
+
+/* A work item of launch id (its own request) made for partition p in
+ * generation gen. */
+static forge_work_t *work_in(forge_work_kind_t kind, const char *id, int32_t p,
+                             uint64_t gen)
+{
+    forge_work_t *w = forge_xcalloc(1, sizeof(*w));
+    char *req = forge_xstrdup(REQUEST);
+    char *at = strstr(req, "\"" LAUNCH "\"");
+
+    memcpy(at + 1, id, strlen(LAUNCH)); /* ids of LAUNCH's length */
+    w->kind = kind;
+    w->launch_id = forge_xstrdup(id);
+    w->attempt = 1;
+    w->request = req;
+    w->request_len = strlen(req);
+    w->partition = p;
+    w->generation = gen;
+    w->job_id = kind == FORGE_WORK_CANCEL ? 42 : 0;
+    return w;
+}
+
+/* Every posted item back (n of them), in the order they ran. */
+static forge_work_t *settle(size_t n)
+{
+    forge_work_t *done;
+    size_t count = 0;
+
+    cr_assert(forge_runner_settle(slurm, 20000), "the work did not finish");
+    done = forge_runner_take(slurm);
+    for (forge_work_t *w = done; w; w = w->next)
+        count++;
+    cr_assert_eq(count, n);
+    return done;
+}
+
+static void free_list(forge_work_t *list)
+{
+    while (list) {
+        forge_work_t *next = list->next;
+        forge_work_free(list);
+        list = next;
+    }
+}
+
+/* Requests whose method is method and whose body holds text ("" any). */
+static size_t seen(const char *method, const char *text)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < support_http_count(srv); i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        n += !strcmp(r.method, method) && strstr(r.body, text) != NULL;
+        support_http_request_clear(&r);
+    }
+    return n;
+}
+
+/* Until the server has received n requests. */
+static void wait_requests(size_t n)
+{
+    for (int i = 0; i < 1000 && support_http_count(srv) < n; i++)
+        usleep(10000);
+    cr_assert_geq(support_http_count(srv), n);
+}
+
+Test(ownership, work_of_a_passed_generation_makes_no_call)
+{
+    uint64_t old = forge_generation_begin(gens, 0);
+    forge_work_t *done, *w;
+
+    /* the control: work of the generation held now does reach Slurm */
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L0", 0, old));
+    done = settle(1);
+    cr_assert_eq(done->refused, FORGE_WORK_DONE);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->job_id, 7);
+    cr_assert_eq(seen("POST", "forge:L0:1"), 1);
+    free_list(done);
+
+    /* partition 0 rewound (an aborted transaction), then gone */
+    forge_generation_begin(gens, 0);
+    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, old));
+    forge_runner_post(slurm, work_in(FORGE_WORK_CLEAN_SUBMIT, "L2", 0, old));
+    forge_generation_end(gens, 0);
+    forge_runner_post(slurm, work_in(FORGE_WORK_CLEAN_CANCEL, "L3", 0, old));
+    forge_runner_post(slurm, work_in(FORGE_WORK_CANCEL, "L4", 0, old));
+    done = settle(4);
+    cr_assert_eq(support_http_count(srv), 1, "only the control's submit");
+    sh("test ! -e $R/staging/L1 && test ! -e $R/staging/L2");
+    for (w = done; w; w = w->next)
+        cr_assert_eq(w->refused, FORGE_WORK_STALE, "%s", w->launch_id);
+    free_list(done);
+}
+
+/* A submit held in Slurm's answer while the next waits in the inbox; then
+ * `change` happens to the waiting one. */
+static forge_work_t *behind_a_slow_submit(forge_work_kind_t kind,
+                                          void (*change)(uint64_t gen))
+{
+    uint64_t held = forge_generation_begin(gens, 0);
+    uint64_t moving = forge_generation_begin(gens, 1);
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, HOLD_MS);
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    support_http_default(srv, 200, NO_JOBS);
+    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, held));
+    forge_runner_post(slurm, work_in(kind, "L2", 1, moving));
+    wait_requests(1); /* L1's POST is out, its answer held: L2 waits */
+    change(moving);
+    return settle(2);
+}
+
+static void partition_1_moves(uint64_t gen)
+{
+    (void)gen;
+    forge_generation_end(gens, 1);
+}
+
+static void l2_cancelled(uint64_t gen)
+{
+    (void)gen;
+    forge_runner_withdraw(slurm, "L2", 1);
+}
+
+Test(ownership, queued_submit_of_a_partition_that_moved_never_posts)
+{
+    forge_work_t *done =
+        behind_a_slow_submit(FORGE_WORK_SUBMIT, partition_1_moves);
+
+    cr_assert_eq(seen("POST", "forge:L1:1"), 1);
+    cr_assert_eq(seen("POST", "forge:L2:1"), 0, "the stale submit posted");
+    sh("test ! -e $R/staging/L2"); /* nor wrote its staging folder */
+    cr_assert_str_eq(done->launch_id, "L1");
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_str_eq(done->next->launch_id, "L2");
+    cr_assert_eq(done->next->refused, FORGE_WORK_STALE);
+    free_list(done);
+}
+
+Test(ownership, queued_clean_of_a_partition_that_moved_cancels_nothing)
+{
+    forge_work_t *done =
+        behind_a_slow_submit(FORGE_WORK_CLEAN_SUBMIT, partition_1_moves);
+
+    cr_assert_eq(support_http_count(srv), 1, "only L1's submit");
+    cr_assert_eq(done->next->refused, FORGE_WORK_STALE);
+    free_list(done);
+}
+
+Test(ownership, submit_withdrawn_while_queued_never_posts)
+{
+    forge_work_t *done = behind_a_slow_submit(FORGE_WORK_SUBMIT, l2_cancelled);
+
+    cr_assert_eq(seen("POST", "forge:L1:1"), 1);
+    cr_assert_eq(seen("POST", "forge:L2:1"), 0, "the withdrawn submit posted");
+    cr_assert_eq(done->refused, FORGE_WORK_DONE, "L1 was not cancelled");
+    cr_assert_eq(done->next->refused, FORGE_WORK_WITHDRAWN);
+    cr_assert_eq(done->next->status, FORGE_SLURM_OK, "%s", done->next->message);
+    cr_assert_eq(done->next->job_id, 0);
+    free_list(done);
+}
+
+Test(ownership, withdrawn_clean_submit_cleans_and_submits_nothing)
+{
+    forge_work_t *done =
+        behind_a_slow_submit(FORGE_WORK_CLEAN_SUBMIT, l2_cancelled);
+
+    cr_assert_eq(seen("GET", ""), 1, "the tag was looked up");
+    cr_assert_eq(seen("POST", "forge:L2:1"), 0, "the withdrawn submit posted");
+    cr_assert_eq(done->next->refused, FORGE_WORK_WITHDRAWN);
+    cr_assert_eq(done->next->status, FORGE_SLURM_OK, "%s", done->next->message);
+    free_list(done);
 }
