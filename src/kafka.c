@@ -5,6 +5,27 @@
  * call again; txn_requires_abort → abort, rewind the consumer to the
  * committed offsets, report ABORTED; fatal (fenced) → FATAL. Consumer
  * errors are logged and consumption goes on.
+ *
+ * The commit budget: the loop that commits is the one that must poll the
+ * consumer within max.poll.interval.ms (M, read back from the consumer's
+ * configuration, librdkafka's default 300 s), or the group throws the
+ * worker out and its partitions move. So one forge_kafka_commit holds the
+ * loop for at most M/2, whatever the broker does:
+ *   - sending the offsets and committing, retriable errors retried (after
+ *     100 ms, doubling up to 1 s), each call given what is left: until M/4
+ *     has passed (`attempts_ms`);
+ *   - then, still failing, the transaction is aborted (librdkafka: a
+ *     commit_transaction that timed out may be retried or aborted; a timed
+ *     out call leaves it abortable), the abort itself retried while
+ *     retriable for at most min(M/8, 30 s) (`abort_ms`);
+ *   - then the consumer is rewound to the committed offsets: at most
+ *     min(M/16, 10 s) to read them and as long to seek (`rewind_ms`).
+ * The caller gets ABORTED and rewinds its memory (worker.c restore()), as
+ * after any abortable error: what did not commit is done again. An abort
+ * librdkafka refuses or cannot finish in its budget (the coordinator
+ * unreachable throughout, or a commit still flushing) is FATAL: the worker
+ * exits 1 and its supervisor restarts it (a new producer with the same
+ * transactional.id aborts what was left).
  */
 #include "kafka.h"
 #include "buf.h"
@@ -16,8 +37,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define TXN_TIMEOUT_MS 30000
+#define TXN_TIMEOUT_MS     30000 /* one transactional call at most */
+#define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
+#define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
+#define REWIND_MAX_MS      10000
+#define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
+
+/* How long one commit may hold the loop (the top comment). */
+typedef struct txn_budget {
+    int max_poll_ms; /* the consumer's max.poll.interval.ms */
+    int attempts_ms; /* offsets + commit, retries included */
+    int abort_ms;    /* the abort, retries included */
+    int rewind_ms;   /* each of: committed offsets, seek */
+} txn_budget_t;
 
 struct forge_kafka {
     const forge_config_t *cfg; /* borrowed, outlives the object */
@@ -29,7 +63,28 @@ struct forge_kafka {
     rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
     bool in_txn;
     bool produce_failed; /* this transaction lost a message: abort it */
+    txn_budget_t budget;
 };
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+static int at_most(int a, int b)
+{
+    return a < b ? a : b;
+}
 
 static forge_rc_t set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, forge_error_t *err)
@@ -77,6 +132,22 @@ static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
     return p;
 }
 
+/* Aborts the open transaction, retrying a retriable failure (a timed out
+ * call resumes) until budget_ms has passed. NULL once aborted. */
+static rd_kafka_error_t *abort_within(forge_kafka_t *k, int budget_ms)
+{
+    long long until = monotonic_ms() + budget_ms;
+    rd_kafka_error_t *e;
+
+    for (;;) {
+        long long left = until - monotonic_ms();
+        e = rd_kafka_abort_transaction(k->producer, left > 0 ? (int)left : 1);
+        if (!e || !rd_kafka_error_is_retriable(e) || monotonic_ms() >= until)
+            return e;
+        rd_kafka_error_destroy(e);
+    }
+}
+
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -96,7 +167,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
         if (!lost && k->handlers.flush(k->handlers.ctx, p, n) != 0)
             lost = true; /* could not commit: treat as lost */
         if (lost && k->in_txn) {
-            if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS)))
+            if ((e = abort_within(k, k->budget.abort_ms)))
                 rd_kafka_error_destroy(e);
             k->in_txn = false;
             k->produce_failed = false;
@@ -109,6 +180,27 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
             rd_kafka_error_destroy(e);
     }
     free(p);
+}
+
+/* The commit budget (the top comment), from the consumer's configuration
+ * as librdkafka took it (the operator may set FORGE_KAFKA_PROP_...). */
+static txn_budget_t budget_of(rd_kafka_t *consumer)
+{
+    char value[32];
+    size_t size = sizeof(value);
+    long m = MAX_POLL_DEFAULT;
+    txn_budget_t b;
+
+    if (rd_kafka_conf_get(rd_kafka_conf(consumer), "max.poll.interval.ms",
+                          value, &size) == RD_KAFKA_CONF_OK)
+        m = strtol(value, NULL, 10);
+    if (m < 16)
+        m = 16;
+    b.max_poll_ms = (int)m;
+    b.attempts_ms = (int)(m / 4);
+    b.abort_ms = at_most((int)(m / 8), TXN_TIMEOUT_MS);
+    b.rewind_ms = at_most((int)(m / 16), REWIND_MAX_MS);
+    return b;
 }
 
 static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
@@ -134,6 +226,11 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
         return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                                "consumer: %s", errstr);
     rd_kafka_poll_set_consumer(k->consumer);
+    k->budget = budget_of(k->consumer);
+    forge_log_debug("commit budget: %d ms of attempts, %d ms to abort, "
+                    "2 x %d ms to rewind (max.poll.interval.ms %d)",
+                    k->budget.attempts_ms, k->budget.abort_ms,
+                    k->budget.rewind_ms, k->budget.max_poll_ms);
     topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, k->cfg->topic_requests,
                                       RD_KAFKA_PARTITION_UA);
@@ -360,11 +457,11 @@ static void rewind_consumer(forge_kafka_t *k)
 
     if (rd_kafka_assignment(k->consumer, &l) || !l)
         return;
-    if (rd_kafka_committed(k->consumer, l, 10000) == 0) {
+    if (rd_kafka_committed(k->consumer, l, k->budget.rewind_ms) == 0) {
         for (int i = 0; i < l->cnt; i++)
             if (l->elems[i].offset < 0)
                 l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-        if ((e = rd_kafka_seek_partitions(k->consumer, l, 10000)))
+        if ((e = rd_kafka_seek_partitions(k->consumer, l, k->budget.rewind_ms)))
             rd_kafka_error_destroy(e);
     }
     rd_kafka_topic_partition_list_destroy(l);
@@ -374,7 +471,7 @@ static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
 {
     forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));
     rd_kafka_error_destroy(e);
-    if ((e = rd_kafka_abort_transaction(k->producer, TXN_TIMEOUT_MS))) {
+    if ((e = abort_within(k, k->budget.abort_ms))) {
         forge_log_error("abort_transaction: %s", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
         return FORGE_KAFKA_FATAL;
@@ -394,24 +491,72 @@ static rd_kafka_error_t *forced_abort(forge_kafka_t *k)
                               "aborted on purpose by a test point");
 }
 
-/* Runs a transactional step, retrying retriable errors. */
-static rd_kafka_error_t *send_and_commit(forge_kafka_t *k)
+/* Test builds only (testpoint.h): an attempt that waits out its whole
+ * timeout and fails with a retriable timeout, as a commit to a transaction
+ * coordinator that does not answer would. */
+static rd_kafka_error_t *stalled_attempt(int timeout_ms)
+{
+    sleep_ms(timeout_ms);
+    return rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                              "commit stalled on purpose by a test point");
+}
+
+/* One attempt at the transaction's end: the offsets, then the commit,
+ * each given timeout_ms. *retriable: the error may be retried. */
+static rd_kafka_error_t *commit_once(forge_kafka_t *k,
+                                     rd_kafka_consumer_group_metadata_t *md,
+                                     int timeout_ms, bool stalled,
+                                     bool *retriable)
+{
+    rd_kafka_error_t *e = NULL;
+
+    if (stalled) {
+        *retriable = true;
+        return stalled_attempt(timeout_ms);
+    }
+    if (k->offsets->cnt)
+        e = rd_kafka_send_offsets_to_transaction(k->producer, k->offsets, md,
+                                                 timeout_ms);
+    if (!e)
+        e = rd_kafka_commit_transaction(k->producer, timeout_ms);
+    *retriable = e && rd_kafka_error_is_retriable(e);
+    return e;
+}
+
+/* Sends the offsets and commits, retrying retriable errors within the
+ * budget's attempts_ms (the top comment). NULL when committed; an error
+ * otherwise, the caller aborts. */
+static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled)
 {
     rd_kafka_consumer_group_metadata_t *md =
         rd_kafka_consumer_group_metadata(k->consumer);
+    long long start = monotonic_ms(), until = start + k->budget.attempts_ms;
+    int backoff = TXN_BACKOFF_MS, attempts = 0;
     rd_kafka_error_t *e = NULL;
+    bool retriable = false;
 
-    for (int tries = 0; tries < 10; tries++) {
+    for (;;) {
+        long long left = until - monotonic_ms();
         if (e)
             rd_kafka_error_destroy(e);
-        e = k->offsets->cnt ? rd_kafka_send_offsets_to_transaction(
-                                  k->producer, k->offsets, md, TXN_TIMEOUT_MS)
-                            : NULL;
-        if (!e)
-            e = rd_kafka_commit_transaction(k->producer, TXN_TIMEOUT_MS);
-        if (!e || !rd_kafka_error_is_retriable(e))
+        e = commit_once(k, md,
+                        left > 0 ? at_most((int)left, TXN_TIMEOUT_MS) : 1,
+                        stalled, &retriable);
+        attempts++;
+        left = until - monotonic_ms();
+        if (!e || !retriable || left <= backoff)
             break;
+        forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
+                       rd_kafka_error_string(e), attempts, backoff);
+        sleep_ms(backoff);
+        backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
     }
+    if (e && retriable)
+        forge_log_warn("commit: still failing after %d attempt(s) in %lld ms "
+                       "(budget %d ms, a quarter of max.poll.interval.ms %d "
+                       "ms): the transaction is aborted and rewound",
+                       attempts, monotonic_ms() - start, k->budget.attempts_ms,
+                       k->budget.max_poll_ms);
     rd_kafka_consumer_group_metadata_destroy(md);
     return e;
 }
@@ -435,7 +580,7 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
     else if (FORGE_TESTPOINT_ABORT_TXN())
         e = forced_abort(k);
     else
-        e = send_and_commit(k);
+        e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS());
     k->produce_failed = false;
     if (e) {
         if (rd_kafka_error_is_fatal(e)) {

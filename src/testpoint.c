@@ -2,7 +2,8 @@
  * testpoint.c - the test-only failure points of testpoint.h. Empty unless
  * the build defines FORGE_TEST_HOOKS. The abort counter is touched by the
  * consume loop's thread only; the crash point may be reached from any
- * thread (it only reads the environment and kills the process).
+ * thread (it only reads the environment and kills the process). The
+ * commit stall's counter is the loop's too.
  */
 #include "testpoint.h"
 
@@ -56,6 +57,20 @@ bool forge_testpoint_abort_txn(void)
     forge_log_warn("test point: aborting transaction %ld on purpose", seen);
     return true;
 }
+/* Called once per transaction that carries anything (kafka.c). */
+bool forge_testpoint_commit_stalls(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_COMMIT_STALLS");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: transaction %ld stalls at its commit on "
+                   "purpose",
+                   seen);
+    return true;
+}
+
 bool forge_testpoint_restore_fail(void)
 {
     static long failed;

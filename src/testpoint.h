@@ -11,6 +11,13 @@
  *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
  *                                  status event of state S (SUCCEEDED, ...)
  *                                  is aborted instead of committed
+ *   FORGE_TEST_COMMIT_STALLS=<n>   the n-th transaction that carries
+ *                                  anything stalls at its commit: every
+ *                                  attempt waits out its whole timeout and
+ *                                  fails with a retriable timeout, as with a
+ *                                  transaction coordinator that does not
+ *                                  answer, until the worker gives up on it
+ *                                  (kafka.c: the commit budget) and aborts
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).
@@ -30,7 +37,9 @@ void forge_testpoint_crash(const char *name);
 bool forge_testpoint_abort_txn(void);
 void forge_testpoint_event_state(const char *state);
 bool forge_testpoint_restore_fail(void);
+bool forge_testpoint_commit_stalls(void);
 #define FORGE_TESTPOINT_RESTORE_FAIL()     forge_testpoint_restore_fail()
+#define FORGE_TESTPOINT_COMMIT_STALLS()    forge_testpoint_commit_stalls()
 #define FORGE_TESTPOINT_CRASH(name)        forge_testpoint_crash(name)
 #define FORGE_TESTPOINT_EVENT_STATE(state) forge_testpoint_event_state(state)
 #define FORGE_TESTPOINT_ABORT_TXN()        forge_testpoint_abort_txn()
@@ -40,6 +49,7 @@ bool forge_testpoint_restore_fail(void);
 #define FORGE_TESTPOINT_ABORT_TXN()        false
 #define FORGE_TESTPOINT_EVENT_STATE(state) ((void)0)
 #define FORGE_TESTPOINT_RESTORE_FAIL()     false
+#define FORGE_TESTPOINT_COMMIT_STALLS()    false
 #define FORGE_TESTPOINTS_BUILT             0
 #endif
 

@@ -1,0 +1,66 @@
+"""
+A commit that keeps failing with retriable errors holds the consume loop no
+longer than its budget, derived from the group's max.poll.interval.ms
+(src/kafka.c: attempts for a quarter of it, then abort and rewind): the
+worker gives up on the transaction, aborts it, rewinds, and carries on. It
+is never thrown out of its group for not polling (no partition lost or
+moved), and the launch whose transaction stalled completes exactly once.
+
+The stall is the test point FORGE_TEST_COMMIT_STALLS=1 (src/testpoint.h):
+every commit attempt of the worker's first transaction waits out its whole
+timeout and fails with a retriable timeout, as with a transaction
+coordinator that does not answer (a broker fault that cannot be made to
+order for one transaction). Before the budget, the commit retried such an
+error 10 times 30 s: the group threw the worker out after 20 s.
+"""
+
+import re
+
+from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
+                     unique_id)
+
+MAX_POLL_MS = 20000
+
+
+def test_stalled_commit_is_aborted_within_the_poll_interval(stack, slurm,
+                                                            logdir):
+    topics = Topics(stack, "commit-stall")
+    reader = StatusReader(stack, topics.status)
+    worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir, {
+        "FORGE_TEST_COMMIT_STALLS": "1",
+        "FORGE_KAFKA_PROP_MAX_POLL_INTERVAL_MS": str(MAX_POLL_MS)})
+    try:
+        worker.wait_ready()
+        first, second = unique_id("stall"), unique_id("after")
+        topics.send(first, launch(first, ["/bin/sh", "-c", "sleep 1"]))
+        done = reader.wait_terminal(first, timeout=180)
+        assert done["data"]["state"] == "SUCCEEDED", reader.states(first)
+        assert worker.logged("transaction 1 stalls at its commit")
+        gave_up = [line["msg"] for line in worker.lines()
+                   if "the transaction is aborted and rewound" in
+                   line.get("msg", "")]
+        assert len(gave_up) == 1, worker.tail()
+        spent, budget = map(int, re.search(r"in (\d+) ms \(budget (\d+) ms",
+                                           gave_up[0]).groups())
+        assert budget == MAX_POLL_MS // 4, gave_up[0]
+        assert spent < MAX_POLL_MS // 2, gave_up[0]  # generous: the bound
+        # the loop carries on: the rewound request is taken again, once
+        assert reader.states(first).count("ACCEPTED") == 1
+        assert_contiguous(reader.of(first), first)
+        assert len(slurm.leaders(first)) == 1, slurm.leaders(first)
+        topics.send(second, launch(second, ["/bin/true"]))
+        done = reader.wait_terminal(second, timeout=120)
+        assert done["data"]["state"] == "SUCCEEDED", reader.states(second)
+
+        # never thrown out of the group: each partition assigned once, kept
+        text = open(worker.log_path, errors="replace").read()
+        assert "maximum poll interval" not in text, worker.tail()
+        assert "MAXPOLL" not in text, worker.tail()
+        moves = [line["msg"] for line in worker.lines()
+                 if re.match(r"partition \d+ (revoked|lost)",
+                             line.get("msg", ""))]
+        assert moves == [], moves
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        reader.close()
+        worker.stop_quietly()
