@@ -316,7 +316,7 @@ static void clean_intent(forge_runner_t *r, forge_work_t *w)
 static void do_clean_submit(forge_runner_t *r, forge_work_t *w)
 {
     clean_intent(r, w);
-    if (w->refused != FORGE_WORK_DONE || w->status != FORGE_SLURM_OK)
+    if (w->status != FORGE_SLURM_OK || !may_act(r, w, true))
         return;
     if (!w->request) { /* its sealed request did not open: no guessing */
         w->status = FORGE_SLURM_REJECTED;

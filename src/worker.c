@@ -153,10 +153,10 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
         forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
         return; /* unknown, another attempt, finished, or already asked */
     e->rec->cancel_requested = true;
+    /* A submit not sent yet never will be; one posted already is withdrawn
+     * in the runner: it submits nothing unless it is past its POST. */
     if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
-        forge_runner_withdraw(w->slurm, e->rec->launch_id,
-                              e->rec->attempt); /* posted: not to POST */
-    /* else not sent yet: it never will be */
+        forge_runner_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
     if (e->rec->job_id == 0 && !e->busy) {
         forge_worker_publish_event(
             w, e, &cancelled, true); /* never submitted: nothing to cancel */
