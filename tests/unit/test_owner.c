@@ -177,3 +177,37 @@ Test(owner, partition_bookkeeping)
     cr_assert_eq(forge_owner_partition_count(o), 1);
     forge_owner_destroy(o);
 }
+
+/* Generations (generation.h): each assignment or restore of a partition
+ * begins a new one, entries carry the one they were made in, and a
+ * partition leaving (released on a rebalance, dropped) holds none. */
+Test(owner, partitions_have_generations_and_entries_carry_them)
+{
+    forge_owner_t *o = forge_owner_new();
+    const forge_generations_t *g = forge_owner_generations(o);
+    forge_entry_t *e;
+    uint64_t first, second;
+
+    cr_assert_eq(forge_generation_of(g, 3), 0, "not held yet");
+    forge_owner_assign(o, 3);
+    first = forge_generation_of(g, 3);
+    cr_assert_neq(first, 0);
+    e = put(o, "L1", 1, NULL, 3);
+    cr_assert_eq(e->generation, first);
+    cr_assert(forge_generation_current(g, 3, first));
+
+    forge_owner_drop(o, 3); /* a rewind: dropped and restored */
+    forge_owner_assign(o, 3);
+    second = forge_generation_of(g, 3);
+    cr_assert_neq(second, first);
+    cr_assert_not(forge_generation_current(g, 3, first));
+    e = put(o, "L1", 1, NULL, 3);
+    cr_assert_eq(e->generation, second);
+
+    forge_owner_release(o, 3); /* leaving: entries stay, work is stale */
+    cr_assert_eq(forge_owner_find(o, "L1"), e);
+    cr_assert_not(forge_generation_current(g, 3, second));
+    cr_assert_eq(forge_generation_of(g, 3), 0);
+    cr_assert_not(forge_generation_current(g, 3, 0), "0 is never current");
+    forge_owner_destroy(o);
+}
