@@ -5,7 +5,8 @@
  * revoked partition, the table destroyed) or is dropped (archived, or
  * cleaned without logs); a value two launches share stays redacted until
  * neither holds it. Which values are a request's secrets (its ingest token,
- * each secret_env value) is checked on a request built by hand.
+ * each secret_env value) is checked on a request built by hand. And the
+ * partitions' generations the runners check (generation.h).
  */
 #include "log.h"
 #include "owner.h"
