@@ -22,6 +22,7 @@
  */
 #include "worker.h"
 #include "worker_int.h"
+#include "dlq.h"
 #include "events.h"
 #include "kafka.h"
 #include "log.h"
@@ -50,16 +51,18 @@ static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
                    const forge_error_t *error)
 {
     forge_error_t err = {0};
-    char *key = m->key ? forge_xstrndup(m->key, m->key_len) : NULL;
+    forge_dlq_record_t d;
 
-    if (forge_kafka_produce(w->kafka, w->cfg->topic_dlq, -1, key, m->value,
-                            m->value_len, forge_rc_name(error->code),
-                            error->message, &err))
+    forge_dlq_record(&d, w->cfg->topic_dlq, w->cfg->topic_requests, m, error,
+                     (size_t)w->cfg->dlq_max_bytes);
+    if (forge_kafka_produce_record(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
     forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
-                   "(%s)",
-                   (int)m->partition, (long long)m->offset, error->message);
-    free(key);
+                   "(%s)%s",
+                   (int)m->partition, (long long)m->offset, error->message,
+                   d.record.value_len < m->value_len
+                       ? "; its value is cut to FORGE_DLQ_MAX_BYTES"
+                       : "");
 }
 
 static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
