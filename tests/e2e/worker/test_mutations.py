@@ -332,7 +332,12 @@ def fleet(stack, logdir):
     # must still fit (FORGE_DLQ_MAX_BYTES), or it would come back forever.
     big = {"max.message.bytes": str(4 * ONE_MIB)}
     topics = Topics(stack, "mut", requests_config=big)
-    worker = Worker(stack, topics, unique_id("wm"), unique_id("g"), logdir)
+    # Memory is measured as the worker holds it, not as glibc caches it:
+    # a fixed mmap threshold returns every large block (the 1-2 MiB
+    # messages) at free, and two arenas keep the threads' caches small.
+    malloc_env = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_ARENA_MAX": "2"}
+    worker = Worker(stack, topics, unique_id("wm"), unique_id("g"), logdir,
+                    extra_env=malloc_env)
     reader = StatusReader(stack, topics.status)
     worker.wait_ready()
     yield topics, worker, reader
