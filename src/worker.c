@@ -301,26 +301,61 @@ static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
     e->rec->component_count = l->count;
 }
 
+/*
+ * The Slurm states a poll saw (stolen from it) go into e's record when the
+ * record's state is what they map to (to: the verdict): the poller's
+ * memory after a restore (runner.h: known_states). They are written with
+ * the record's next write: the state change itself, or, for a record that
+ * held none yet (written before the field existed), now, once; a change of
+ * flags alone (COMPLETING, CONFIGURING...) waits for the next write rather
+ * than re-seal a record for it, and costs at most one details call after a
+ * restore. True when the record must be written for them.
+ */
+static bool remember_states(forge_entry_t *e, forge_poll_item_t *it,
+                            forge_state_t to, bool moves)
+{
+    bool first = !e->rec->slurm_states;
+
+    if (!it->states || to == FORGE_STATE_NONE ||
+        (!moves && to != e->rec->state))
+        return false;
+    free(e->rec->slurm_states);
+    e->rec->slurm_states = it->states;
+    it->states = NULL;
+    return first && !moves;
+}
+
+static void on_poll_changed(worker_t *w, forge_entry_t *e,
+                            forge_poll_item_t *it)
+{
+    int exit_code;
+    forge_slurm_verdict_t v =
+        forge_slurm_verdict(&it->jobs, e->rec->cancel_requested, &exit_code);
+    json_t *slurm = forge_slurm_verdict_json(&it->jobs);
+    change_t c = {v.state, v.reason, slurm, NULL};
+    bool moves = v.state != FORGE_STATE_NONE && v.state != e->rec->state &&
+                 forge_state_transition_legal(e->rec->state, v.state);
+
+    if (v.state == FORGE_STATE_PENDING && !c.reason && it->jobs.count)
+        c.reason = it->jobs.jobs[0].state_reason;
+    learn_components(e, &it->jobs);
+    e->rec->missing_since_ms = 0;
+    if (remember_states(e, it, v.state, moves))
+        forge_worker_write_record(w, e);
+    if (moves)
+        forge_worker_publish_event(w, e, &c, true);
+    json_decref(slurm);
+}
+
 static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
 {
     forge_entry_t *e = forge_owner_find(w->owner, it->launch_id);
-    int exit_code;
 
     if (!e || e->rec->job_id != it->job_id ||
         forge_state_is_terminal(e->rec->state))
         return;
     if (it->outcome == FORGE_POLL_CHANGED) {
-        forge_slurm_verdict_t v = forge_slurm_verdict(
-            &it->jobs, e->rec->cancel_requested, &exit_code);
-        json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-        change_t c = {v.state, v.reason, slurm, NULL};
-        if (v.state == FORGE_STATE_PENDING && !c.reason && it->jobs.count)
-            c.reason = it->jobs.jobs[0].state_reason;
-        learn_components(e, &it->jobs);
-        e->rec->missing_since_ms = 0;
-        if (v.state != FORGE_STATE_NONE && v.state != e->rec->state)
-            forge_worker_publish_event(w, e, &c, true);
-        json_decref(slurm);
+        on_poll_changed(w, e, it);
     } else if (it->outcome == FORGE_POLL_ABSENT) {
         /* Missing is never "finished": wait out the grace, then LOST. */
         if (!e->rec->missing_since_ms) {
@@ -338,6 +373,27 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
     }
 }
 
+/* A poll tick's answer: each launch's, or nothing when the tick failed. */
+static void on_polled(worker_t *w, forge_work_t *tick)
+{
+    long long now = forge_event_now_ms();
+    size_t changed = 0;
+
+    w->poll_in_flight = false;
+    for (size_t i = 0; tick->status == FORGE_SLURM_OK && i < tick->item_count;
+         i++) {
+        changed += tick->items[i].outcome == FORGE_POLL_CHANGED;
+        on_poll_item(w, &tick->items[i], now);
+    }
+    if (tick->status != FORGE_SLURM_OK)
+        forge_log_warn("poll tick: %s (%s): nothing changes", tick->message,
+                       forge_slurm_status_name(tick->status));
+    else /* the bench reads it (bench/bench_restart.py) */
+        forge_log_debug("poll tick answered: %zu live jobs, %zu changed, "
+                        "in %lld ms",
+                        tick->item_count, changed, now - w->poll_posted_ms);
+}
+
 static void on_results(worker_t *w)
 {
     forge_work_t *list = forge_runner_take(w->slurm), *next;
@@ -353,15 +409,8 @@ static void on_results(worker_t *w)
         forge_work_free(list);
     }
     for (list = forge_runner_take(w->poller); list; list = next) {
-        long long now = forge_event_now_ms();
         next = list->next;
-        w->poll_in_flight = false;
-        for (size_t i = 0;
-             list->status == FORGE_SLURM_OK && i < list->item_count; i++)
-            on_poll_item(w, &list->items[i], now);
-        if (list->status != FORGE_SLURM_OK)
-            forge_log_warn("poll tick: %s (%s): nothing changes", list->message,
-                           forge_slurm_status_name(list->status));
+        on_polled(w, list);
         forge_work_free(list);
     }
     for (list = forge_runner_take(w->archiver); list; list = next) {
@@ -409,6 +458,8 @@ static void tend_entry(void *ctx, forge_entry_t *e)
             forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
         memcpy(it->component_ids, r->component_ids,
                r->component_count * sizeof(uint32_t));
+        it->known_states =
+            r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
@@ -438,6 +489,7 @@ static void tick(worker_t *w)
                     w->next_poll_ms ? t.now - w->next_poll_ms : 0);
     if (t.poll->item_count && !w->poll_in_flight) {
         w->poll_in_flight = true;
+        w->poll_posted_ms = t.now;
         forge_runner_post(w->poller, t.poll);
     } else {
         forge_work_free(t.poll);
@@ -695,6 +747,9 @@ static void drain(worker_t *w)
     long long until = forge_event_now_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
+    /* A poll tick in progress stops between two calls, the call under way
+     * interrupted: whoever owns its jobs next polls them. */
+    forge_runner_interrupt(w->poller);
     forge_kafka_pause_all(w->kafka);
     while (!w->fatal && forge_runner_in_flight(w->slurm) &&
            forge_event_now_ms() < until) {

@@ -35,6 +35,7 @@ typedef struct worker {
     size_t archives_out;      /* ARCHIVE items deferred or posted */
     forge_work_t *deferred;   /* posted once the transaction commits */
     bool poll_in_flight;
+    long long poll_posted_ms; /* when the tick in flight was posted */
     unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
     long long next_poll_ms;
     bool joined;   /* the group has assigned this worker at least once */
