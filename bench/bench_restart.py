@@ -15,11 +15,12 @@ into a fresh state topic; every Slurm call goes through a counting proxy
   sigterm   SIGTERM in the middle of a first tick that asks every job's
             details (records from before slurm_states): exit time, calls
             made after the signal
-  hang      SIGTERM while slurmrestd takes calls and answers none: exit
-            time (the worker is killed after --hang-limit s)
+  hang      slurmrestd stops answering (it takes calls and answers none)
+            in the middle of such a tick, then SIGTERM: exit time (the
+            worker is killed after --hang-limit s)
 
   FORGE_STACK_ENV=... $FORGE_CACHE_DIR/venv/bin/python bench/bench_restart.py \
-      [--jobs 5000] [--binary build/forge-worker] [restart|sigterm|hang ...]
+      [--jobs 5000] [--binary build/forge-worker ...] [restart|sigterm|hang ...]
 """
 
 import argparse
@@ -130,10 +131,10 @@ def bench_hang(stack, ids, binary, limit):
     topics = topics_with(stack, ids)
     proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
     try:
-        since = time.monotonic()
         w = start(stack, topics, proxy, unique_id("g"), binary)
-        first_tick(proxy, since)
-        proxy.hang()
+        wait_until("100 details calls", lambda: proxy.count("details") >= 100,
+                   300)
+        proxy.hang()  # in the middle of a tick asking every job's details
         t_hang = time.monotonic()
         wait_until("a call left unanswered",
                    lambda: proxy.count(since=t_hang) >= 1, 60)
@@ -149,26 +150,30 @@ def bench_hang(stack, ids, binary, limit):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=5000)
-    ap.add_argument("--binary", default=os.path.join(TOP, "build",
-                                                     "forge-worker"))
+    ap.add_argument("--binary", action="append",
+                    help="a forge-worker to measure (repeat to compare "
+                    "builds on the same jobs; default build/forge-worker)")
     ap.add_argument("--hang-limit", type=int, default=300)
     ap.add_argument("what", nargs="*", default=["restart", "sigterm", "hang"])
     args = ap.parse_args()
+    binaries = args.binary or [os.path.join(TOP, "build", "forge-worker")]
     os.makedirs(LOGDIR, exist_ok=True)
     stack = Stack()
     tag = held_jobs.tag()
     t0 = time.monotonic()
     ids = held_jobs.submit_held(stack, args.jobs, tag)
-    print(f"{len(ids)} held jobs submitted in {time.monotonic() - t0:.1f} s "
-          f"(binary {args.binary})", flush=True)
+    print(f"{len(ids)} held jobs submitted in {time.monotonic() - t0:.1f} s",
+          flush=True)
     try:
-        for what in args.what:
-            if what == "restart":
-                bench_restart(stack, ids, args.binary)
-            elif what == "sigterm":
-                bench_sigterm(stack, ids, args.binary)
-            elif what == "hang":
-                bench_hang(stack, ids, args.binary, args.hang_limit)
+        for binary in binaries:
+            print(f"== {binary}", flush=True)
+            for what in args.what:
+                if what == "restart":
+                    bench_restart(stack, ids, binary)
+                elif what == "sigterm":
+                    bench_sigterm(stack, ids, binary)
+                elif what == "hang":
+                    bench_hang(stack, ids, binary, args.hang_limit)
     finally:
         held_jobs.cancel(stack, ids)
 
