@@ -4,7 +4,9 @@
  * which never touch the client. Threads: `lock` guards both queues, the
  * counters and `stopping`; threads wait on `wake`, forge_runner_settle on
  * `finished`; everything else in a work item is touched by one thread at a
- * time (ownership moves with the item).
+ * time (ownership moves with the item). The client is the runner thread's,
+ * but for forge_slurm_client_interrupt, which a stop calls from the loop's
+ * thread; a poll tick also looks at `stopping` between two calls.
  */
 #include "runner.h"
 #include "buf.h"
