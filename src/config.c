@@ -94,6 +94,8 @@ static const var_rule_t rules[] = {
      "forge.launch.state", 0, 0, NULL},
     {"FORGE_KAFKA_TOPIC_DLQ", VAR_TOPIC, AT(topic_dlq), "forge.launch.dlq", 0,
      0, NULL},
+    {"FORGE_DLQ_MAX_BYTES", VAR_INT, AT(dlq_max_bytes), "1000000", 65536,
+     67108864, NULL},
     {"FORGE_WORKER_ID", VAR_ID, AT(worker_id), NULL, 0, 0, NULL},
     {"FORGE_POLL_INTERVAL_MS", VAR_INT, AT(poll_interval_ms), "5000", 200,
      3600000, NULL},

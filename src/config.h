@@ -87,6 +87,7 @@ typedef struct forge_config {
     char *topic_logs;
     char *topic_state;
     char *topic_dlq;
+    int dlq_max_bytes; /* a DLQ record's key, value and headers at most */
     forge_kafka_prop_t *kafka_props;
     size_t kafka_prop_count;
 

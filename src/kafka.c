@@ -391,40 +391,47 @@ static int begin(forge_kafka_t *k, forge_error_t *err)
     return 0;
 }
 
-forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
-                               int32_t partition, const char *key,
-                               const void *value, size_t len,
-                               const char *error_code,
-                               const char *error_message, forge_error_t *err)
+forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
+                                      const forge_kafka_record_t *r,
+                                      forge_error_t *err)
 {
-    rd_kafka_headers_t *h = rd_kafka_headers_new(3);
+    rd_kafka_headers_t *h;
     rd_kafka_resp_err_t e;
 
-    if (begin(k, err)) {
-        rd_kafka_headers_destroy(h);
+    if (begin(k, err))
         return FORGE_EIO;
-    }
-    if (error_code) {
-        rd_kafka_header_add(h, "forge.error.code", -1, error_code, -1);
-        rd_kafka_header_add(h, "forge.error.message", -1, error_message, -1);
-    } else {
-        rd_kafka_header_add(h, "content-type", -1,
-                            "application/cloudevents+json", -1);
-    }
-    e = rd_kafka_producev(
-        k->producer, RD_KAFKA_V_TOPIC(topic),
-        RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
-        RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-        RD_KAFKA_V_VALUE((void *)value, len),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
-        RD_KAFKA_V_END);
+    h = rd_kafka_headers_new(r->header_count);
+    for (size_t i = 0; i < r->header_count; i++)
+        rd_kafka_header_add(h, r->headers[i].name, -1, r->headers[i].value,
+                            (ssize_t)r->headers[i].len);
+    e = rd_kafka_producev(k->producer, RD_KAFKA_V_TOPIC(r->topic),
+                          RD_KAFKA_V_PARTITION(r->partition < 0
+                                                   ? RD_KAFKA_PARTITION_UA
+                                                   : r->partition),
+                          RD_KAFKA_V_KEY(r->key, r->key ? r->key_len : 0),
+                          RD_KAFKA_V_VALUE((void *)r->value, r->value_len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
     if (e) {
         rd_kafka_headers_destroy(h);
         k->produce_failed = true; /* never commit a transaction missing it */
-        return forge_error_set(err, FORGE_EIO, topic, "produce to %s: %s",
-                               topic, rd_kafka_err2str(e));
+        return forge_error_set(err, FORGE_EIO, r->topic, "produce to %s: %s",
+                               r->topic, rd_kafka_err2str(e));
     }
     return FORGE_OK;
+}
+
+forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
+                               int32_t partition, const char *key,
+                               const void *value, size_t len,
+                               forge_error_t *err)
+{
+    static const char type[] = "application/cloudevents+json";
+    forge_kafka_header_t h = {"content-type", type, sizeof(type) - 1};
+    forge_kafka_record_t r = {topic, partition, key, strlen(key),
+                              value, len,       &h,  1};
+
+    return forge_kafka_produce_record(k, &r, err);
 }
 
 void forge_kafka_fail_txn(forge_kafka_t *k)

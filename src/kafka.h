@@ -69,13 +69,36 @@ typedef enum forge_kafka_outcome {
                             restart the worker */
 } forge_kafka_outcome_t;
 
-/* Adds a message to the current transaction (begun on first use).
- * partition -1: the producer's partitioner (murmur2_random, by key). */
+/* A header of a record: value bytes of length len, borrowed. */
+typedef struct forge_kafka_header {
+    const char *name;
+    const char *value;
+    size_t len;
+} forge_kafka_header_t;
+
+/* One record to produce; everything borrowed until the call returns. */
+typedef struct forge_kafka_record {
+    const char *topic;
+    int32_t partition; /* -1: the producer's partitioner (murmur2_random) */
+    const char *key;   /* NULL: no key */
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    const forge_kafka_header_t *headers;
+    size_t header_count;
+} forge_kafka_record_t;
+
+/* Adds a record to the current transaction (begun on first use). */
+forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
+                                      const forge_kafka_record_t *r,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* An event or state record: keyed by launch_id, value `len` bytes, header
+ * content-type application/cloudevents+json. partition -1: the
+ * partitioner's. */
 forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
                                int32_t partition, const char *key,
                                const void *value, size_t len,
-                               const char *error_code,
-                               const char *error_message,
                                forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* A message of the current transaction could not even be made (a state

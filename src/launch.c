@@ -48,6 +48,7 @@ void forge_launch_record_free(forge_launch_record_t *r)
     free(r->launch_id);
     forge_launch_drop_request(r);
     free(r->component_ids);
+    free(r->slurm_states);
     free(r);
 }
 
@@ -133,6 +134,8 @@ forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
         (json_int_t)r->missing_since_ms, "cleaned", r->cleaned);
     if (sealed)
         json_object_set_new(*out, "request_sealed", sealed);
+    if (r->slurm_states)
+        json_object_set_new(*out, "slurm_states", json_string(r->slurm_states));
     return FORGE_OK;
 }
 
@@ -201,6 +204,9 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     r->updated_at_ms = upd;
     r->missing_since_ms = miss;
     r->cleaned = json_is_true(json_object_get(o, "cleaned")); /* optional */
+    v = json_object_get(o, "slurm_states");                   /* optional */
+    if (json_is_string(v))
+        r->slurm_states = forge_xstrdup(json_string_value(v));
     return FORGE_OK;
 }
 

@@ -23,6 +23,14 @@
  *
  * After a terminal state: archived (the logs event is out, in the same
  * transaction as the record saying so), then cleaned (staging deleted).
+ *
+ * slurm_states (optional, additive like the sealed request): the job's
+ * Slurm states, as the poller writes them down (runner.c: "<job_id>:<state>,
+ * ...;" per job entry), that the record's state was derived from. A worker
+ * that restores the record takes them for what it last saw, so an
+ * unchanged job costs no details call; a record an aborted transaction
+ * rewound carries the states of its own, older state, so the job's
+ * present ones differ and are looked at again.
  */
 #ifndef FORGE_LAUNCH_H
 #define FORGE_LAUNCH_H
@@ -57,6 +65,7 @@ typedef struct forge_launch_record {
     long long accepted_at_ms;
     long long updated_at_ms;
     long long missing_since_ms; /* 0: Slurm knows the job */
+    char *slurm_states;         /* see above; NULL: none seen yet */
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request

@@ -5,7 +5,9 @@
  * list of items running, the counters, `stopping` and each item's
  * `withdraw` flag; threads wait on `wake`, forge_runner_settle on
  * `finished`; everything else in a work item is touched by one thread at a
- * time (ownership moves with the item).
+ * time (ownership moves with the item). The client is the runner thread's,
+ * but for forge_slurm_client_interrupt, which a stop calls from the loop's
+ * thread; a poll tick also looks at `stopping` between two calls.
  *
  * Ownership of launches (generation.h): before each step that changes
  * something outside the worker, the thread itself asks whether the work's
@@ -69,6 +71,8 @@ void forge_work_free(forge_work_t *w)
     for (size_t i = 0; i < w->item_count; i++) {
         free(w->items[i].launch_id);
         free(w->items[i].component_ids);
+        free(w->items[i].known_states);
+        free(w->items[i].states);
         forge_slurm_job_list_free(&w->items[i].jobs);
     }
     free(w->items);
@@ -89,21 +93,13 @@ static void append(forge_work_t **list, forge_work_t *w)
 
 /* ---- ownership and intent --------------------------------------------- */
 
-static const char *work_name(const forge_work_t *w)
-{
-    switch (w->kind) {
-    case FORGE_WORK_SUBMIT:
-        return "submit";
-    case FORGE_WORK_CLEAN_SUBMIT:
-        return "clean and resubmit";
-    case FORGE_WORK_CLEAN_CANCEL:
-        return "clean of a cancelled intent";
-    case FORGE_WORK_CANCEL:
-        return "cancel";
-    default:
-        return "work";
-    }
-}
+/* The work may_act is asked about, as the log names it. */
+static const char *const work_names[] = {
+    [FORGE_WORK_SUBMIT] = "submit",
+    [FORGE_WORK_CLEAN_SUBMIT] = "clean and resubmit",
+    [FORGE_WORK_CLEAN_CANCEL] = "clean of a cancelled intent",
+    [FORGE_WORK_CANCEL] = "cancel",
+};
 
 /* Right before a step that changes something outside the worker (the
  * staging folder, a POST, a cancel): may w still take it? Not once its
@@ -124,7 +120,7 @@ static bool may_act(forge_runner_t *r, forge_work_t *w, bool submitting)
                          "%s of %s dropped before Slurm: partition %d is no "
                          "longer held in the generation it was made in "
                          "(it moved, or an aborted transaction rewound it)",
-                         work_name(w), w->launch_id, (int)w->partition);
+                         work_names[w->kind], w->launch_id, (int)w->partition);
         return false;
     }
     if (!submitting)
@@ -358,24 +354,39 @@ static char *states_signature(const forge_slurm_job_list_t *jobs,
     return forge_buf_take(&b);
 }
 
-/* Swaps in the new signature; true when it differs from the last one. */
-static bool signature_changed(forge_runner_t *r, uint32_t job_id, char *sig)
+/* The poller's memory of job_id, or NULL. */
+static signature_t *remembered(forge_runner_t *r, uint32_t job_id)
 {
-    for (size_t i = 0; i < r->sig_count; i++) {
-        if (r->sigs[i].job_id != job_id)
-            continue;
-        bool changed = strcmp(r->sigs[i].states, sig) != 0;
-        free(r->sigs[i].states);
-        r->sigs[i].states = sig;
+    for (size_t i = 0; i < r->sig_count; i++)
+        if (r->sigs[i].job_id == job_id)
+            return &r->sigs[i];
+    return NULL;
+}
+
+/* Swaps in the new signature (stolen); true when it differs from what was
+ * seen last: the poller's memory, or, when it has none of the job (a
+ * restore made it forget), the record's (known: the item's known_states,
+ * NULL for none). */
+static bool signature_changed(forge_runner_t *r, uint32_t job_id, char *sig,
+                              const char *known)
+{
+    signature_t *seen = remembered(r, job_id);
+    bool changed;
+
+    if (seen) {
+        changed = strcmp(seen->states, sig) != 0;
+        free(seen->states);
+        seen->states = sig;
         return changed;
     }
+    changed = !known || strcmp(known, sig) != 0;
     if (r->sig_count == SIGNATURES_MAX) { /* forget the oldest */
         free(r->sigs[0].states);
         memmove(r->sigs, r->sigs + 1, --r->sig_count * sizeof(*r->sigs));
     }
     r->sigs = forge_xrealloc(r->sigs, (r->sig_count + 1) * sizeof(*r->sigs));
     r->sigs[r->sig_count++] = (signature_t){job_id, sig};
-    return true;
+    return changed;
 }
 
 /* One item whose ids were missing from jobs/state: accounting decides. */
@@ -392,8 +403,28 @@ static void poll_absent(forge_runner_t *r, forge_poll_item_t *it)
     /* else UNANSWERED: an error is never a verdict */
 }
 
-/* Everything the poller remembers, gone: the next poll of every job is a
- * change (forge_work_t.epoch). */
+/* One item present in jobs/state (sig: its signature, stolen): details
+ * only when its states changed. */
+static void poll_present(forge_runner_t *r, forge_poll_item_t *it, char *sig)
+{
+    forge_slurm_result_t res = {0};
+    char *states = forge_xstrdup(sig);
+
+    if (!signature_changed(r, it->job_id, sig, it->known_states)) {
+        it->outcome = FORGE_POLL_UNCHANGED;
+        free(states);
+    } else if (forge_slurm_job_details(r->client, it->job_id, &it->jobs,
+                                       &res) == FORGE_SLURM_OK) {
+        it->outcome = FORGE_POLL_CHANGED;
+        it->states = states;
+    } else { /* asked again at the next tick */
+        signature_changed(r, it->job_id, forge_xstrdup(""), NULL);
+        free(states);
+    }
+}
+
+/* Everything the poller remembers, gone: the next poll of every job is
+ * compared with its record (forge_work_t.epoch). */
 static void forget_signatures(forge_runner_t *r)
 {
     for (size_t i = 0; i < r->sig_count; i++)
@@ -401,6 +432,19 @@ static void forget_signatures(forge_runner_t *r)
     r->sig_count = 0;
 }
 
+static bool stopping(forge_runner_t *r)
+{
+    bool stop;
+
+    pthread_mutex_lock(&r->lock);
+    stop = r->stopping;
+    pthread_mutex_unlock(&r->lock);
+    return stop;
+}
+
+/* One jobs/state call for every job, then a details or accounting call
+ * for each job that changed or went missing; a stop is seen between two
+ * calls (the whole tick then says so and changes nothing). */
 static void do_poll(forge_runner_t *r, forge_work_t *w)
 {
     uint32_t *ids = forge_xcalloc(w->item_count + 1, sizeof(uint32_t));
@@ -419,17 +463,20 @@ static void do_poll(forge_runner_t *r, forge_work_t *w)
     set_message(w, &res);
     for (size_t i = 0; w->status == FORGE_SLURM_OK && i < w->item_count; i++) {
         forge_poll_item_t *it = &w->items[i];
-        char *sig = states_signature(&states, it);
+        char *sig;
+        if (stopping(r)) {
+            w->status = FORGE_SLURM_TRANSPORT;
+            snprintf(w->message, sizeof(w->message),
+                     "stopped after %zu of %zu jobs: the worker is stopping", i,
+                     w->item_count);
+            break;
+        }
+        sig = states_signature(&states, it);
         if (!*sig) {
             free(sig);
             poll_absent(r, it);
-        } else if (!signature_changed(r, it->job_id, sig)) {
-            it->outcome = FORGE_POLL_UNCHANGED;
-        } else if (forge_slurm_job_details(r->client, it->job_id, &it->jobs,
-                                           &res) == FORGE_SLURM_OK) {
-            it->outcome = FORGE_POLL_CHANGED; /* details only on change */
         } else {
-            signature_changed(r, it->job_id, forge_xstrdup("")); /* retry */
+            poll_present(r, it, sig);
         }
     }
     forge_slurm_job_list_free(&states);
@@ -646,21 +693,16 @@ void forge_runner_set_generations(forge_runner_t *r,
     r->generations = g;
 }
 
-static void withdraw_in(forge_work_t *list, const char *launch_id, int attempt)
-{
-    for (forge_work_t *w = list; w; w = w->next)
-        if ((w->kind == FORGE_WORK_SUBMIT ||
-             w->kind == FORGE_WORK_CLEAN_SUBMIT) &&
-            w->attempt == attempt && !strcmp(w->launch_id, launch_id))
-            w->withdraw = true;
-}
-
 void forge_runner_withdraw(forge_runner_t *r, const char *launch_id,
                            int attempt)
 {
     pthread_mutex_lock(&r->lock);
-    withdraw_in(r->inbox, launch_id, attempt);
-    withdraw_in(r->running, launch_id, attempt);
+    for (int running = 0; running < 2; running++)
+        for (forge_work_t *w = running ? r->running : r->inbox; w; w = w->next)
+            if ((w->kind == FORGE_WORK_SUBMIT ||
+                 w->kind == FORGE_WORK_CLEAN_SUBMIT) &&
+                w->attempt == attempt && !strcmp(w->launch_id, launch_id))
+                w->withdraw = true;
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -720,16 +762,22 @@ size_t forge_runner_in_flight(forge_runner_t *r)
     return n;
 }
 
+void forge_runner_interrupt(forge_runner_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    forge_slurm_client_interrupt(r->client); /* the call under way */
+}
+
 void forge_runner_stop(forge_runner_t *r)
 {
     forge_work_t *w;
 
     if (!r)
         return;
-    pthread_mutex_lock(&r->lock);
-    r->stopping = true;
-    pthread_cond_broadcast(&r->wake);
-    pthread_mutex_unlock(&r->lock);
+    forge_runner_interrupt(r);
     for (size_t i = 0; i < r->thread_count; i++)
         pthread_join(r->threads[i], NULL);
     while ((w = r->inbox)) {

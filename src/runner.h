@@ -57,8 +57,14 @@ typedef struct forge_poll_item {
     uint32_t job_id;         /* the leader */
     uint32_t *component_ids; /* known components (may be just the leader) */
     size_t component_count;
+    /* The record's slurm_states (launch.h): the job's Slurm states its
+     * state was derived from, or NULL. The poller takes it for what it saw
+     * of a job it has no memory of (after a restore), so a job whose
+     * states still say the same costs no details call. */
+    char *known_states;
     int outcome;                 /* FORGE_POLL_* */
     forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
+    char *states; /* FORGE_POLL_CHANGED: the states seen (for the record) */
 } forge_poll_item_t;
 
 /* Whether the runner carried a work item out (runner.h's top comment). */
@@ -160,7 +166,17 @@ bool forge_runner_settle(forge_runner_t *r, long timeout_ms);
 /* Work posted and not yet taken back. */
 size_t forge_runner_in_flight(forge_runner_t *r);
 
-/* Stops after the work in hand, drops the inbox, joins. NULL-safe. */
+/* Stops r without waiting (forge_runner_stop's first half, for work whose
+ * results are no longer wanted, e.g. a poll tick once the worker stops):
+ * no new work starts, the work in hand stops at its next slurmrestd call,
+ * the call under way is interrupted. forge_runner_stop still joins. */
+void forge_runner_interrupt(forge_runner_t *r);
+
+/* Stops and joins: the work in hand stops at its next slurmrestd call (a
+ * poll tick between two calls) and the call under way is interrupted
+ * (forge_slurm_client_interrupt: within about a second), its result
+ * dropped with the inbox and the outbox; file work in hand finishes.
+ * NULL-safe. */
 void forge_runner_stop(forge_runner_t *r);
 
 #endif

@@ -10,6 +10,7 @@
  *     are safe, and a 1 GiB log never delays a poll tick.
  *
  * worker_publish.c writes events and records into the transaction;
+ * worker_poll.c applies a poll tick's answer to the records;
  * worker_finish.c archives and cleans after a terminal state.
  *
  * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
@@ -30,13 +31,13 @@
  */
 #include "worker.h"
 #include "worker_int.h"
+#include "dlq.h"
 #include "events.h"
 #include "kafka.h"
 #include "log.h"
 #include "owner.h"
 #include "prepare.h"
 #include "runner.h"
-#include "slurm/verdict.h"
 #include "testpoint.h"
 #include "util.h"
 
@@ -58,16 +59,18 @@ static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
                    const forge_error_t *error)
 {
     forge_error_t err = {0};
-    char *key = m->key ? forge_xstrndup(m->key, m->key_len) : NULL;
+    forge_dlq_record_t d;
 
-    if (forge_kafka_produce(w->kafka, w->cfg->topic_dlq, -1, key, m->value,
-                            m->value_len, forge_rc_name(error->code),
-                            error->message, &err))
+    forge_dlq_record(&d, w->cfg->topic_dlq, w->cfg->topic_requests, m, error,
+                     (size_t)w->cfg->dlq_max_bytes);
+    if (forge_kafka_produce_record(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
     forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
-                   "(%s)",
-                   (int)m->partition, (long long)m->offset, error->message);
-    free(key);
+                   "(%s)%s",
+                   (int)m->partition, (long long)m->offset, error->message,
+                   d.record.value_len < m->value_len
+                       ? "; its value is cut to FORGE_DLQ_MAX_BYTES"
+                       : "");
 }
 
 static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
@@ -312,54 +315,6 @@ static void on_cancelled(worker_t *w, forge_work_t *work)
                        forge_slurm_status_name(work->status), work->message);
 }
 
-static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
-{
-    if (l->count <= e->rec->component_count)
-        return;
-    free(e->rec->component_ids);
-    e->rec->component_ids = forge_xcalloc(l->count, sizeof(uint32_t));
-    for (size_t i = 0; i < l->count; i++)
-        e->rec->component_ids[i] = l->jobs[i].job_id;
-    e->rec->component_count = l->count;
-}
-
-static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
-{
-    forge_entry_t *e = forge_owner_find(w->owner, it->launch_id);
-    int exit_code;
-
-    if (!e || e->rec->job_id != it->job_id ||
-        forge_state_is_terminal(e->rec->state))
-        return;
-    if (it->outcome == FORGE_POLL_CHANGED) {
-        forge_slurm_verdict_t v = forge_slurm_verdict(
-            &it->jobs, e->rec->cancel_requested, &exit_code);
-        json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-        change_t c = {v.state, v.reason, slurm, NULL};
-        if (v.state == FORGE_STATE_PENDING && !c.reason && it->jobs.count)
-            c.reason = it->jobs.jobs[0].state_reason;
-        learn_components(e, &it->jobs);
-        e->rec->missing_since_ms = 0;
-        if (v.state != FORGE_STATE_NONE && v.state != e->rec->state)
-            forge_worker_publish_event(w, e, &c, true);
-        json_decref(slurm);
-    } else if (it->outcome == FORGE_POLL_ABSENT) {
-        /* Missing is never "finished": wait out the grace, then LOST. */
-        if (!e->rec->missing_since_ms) {
-            e->rec->missing_since_ms = now;
-            forge_worker_write_record(w, e);
-        } else if (now - e->rec->missing_since_ms >=
-                   (long long)w->cfg->lost_grace_s * 1000) {
-            change_t c = {FORGE_STATE_LOST, "not_found", NULL, NULL};
-            forge_worker_publish_event(w, e, &c, true);
-        }
-    } else if (it->outcome == FORGE_POLL_UNCHANGED &&
-               e->rec->missing_since_ms) {
-        e->rec->missing_since_ms = 0;
-        forge_worker_write_record(w, e);
-    }
-}
-
 static void on_results(worker_t *w)
 {
     forge_work_t *list = forge_runner_take(w->slurm), *next;
@@ -378,15 +333,8 @@ static void on_results(worker_t *w)
         forge_work_free(list);
     }
     for (list = forge_runner_take(w->poller); list; list = next) {
-        long long now = forge_event_now_ms();
         next = list->next;
-        w->poll_in_flight = false;
-        for (size_t i = 0;
-             list->status == FORGE_SLURM_OK && i < list->item_count; i++)
-            on_poll_item(w, &list->items[i], now);
-        if (list->status != FORGE_SLURM_OK)
-            forge_log_warn("poll tick: %s (%s): nothing changes", list->message,
-                           forge_slurm_status_name(list->status));
+        forge_worker_on_polled(w, list);
         forge_work_free(list);
     }
     for (list = forge_runner_take(w->archiver); list; list = next) {
@@ -434,6 +382,8 @@ static void tend_entry(void *ctx, forge_entry_t *e)
             forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
         memcpy(it->component_ids, r->component_ids,
                r->component_count * sizeof(uint32_t));
+        it->known_states =
+            r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
@@ -463,6 +413,7 @@ static void tick(worker_t *w)
                     w->next_poll_ms ? t.now - w->next_poll_ms : 0);
     if (t.poll->item_count && !w->poll_in_flight) {
         w->poll_in_flight = true;
+        w->poll_posted_ms = t.now;
         forge_runner_post(w->poller, t.poll);
     } else {
         forge_work_free(t.poll);
@@ -722,6 +673,9 @@ static void drain(worker_t *w)
     long long until = forge_event_now_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
+    /* A poll tick in progress stops between two calls, the call under way
+     * interrupted: whoever owns its jobs next polls them. */
+    forge_runner_interrupt(w->poller);
     forge_kafka_pause_all(w->kafka);
     while (!w->fatal && forge_runner_in_flight(w->slurm) &&
            forge_event_now_ms() < until) {

@@ -60,7 +60,7 @@ static void publish_logs(worker_t *w, forge_entry_t *e,
     forge_error_t err = {0};
 
     if (forge_kafka_produce(w->kafka, w->cfg->topic_logs, -1, e->rec->launch_id,
-                            text, strlen(text), NULL, NULL, &err))
+                            text, strlen(text), &err))
         forge_log_error("%s", err.message);
     free(text);
     json_decref(o);

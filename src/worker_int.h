@@ -1,8 +1,9 @@
 /*
  * worker_int.h - what the worker's files share (worker.c: the loop,
  * requests, partitions; worker_publish.c: events and records into the
- * transaction; worker_finish.c: archive and cleanup after a terminal
- * state). All of it runs on the consume loop's thread (see worker.c).
+ * transaction; worker_poll.c: a poll tick's answer onto the records;
+ * worker_finish.c: archive and cleanup after a terminal state). All of it
+ * runs on the consume loop's thread (see worker.c).
  */
 #ifndef FORGE_WORKER_INT_H
 #define FORGE_WORKER_INT_H
@@ -35,6 +36,7 @@ typedef struct worker {
     size_t archives_out;      /* ARCHIVE items deferred or posted */
     forge_work_t *deferred;   /* posted once the transaction commits */
     bool poll_in_flight;
+    long long poll_posted_ms; /* when the tick in flight was posted */
     unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
     long long next_poll_ms;
     bool joined;   /* the group has assigned this worker at least once */
@@ -81,6 +83,10 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
                                    int attempt, int32_t partition,
                                    const forge_error_t *error);
+
+/* A poll tick's answer (worker_poll.c): each launch's outcome onto its
+ * record, or nothing when the tick failed. */
+void forge_worker_on_polled(worker_t *w, forge_work_t *tick);
 
 /* After a terminal state (worker_finish.c): from the poll tick's scan, and
  * the archiver's results. */

@@ -63,8 +63,7 @@ int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
     }
     text = json_dumps(o, JSON_COMPACT);
     rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
-                             e->rec->launch_id, text, strlen(text), NULL, NULL,
-                             &err);
+                             e->rec->launch_id, text, strlen(text), &err);
     if (rc)
         forge_log_error("%s", err.message);
     free(text);
@@ -106,8 +105,7 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
     o = forge_event_status(&ev);
     text = json_dumps(o, JSON_COMPACT);
     rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,
-                             e->rec->launch_id, text, strlen(text), NULL, NULL,
-                             &err);
+                             e->rec->launch_id, text, strlen(text), &err);
     if (rc)
         forge_log_error("%s", err.message);
     free(text);

@@ -65,6 +65,7 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
 
     *out = NULL;
     c->opts = *opts;
+    atomic_init(&c->interrupted, false);
     c->base_url = forge_xstrdup(opts->base_url);
     c->user = forge_xstrdup(opts->user);
     c->ca_file = forge_xstrdup(opts->ca_file);
@@ -113,6 +114,12 @@ void forge_slurm_client_destroy(forge_slurm_client_t *c)
     free(c->user);
     free(c->ca_file);
     free(c);
+}
+
+void forge_slurm_client_interrupt(forge_slurm_client_t *c)
+{
+    if (c)
+        atomic_store(&c->interrupted, true);
 }
 
 const char *forge_slurm_client_version_name(const forge_slurm_client_t *c)

@@ -94,6 +94,18 @@ void forge_slurm_client_destroy(forge_slurm_client_t *c); /* NULL-safe */
 
 const char *forge_slurm_client_version_name(const forge_slurm_client_t *c);
 
+/*
+ * Interrupts c for good: the one call another thread may make on a client
+ * (a runner stopping, runner.h). A call under way gives up within about a
+ * second, wherever it is (connecting, waiting for an answer, sleeping
+ * before a retry: libcurl's progress callback runs at least every second),
+ * and every later call returns at once without a request. Such a call says
+ * TRANSPORT when nothing of its request had left, TIMED_OUT once some had
+ * (its outcome unknown, as for any cut-off call), with the message
+ * "interrupted".
+ */
+void forge_slurm_client_interrupt(forge_slurm_client_t *c);
+
 /* ---- operations ------------------------------------------------------- */
 
 typedef struct forge_slurm_ping {

@@ -9,6 +9,7 @@
 #include "slurm/client.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 
 struct forge_slurm_client {
     forge_slurm_options_t opts; /* strings below are owned copies */
@@ -22,6 +23,9 @@ struct forge_slurm_client {
     bool fresh_connection; /* the last answer was an error: slurmrestd
                               closes such connections */
     unsigned rand_state;   /* backoff jitter */
+    /* Set once by forge_slurm_client_interrupt, from any thread; read by
+     * the calling thread's progress callback and retry loop (http.c). */
+    atomic_bool interrupted;
 };
 
 /* How a call may be retried once it may have reached slurmrestd. */

@@ -11,6 +11,12 @@
  * makes the token be re-read or re-minted once and sent in one more request
  * (even past max_attempts: that request is no retry of a failure), then the
  * call fails with AUTH.
+ *
+ * Interruption (forge_slurm_client_interrupt, from another thread): the
+ * progress callback makes libcurl give up the request under way (it runs
+ * while connecting and while waiting for an answer, at least once a
+ * second), the backoff sleeps in short slices, and no request or retry
+ * starts once the flag is set. The call then ends like a cut-off one.
  */
 #include "buf.h"
 #include "log.h"
@@ -41,12 +47,35 @@ static size_t collect(char *p, size_t size, size_t n, void *userdata)
     return size * n;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+#define SLEEP_SLICE_MS 50 /* how soon a backoff sleep sees an interrupt */
+#define INTERRUPTED    "interrupted: the worker is stopping"
 
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+static bool interrupted(forge_slurm_client_t *c)
+{
+    return atomic_load(&c->interrupted);
+}
+
+/* Sleeps ms, or less when c is interrupted meanwhile. */
+static void sleep_ms(forge_slurm_client_t *c, long ms)
+{
+    while (ms > 0 && !interrupted(c)) {
+        long slice = ms < SLEEP_SLICE_MS ? ms : SLEEP_SLICE_MS;
+        struct timespec ts = {0, slice * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        ms -= slice;
+    }
+}
+
+/* libcurl's progress callback: non-zero aborts the transfer. */
+static int on_progress(void *client, curl_off_t dltotal, curl_off_t dlnow,
+                       curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return interrupted(client) ? 1 : 0;
 }
 
 static long backoff_ms(forge_slurm_client_t *c, int attempt)
@@ -129,6 +158,9 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, c);
     if (body) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -231,7 +263,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
 {
     response_t r = {FORGE_BUF_INIT, c->opts.max_body_bytes, false};
     forge_error_t err = {0};
-    const char *token = forge_slurm_auth_token(c->auth, force_token, &err);
+    const char *token;
     struct curl_slist *headers;
     forge_slurm_status_t st;
     CURLcode rc;
@@ -241,7 +273,12 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     res->http_status = 0;
     res->slurm_error = 0;
     res->message[0] = '\0';
-    if (!token) {
+    if (interrupted(c)) { /* nothing starts once it is */
+        *sent = false;
+        set_message(res, INTERRUPTED);
+        return FORGE_SLURM_TRANSPORT;
+    }
+    if (!(token = forge_slurm_auth_token(c->auth, force_token, &err))) {
         set_message(res, "no token: %.400s", err.message);
         return FORGE_SLURM_AUTH;
     }
@@ -254,7 +291,9 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
                     "the configured maximum");
         st = FORGE_SLURM_PROTOCOL;
     } else if ((st = classify_curl(c->curl, rc, sent)) != FORGE_SLURM_OK) {
-        set_message(res, "%s", curl_easy_strerror(rc));
+        set_message(res, "%s",
+                    rc == CURLE_ABORTED_BY_CALLBACK ? INTERRUPTED
+                                                    : curl_easy_strerror(rc));
     } else {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &res->http_status);
         st = classify_http(res->http_status, &r, json, res);
@@ -298,9 +337,11 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
             continue;
         }
         if (st == FORGE_SLURM_OK || !should_retry(st, sent, retry) ||
-            res->attempts >= limit)
+            res->attempts >= limit || interrupted(c))
             break;
-        sleep_ms(backoff_ms(c, res->attempts));
+        sleep_ms(c, backoff_ms(c, res->attempts));
+        if (interrupted(c))
+            break; /* the last outcome stands */
     }
     if (st != FORGE_SLURM_OK) {
         forge_log_field_t f[] = {{"path", path},

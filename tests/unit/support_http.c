@@ -32,8 +32,10 @@ struct support_http {
     struct MHD_Daemon *daemon;
     char url[64];
     unsigned port;
-    pthread_mutex_t lock; /* everything below */
-    reply_t *queue;       /* oldest first */
+    pthread_mutex_t lock;    /* everything below */
+    pthread_cond_t released; /* support_http_stop: hanging requests end */
+    bool stopping;
+    reply_t *queue; /* oldest first */
     int default_status;
     char *default_body;
     char *accept_token;
@@ -138,11 +140,17 @@ static int socket_of(struct MHD_Connection *c)
 }
 
 /* Acts out a fault; MHD_NO makes libmicrohttpd close the connection. */
-static enum MHD_Result fault(struct MHD_Connection *c, const reply_t *r)
+static enum MHD_Result fault(support_http_t *s, struct MHD_Connection *c,
+                             const reply_t *r)
 {
     int fd = socket_of(c);
 
-    if (r->fault == SUPPORT_HTTP_RESET + 1 && fd >= 0) {
+    if (r->fault == SUPPORT_HTTP_HANG + 1) {
+        pthread_mutex_lock(&s->lock);
+        while (!s->stopping)
+            pthread_cond_wait(&s->released, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+    } else if (r->fault == SUPPORT_HTTP_RESET + 1 && fd >= 0) {
         /* Linux: connect() to AF_UNSPEC aborts a TCP connection with a RST
          * at once, and the fd stays libmicrohttpd's to close. (SO_LINGER 0
          * would not do: libmicrohttpd shuts the socket down, FIN, before it
@@ -181,7 +189,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
     if (r->delay_ms)
         usleep((useconds_t)r->delay_ms * 1000);
     if (r->fault != ANSWER) {
-        rc = fault(c, r);
+        rc = fault(s, c, r);
     } else {
         resp = MHD_create_response_from_buffer(strlen(r->body), r->body,
                                                MHD_RESPMEM_MUST_COPY);
@@ -219,6 +227,7 @@ support_http_t *support_http_start(void)
 
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->released, NULL);
     s->default_status = 200;
     s->default_body = forge_xstrdup("{}");
     s->daemon = MHD_start_daemon(
@@ -238,6 +247,10 @@ void support_http_stop(support_http_t *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true; /* hanging requests end: their threads can join */
+    pthread_cond_broadcast(&s->released);
+    pthread_mutex_unlock(&s->lock);
     MHD_stop_daemon(s->daemon); /* joins every server thread */
     while (s->queue) {
         reply_t *r = s->queue;
@@ -249,6 +262,7 @@ void support_http_stop(support_http_t *s)
     free(s->record);
     free(s->default_body);
     free(s->accept_token);
+    pthread_cond_destroy(&s->released);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -36,6 +36,9 @@ typedef enum support_http_fault {
     SUPPORT_HTTP_EOF,   /* closes the connection: no answer at all */
     SUPPORT_HTTP_RESET, /* resets it (TCP RST): no answer at all */
     SUPPORT_HTTP_RAW,   /* writes `raw` as it is, then closes */
+    SUPPORT_HTTP_HANG,  /* never answers: holds the connection open until
+                           support_http_stop (a stopped slurmrestd behind a
+                           live socket) */
 } support_http_fault_t;
 
 typedef struct support_http_request {

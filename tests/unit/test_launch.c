@@ -158,6 +158,32 @@ Test(launch, encode_decode_round_trip)
     forge_sealer_destroy(s);
 }
 
+/* The Slurm states the record's state came from (issue 11): kept across
+ * an encode and decode, absent from a record that has none (and from one
+ * written before the field existed, which decodes as none). */
+Test(launch, slurm_states_round_trip_and_stay_optional)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, NULL, 0), *back;
+    char *text;
+
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_ACCEPTED, 100), 0);
+    r->job_id = 4242;
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "slurm_states"), "%s", text);
+    back = decode_ok(text, NULL);
+    cr_assert_null(back->slurm_states);
+    forge_launch_record_free(back);
+    free(text);
+
+    r->slurm_states = strdup("4242:RUNNING,COMPLETING,;");
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert_str_eq(back->slurm_states, "4242:RUNNING,COMPLETING,;");
+    forge_launch_record_free(back);
+    free(text);
+    forge_launch_record_free(r);
+}
+
 Test(launch, decode_refuses_what_is_not_a_record)
 {
     const char *bad[] = {

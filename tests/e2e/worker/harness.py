@@ -89,7 +89,7 @@ class Stack:
 class Topics:
     """requests and state co-partitioned (state compacted), like the stack's."""
 
-    def __init__(self, stack, tag):
+    def __init__(self, stack, tag, requests_config=None, dlq_config=None):
         self.stack = stack
         base = f"e2e.{tag}.{uuid.uuid4().hex[:8]}"
         self.requests = f"{base}.requests"
@@ -99,10 +99,10 @@ class Topics:
         self.dlq = f"{base}.dlq"
         admin = AdminClient({"bootstrap.servers": stack.brokers})
         compacted = {"cleanup.policy": "compact", "max.message.bytes": "4194304"}
-        new = [NewTopic(self.requests, PARTITIONS, 1),
+        new = [NewTopic(self.requests, PARTITIONS, 1, config=requests_config or {}),
                NewTopic(self.state, PARTITIONS, 1, config=compacted),
                NewTopic(self.status, 3, 1), NewTopic(self.logs, 3, 1),
-               NewTopic(self.dlq, 1, 1)]
+               NewTopic(self.dlq, 1, 1, config=dlq_config or {})]
         for future in admin.create_topics(new).values():
             future.result(30)
         self.producer = Producer({"bootstrap.servers": stack.brokers,

@@ -1,0 +1,90 @@
+"""
+held_jobs.py - many live Slurm jobs for a worker to own, cheaply: real jobs
+submitted held (they stay PENDING, JobHeldUser, and take no resources from
+the shared stack), and launch records written straight into a scenario's
+state topic naming them, as a worker that submitted them would have left
+them (contract section 1). A worker that restores those records owns the
+jobs: it polls them like any other, so a restart with hundreds of live jobs
+costs seconds to set up instead of hundreds of real launches.
+
+The jobs carry the comment `e2e-held:<tag>` (not the `forge:` tag of
+launches, so SlurmWatch ignores them); cancel() ends them.
+"""
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+
+EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
+
+
+def slurm_call(stack, method, path, body=None):
+    """One slurmrestd call as the stack's user; the answer's JSON."""
+    with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
+        token = f.read().strip().removeprefix("SLURM_JWT=")
+    req = urllib.request.Request(
+        f"{stack.env['FORGE_SLURM_REST_URL']}/slurm/{stack.api}/{path}",
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"X-SLURM-USER-NAME": stack.env["FORGE_SLURM_REST_USER"],
+                 "X-SLURM-USER-TOKEN": token,
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        return json.load(e)
+
+
+def submit_held(stack, n, tag):
+    """n held jobs; their ids."""
+    ids = []
+    for _ in range(n):
+        answer = slurm_call(stack, "POST", "job/submit", {
+            "script": "#!/bin/sh\ntrue\n",
+            "job": {"name": "e2e-held", "partition":
+                    stack.env.get("FORGE_SLURM_PARTITION", "batch"),
+                    "hold": True, "comment": f"e2e-held:{tag}",
+                    "current_working_directory": "/tmp",
+                    "environment": ["PATH=/bin:/usr/bin"],
+                    "time_limit": {"set": True, "number": 1}}})
+        if not answer.get("job_id"):
+            raise RuntimeError(f"held submit refused: {answer.get('errors')}")
+        ids.append(int(answer["job_id"]))
+    return ids
+
+
+def cancel(stack, ids, chunk=500):
+    for at in range(0, len(ids), chunk):
+        slurm_call(stack, "DELETE", "jobs",
+                   {"jobs": [str(i) for i in ids[at:at + chunk]]})
+
+
+def record(launch_id, job_id, state="PENDING", seq=3):
+    """A launch record as a worker leaves it once its job is polled (no
+    request: it was never sealed, which a restore accepts)."""
+    now = int(time.time() * 1000)
+    return {"v": 1, "launch_id": launch_id, "attempt": 1, "state": state,
+            "seq": seq, "digest": EMPTY_DIGEST, "request": None,
+            "job_id": job_id, "components": [job_id],
+            "cancel_requested": False, "archived": False,
+            "accepted_at_ms": now, "updated_at_ms": now,
+            "missing_since_ms": 0, "cleaned": False}
+
+
+def write_records(topics, records, partitions):
+    """records into the state topic, spread over its partitions."""
+    for i, rec in enumerate(records):
+        topics.producer.produce(topics.state, key=rec["launch_id"],
+                                value=json.dumps(rec).encode(),
+                                partition=i % partitions)
+        if i % 1000 == 999:
+            topics.producer.flush(30)
+    topics.producer.flush(30)
+
+
+def tag():
+    return os.urandom(5).hex()

@@ -1,0 +1,125 @@
+"""
+slurm_proxy.py - a proxy in front of the stack's real slurmrestd for the
+scenarios (and bench/) that must see or hold back the worker's Slurm calls:
+
+  - it records every call (arrival time, method, path) so a test can count
+    what the worker asked and when (details calls after a restart, calls
+    made after SIGTERM);
+  - it can delay each answer (a slow slurmrestd), or stop answering
+    altogether (`hang()`: it still accepts connections and reads requests,
+    and answers none, as a stopped or cut-off slurmrestd behind a live
+    socket does).
+
+A fake only in that: every answer it gives is the real slurmrestd's.
+"""
+
+import http.client
+import http.server
+import re
+import threading
+import time
+import urllib.parse
+
+_DETAILS = re.compile(r"^/slurm/[^/]+/job/\d+$")
+_ACCOUNTING = re.compile(r"^/slurmdb/[^/]+/job/\d+$")
+
+
+def kind_of(method, path):
+    """states | details | accounting | submit | cancel | jobs | other"""
+    bare = path.split("?", 1)[0]
+    if bare.endswith("/jobs/state"):
+        return "states"
+    if _DETAILS.match(bare):
+        return "cancel" if method == "DELETE" else "details"
+    if _ACCOUNTING.match(bare):
+        return "accounting"
+    if bare.endswith("/job/submit"):
+        return "submit"
+    if bare.endswith("/jobs") or bare.endswith("/jobs/"):
+        return "jobs"
+    return "other"
+
+
+class SlurmProxy:
+    def __init__(self, upstream, delay_s=0.0):
+        target = urllib.parse.urlsplit(upstream)
+        self.upstream = (target.hostname, target.port or 80)
+        self.delay_s = delay_s
+        self.hanging = False
+        self.released = threading.Event()
+        self.lock = threading.Lock()
+        self.log = []  # (arrival time.monotonic(), method, path, kind)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body: two writes
+
+            def forward(self):
+                body = None
+                if "Content-Length" in self.headers:
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                with proxy.lock:
+                    proxy.log.append((time.monotonic(), self.command, self.path,
+                                      kind_of(self.command, self.path)))
+                    hanging, delay = proxy.hanging, proxy.delay_s
+                if hanging:
+                    proxy.released.wait()
+                    self.close_connection = True
+                    return
+                if delay:
+                    time.sleep(delay)
+                status, data, ctype = proxy._upstream(self, body)
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _upstream(self, handler, body):
+        conn = http.client.HTTPConnection(*self.upstream, timeout=60)
+        try:
+            headers = {k: v for k, v in handler.headers.items()
+                       if k.lower() not in ("host", "connection")}
+            conn.request(handler.command, handler.path, body=body,
+                         headers=headers)
+            r = conn.getresponse()
+            return (r.status, r.read(),
+                    r.getheader("Content-Type", "application/json"))
+        finally:
+            conn.close()
+
+    def hang(self):
+        """From now on no call is answered (they are still counted)."""
+        with self.lock:
+            self.hanging = True
+
+    def set_delay(self, seconds):
+        with self.lock:
+            self.delay_s = seconds
+
+    def calls(self, kind=None, since=None):
+        """[(time, method, path)] of the calls that arrived (at or after
+        `since`, a time.monotonic() value), of one kind or all."""
+        with self.lock:
+            return [(t, m, p) for t, m, p, k in self.log
+                    if (kind is None or k == kind) and
+                    (since is None or t >= since)]
+
+    def count(self, kind=None, since=None):
+        return len(self.calls(kind, since))
+
+    def close(self):
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,429 @@
+/*
+ * test_runner_poll.c - the poll runner against a scripted slurmrestd
+ * (support_http.h: fault injection, late and missing answers, which the
+ * real one cannot give on demand; the e2e tests in tests/e2e/worker/
+ * test_tick.py do the same against the real one through a proxy):
+ *
+ *   - stopping: a runner stopped in the middle of a poll tick stops between
+ *     two calls, a call left unanswered is interrupted, and so is the
+ *     client's connect, wait and backoff (forge_slurm_client_interrupt);
+ *   - memory: a job whose record holds the states the tick sees
+ *     (known_states, what a restore brings back) costs no details call.
+ *
+ * What is counted is what the server saw; the time bounds are generous
+ * (the failures they catch take 30 s and more).
+ */
+#include "buf.h"
+#include "runner.h"
+#include "util.h"
+
+#include "support_http.h"
+#include "support_storage.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STATE   "/slurm/v0.0.43/jobs/state"
+#define DETAILS "/slurm/v0.0.43/job/"
+#define JOBS    40
+#define FIRST   1001
+#define UNSET   "{\"set\": false, \"infinite\": false, \"number\": 0}"
+
+static char tmp[64], jwt_path[128];
+static support_http_t *srv;
+static forge_config_t *cfg;
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void fx_init(void)
+{
+    char storage[128], jwt[160], url[128];
+    char *envp[] = {storage,
+                    jwt,
+                    url,
+                    "FORGE_SLURM_REST_USER=forge",
+                    "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+                    NULL};
+    forge_error_t err = {0};
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "/tmp/forge-poll-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(jwt_path, sizeof(jwt_path), "%s/jwt", tmp);
+    cr_assert_not_null(f = fopen(jwt_path, "w"));
+    fputs("a.b.c", f);
+    fclose(f);
+    chmod(jwt_path, 0600);
+    srv = support_http_start();
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s", tmp);
+    snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s", jwt_path);
+    snprintf(url, sizeof(url), "FORGE_SLURM_REST_URL=%s",
+             support_http_url(srv));
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
+                 err.message);
+}
+
+static void fx_fini(void)
+{
+    support_http_stop(srv);
+    forge_config_destroy(cfg);
+    support_rm_tree(tmp);
+}
+
+TestSuite(runner_poll, .init = fx_init, .fini = fx_fini, .timeout = 120);
+
+static forge_runner_t *poller(void)
+{
+    forge_runner_t *r = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_runner_start(cfg, NULL, NULL, "poller", &r, &err),
+                 FORGE_OK, "%s", err.message);
+    return r;
+}
+
+/* A tick over jobs FIRST .. FIRST + n - 1; known: each item's known_states
+ * (NULL: none). */
+static forge_work_t *tick(size_t n, const char *known)
+{
+    forge_work_t *w = forge_xcalloc(1, sizeof(*w));
+
+    w->kind = FORGE_WORK_POLL;
+    w->epoch = 1;
+    w->items = forge_xcalloc(n, sizeof(*w->items));
+    w->item_count = n;
+    for (size_t i = 0; i < n; i++) {
+        forge_poll_item_t *it = &w->items[i];
+        char id[32];
+        snprintf(id, sizeof(id), "L%zu", i);
+        it->launch_id = forge_xstrdup(id);
+        it->job_id = FIRST + (uint32_t)i;
+        it->component_ids = forge_xcalloc(1, sizeof(uint32_t));
+        it->component_ids[0] = it->job_id;
+        it->component_count = 1;
+        it->known_states = known ? forge_xstrdup(known) : NULL;
+    }
+    return w;
+}
+
+/* jobs/state's answer: n jobs from FIRST, all in `state`. */
+static char *states_answer(size_t n, const char *state)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_puts(&b, "{\"jobs\": [");
+    for (size_t i = 0; i < n; i++)
+        forge_buf_printf(&b, "%s{\"job_id\": \"%u\", \"state\": [\"%s\"]}",
+                         i ? ", " : "", FIRST + (unsigned)i, state);
+    forge_buf_puts(&b, "], \"errors\": [], \"warnings\": []}");
+    return forge_buf_take(&b);
+}
+
+static char *details_answer(uint32_t id, const char *state)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_printf(&b,
+                     "{\"jobs\": [{\"job_id\": %u, \"job_state\": [\"%s\"], "
+                     "\"het_job_id\": " UNSET ", \"het_job_offset\": " UNSET
+                     ", \"state_reason\": \"JobHeldUser\"}], \"errors\": [], "
+                     "\"warnings\": []}",
+                     id, state);
+    return forge_buf_take(&b);
+}
+
+static size_t requests_to(const char *prefix)
+{
+    size_t n = 0, all = support_http_count(srv);
+
+    for (size_t i = 0; i < all; i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        n += !strncmp(r.target, prefix, strlen(prefix));
+        support_http_request_clear(&r);
+    }
+    return n;
+}
+
+static void wait_requests(size_t n)
+{
+    for (int i = 0; i < 1000 && support_http_count(srv) < n; i++)
+        usleep(10000);
+    cr_assert_geq(support_http_count(srv), n, "the server saw %zu requests",
+                  support_http_count(srv));
+}
+
+/* The tick r ran to its end (settled, taken). */
+static forge_work_t *ran(forge_runner_t *r, forge_work_t *w)
+{
+    forge_work_t *done;
+
+    forge_runner_post(r, w);
+    cr_assert(forge_runner_settle(r, 60000), "the tick did not finish");
+    done = forge_runner_take(r);
+    cr_assert_not_null(done);
+    return done;
+}
+
+/* ---- stopping -------------------------------------------------------------
+ */
+
+Test(runner_poll, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
+{
+    char *states = states_answer(JOBS, "PENDING");
+    forge_runner_t *r = poller();
+    size_t at_stop;
+
+    /* Every job changed (no memory): one details call each, 100 ms apiece:
+     * a 4 s tick, stopped after its fifth call. */
+    support_http_push(srv, STATE, 200, states, 0);
+    for (uint32_t i = 0; i < JOBS; i++) {
+        char *d = details_answer(FIRST + i, "PENDING");
+        support_http_push(srv, DETAILS, 200, d, 100);
+        free(d);
+    }
+    forge_runner_post(r, tick(JOBS, NULL));
+    wait_requests(5);
+    at_stop = support_http_count(srv);
+    forge_runner_stop(r);
+    cr_assert_leq(support_http_count(srv), at_stop + 1,
+                  "%zu calls after the stop (tick of %d jobs)",
+                  support_http_count(srv) - at_stop, JOBS);
+    free(states);
+}
+
+Test(runner_poll, a_stop_interrupts_a_call_never_answered)
+{
+    forge_runner_t *r = poller();
+    double t0;
+
+    /* The configuration's timeouts (30 s a request, 4 attempts): without
+     * the interrupt the stop would wait for all of them. */
+    support_http_push_fault(srv, STATE, SUPPORT_HTTP_HANG, NULL);
+    forge_runner_post(r, tick(3, NULL));
+    wait_requests(1);
+    t0 = now_s();
+    forge_runner_stop(r);
+    cr_assert_lt(now_s() - t0, 10.0, "the stop took %.1f s", now_s() - t0);
+    cr_assert_eq(support_http_count(srv), 1);
+}
+
+typedef struct call {
+    forge_slurm_client_t *client;
+    forge_slurm_status_t status;
+    forge_slurm_result_t res;
+} call_t;
+
+static void *read_states(void *arg)
+{
+    call_t *c = arg;
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    uint32_t id = FIRST;
+
+    c->status = forge_slurm_job_states(c->client, &id, 1, &jobs, &c->res);
+    forge_slurm_job_list_free(&jobs);
+    return NULL;
+}
+
+/* c's call on its own thread, interrupted once `ready` says so; the
+ * seconds from the interrupt to the call's end. */
+static double interrupt_when(call_t *c, bool (*ready)(void))
+{
+    pthread_t t;
+    double t0;
+
+    cr_assert_eq(pthread_create(&t, NULL, read_states, c), 0);
+    for (int i = 0; i < 1000 && !ready(); i++)
+        usleep(10000);
+    cr_assert(ready(), "the call never got where it is interrupted");
+    t0 = now_s();
+    forge_slurm_client_interrupt(c->client);
+    pthread_join(t, NULL);
+    return now_s() - t0;
+}
+
+/* The first request answered, the call asleep before its retry (the
+ * answer comes in milliseconds, the sleep lasts seconds). */
+static bool in_backoff(void)
+{
+    static double answered;
+
+    if (!answered && support_http_count(srv) >= 1)
+        answered = now_s();
+    return answered && now_s() - answered > 0.3;
+}
+
+static bool a_while(void)
+{
+    static double since;
+
+    if (!since)
+        since = now_s();
+    return now_s() - since > 0.5;
+}
+
+Test(runner_poll, an_interrupt_cuts_a_backoff_short)
+{
+    forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
+    call_t c = {0};
+    double took;
+
+    o.request_timeout_ms = 5000;
+    o.backoff_base_ms = o.backoff_max_ms = 20000; /* 10..20 s a retry */
+    support_http_default(srv, 503, "{}");
+    c.client = support_http_client(&o);
+    took = interrupt_when(&c, in_backoff);
+    cr_assert_lt(took, 5.0, "the interrupted call took %.1f s more", took);
+    cr_assert_eq(c.status, FORGE_SLURM_SERVER);
+    cr_assert_eq(support_http_count(srv), 1, "no retry once interrupted");
+    forge_slurm_client_destroy(c.client);
+}
+
+Test(runner_poll, an_interrupt_cuts_a_connect_never_accepted)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    int listener = socket(AF_INET, SOCK_STREAM, 0), queued[3];
+    forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
+    call_t c = {0};
+    char url[64];
+    double took;
+
+    /* A listener whose backlog is full: the kernel drops further SYNs, so
+     * a connect waits (as behind a firewall that drops, or a host gone). */
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(listener, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(getsockname(listener, (struct sockaddr *)&a, &len), 0);
+    cr_assert_eq(listen(listener, 0), 0);
+    for (int i = 0; i < 3; i++) {
+        queued[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        (void)!connect(queued[i], (struct sockaddr *)&a, sizeof(a));
+    }
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+    o.base_url = url;
+    o.connect_timeout_ms = 30000;
+    o.request_timeout_ms = 60000;
+    c.client = support_http_client(&o);
+    took = interrupt_when(&c, a_while);
+    cr_assert_lt(took, 5.0, "the interrupted connect took %.1f s more", took);
+    cr_assert_eq(c.status, FORGE_SLURM_TRANSPORT, "nothing was sent");
+    cr_assert(strstr(c.res.message, "interrupted"), "%s", c.res.message);
+    forge_slurm_client_destroy(c.client);
+    for (int i = 0; i < 3; i++)
+        close(queued[i]);
+    close(listener);
+}
+
+Test(runner_poll, an_interrupted_client_sends_nothing)
+{
+    forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
+    call_t c = {0};
+
+    c.client = support_http_client(&o);
+    forge_slurm_client_interrupt(c.client);
+    read_states(&c);
+    cr_assert_eq(c.status, FORGE_SLURM_TRANSPORT);
+    cr_assert(strstr(c.res.message, "interrupted"), "%s", c.res.message);
+    cr_assert_eq(support_http_count(srv), 0);
+    forge_slurm_client_destroy(c.client);
+}
+
+/* ---- memory ---------------------------------------------------------------
+ */
+
+/* The states the first tick saw of each job (new), from a runner that
+ * had no memory and no record's: every job changed, one details call
+ * each. */
+static char *first_sight(size_t n)
+{
+    char *states = states_answer(n, "PENDING"), *seen;
+    forge_runner_t *r = poller();
+    forge_work_t *done;
+
+    support_http_push(srv, STATE, 200, states, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        char *d = details_answer(FIRST + i, "PENDING");
+        support_http_push(srv, DETAILS, 200, d, 0);
+        free(d);
+    }
+    done = ran(r, tick(n, NULL));
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(requests_to(DETAILS), n);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(done->items[i].outcome, FORGE_POLL_CHANGED);
+        cr_assert_not_null(done->items[i].states);
+    }
+    seen = forge_xstrdup(done->items[0].states);
+    forge_work_free(done);
+    forge_runner_stop(r);
+    free(states);
+    return seen;
+}
+
+Test(runner_poll, a_job_whose_record_holds_its_states_costs_no_details_call)
+{
+    char *seen = first_sight(1), *states = states_answer(JOBS, "PENDING");
+    char known[64];
+    forge_runner_t *r = poller(); /* a new worker: no memory of its own */
+    forge_work_t *w = tick(JOBS, NULL), *done;
+    size_t before = requests_to(DETAILS);
+
+    /* every record holds the states its job shows now */
+    for (size_t i = 0; i < JOBS; i++) {
+        snprintf(known, sizeof(known), "%u:PENDING,;", FIRST + (unsigned)i);
+        w->items[i].known_states = forge_xstrdup(known);
+    }
+    cr_assert_str_eq(w->items[0].known_states, seen,
+                     "the signature's form changed: update the test");
+    support_http_push(srv, STATE, 200, states, 0);
+    done = ran(r, w);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(requests_to(DETAILS), before,
+                 "%zu details calls for jobs whose records hold their states",
+                 requests_to(DETAILS) - before);
+    for (size_t i = 0; i < JOBS; i++)
+        cr_assert_eq(done->items[i].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    forge_runner_stop(r);
+    free(states);
+    free(seen);
+}
+
+Test(runner_poll, a_job_whose_states_moved_on_since_its_record_is_looked_at)
+{
+    char *seen = first_sight(1), *states = states_answer(1, "COMPLETED");
+    char *d = details_answer(FIRST, "COMPLETED");
+    forge_runner_t *r = poller();
+    forge_work_t *done;
+    size_t before = requests_to(DETAILS);
+
+    /* A record an aborted transaction rewound: it says PENDING (the states
+     * of then), the job has completed since. */
+    support_http_push(srv, STATE, 200, states, 0);
+    support_http_push(srv, DETAILS, 200, d, 0);
+    done = ran(r, tick(1, seen));
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(requests_to(DETAILS), before + 1);
+    cr_assert_eq(done->items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_str_eq(done->items[0].states, "1001:COMPLETED,;");
+    cr_assert_str_eq(done->items[0].jobs.jobs[0].state[0], "COMPLETED");
+    forge_work_free(done);
+    forge_runner_stop(r);
+    free(states);
+    free(d);
+    free(seen);
+}
