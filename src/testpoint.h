@@ -11,6 +11,10 @@
  *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
  *                                  status event of state S (SUCCEEDED, ...)
  *                                  is aborted instead of committed
+ *   FORGE_TEST_ABORT_TXN_RANDOM=<m> each transaction that carries anything
+ *                                  is aborted with a chance of m per mille
+ *                                  (the chaos scenarios); with
+ *   FORGE_TEST_ABORT_TXN_RANDOM_UNTIL=<t> only before t (epoch seconds)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).
