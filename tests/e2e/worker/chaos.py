@@ -384,10 +384,12 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
         if slurm.most_alive(p.lid) > 1:
             v.bad("dup_live", p.lid, f"{slurm.most_alive(p.lid)} live jobs at "
                   f"once: {jobs}")
+        # LOST says Slurm had no record: false when SlurmWatch saw the job
+        # end (any way); FAILED is false when the job completed.
         truth = slurm_end(jobs)
-        if end in ("LOST", "FAILED") and truth == "COMPLETED":
+        if (end == "LOST" and truth) or (end == "FAILED" and truth == "COMPLETED"):
             v.bad("false_lost", p.lid, f"ended {end} ({ends[0]['data'].get('reason')})"
-                  f" while Slurm's job completed: {jobs}")
+                  f" while SlurmWatch saw the job end {truth}: {jobs}")
         if end != EXPECTED[p.kind]:
             v.bad("wrong_end", p.lid, f"{p.kind} ended {end} "
                   f"({ends[0]['data'].get('reason')}); states "

@@ -43,12 +43,12 @@ from harness import Topics, _epoch
 LONG = long_mode()
 # (launches, seconds over which they are sent)
 SIZE = {
-    "kill9": (200, 180) if LONG else (60, 60),
-    "broker": (150, 120) if LONG else (40, 40),
-    "slurmctld": (150, 120) if LONG else (40, 45),
-    "slurmrestd": (150, 90) if LONG else (40, 30),
-    "aborts": (150, 90) if LONG else (40, 30),
-    "combined": (250, 200),
+    "kill9": (200, 150) if LONG else (60, 60),
+    "broker": (150, 90) if LONG else (40, 40),
+    "slurmctld": (150, 100) if LONG else (40, 45),
+    "slurmrestd": (150, 80) if LONG else (40, 30),
+    "aborts": (150, 80) if LONG else (40, 30),
+    "combined": (250, 180),
 }
 ABORT_PER_MILLE = 50
 SETTLE_TIMEOUT = 300
