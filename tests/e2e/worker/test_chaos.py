@@ -36,21 +36,23 @@ import time
 
 import pytest
 
-from chaos import (Driver, Faults, Fleet, long_mode, new_rng, plan, readers,
-                   settle_and_verify, sleep_watching, stack_verb)
+from chaos import (Driver, Faults, Fleet, delete_topics, long_mode, new_rng,
+                   plan, readers, settle_and_verify, sleep_watching,
+                   stack_verb)
 from harness import Topics, _epoch
 
 LONG = long_mode()
 # (launches, seconds over which they are sent)
 SIZE = {
-    "kill9": (200, 150) if LONG else (60, 60),
-    "broker": (150, 90) if LONG else (40, 40),
-    "slurmctld": (150, 100) if LONG else (40, 45),
+    "kill9": (200, 140) if LONG else (60, 60),
+    "broker": (150, 140) if LONG else (40, 40),
+    "slurmctld": (150, 130) if LONG else (40, 45),
     "slurmrestd": (150, 80) if LONG else (40, 30),
     "aborts": (150, 80) if LONG else (40, 30),
     "combined": (250, 180),
 }
 ABORT_PER_MILLE = 50
+GAP = 40  # seconds between the end of a stack fault and the next one
 SETTLE_TIMEOUT = 300
 
 
@@ -69,7 +71,7 @@ def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
         t0 = time.monotonic()
         driver.start()
         faults_during(fleet, faults, rng, t0, span)
-        driver.join(span + 330)
+        driver.join(600)
         verdict = settle_and_verify(kind, stack_, slurm, fleet, reader, logs,
                                     planned, faults, logdir, SETTLE_TIMEOUT)
         rcs = fleet.stop()
@@ -80,6 +82,7 @@ def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
         reader.close()
         logs.close()
         fleet.stop_quietly()
+        delete_topics(stack_, topics)
 
 
 def at(fleet, t0, offset):
@@ -113,23 +116,27 @@ def stop_slurmctld_20s(fleet, faults):
     faults.record("slurmctld stopped 20 s", start)
 
 
-def timeline(*steps):
+def timeline(*steps, gap=GAP):
     """Faults at offsets (a fraction of the span): [(fraction, fn(fleet,
-    faults))]; returns once the span is over."""
+    faults))], each at least gap seconds after the one before ended (one
+    outage at a time: two back to back would be one outage longer than
+    slurmctld keeps a finished job); returns once the span is over."""
     def faults_during(fleet, faults, rng, t0, span):
+        ready = 0.0
         for fraction, fn in steps:
-            at(fleet, t0, fraction * span)
+            at(fleet, t0, max(fraction * span, ready))
             fn(fleet, faults)
+            ready = time.monotonic() - t0 + gap
         at(fleet, t0, span)
     return faults_during
 
 
 def aborts_until(per_mille):
-    """The workers' env: random aborts from their start until shortly after
-    the span (they start about 5 s before it)."""
+    """The workers' env: random aborts from their start until about the
+    end of the span (they are ready a few seconds after they start)."""
     def env(span):
         return {"FORGE_TEST_ABORT_TXN_RANDOM": str(per_mille),
-                "FORGE_TEST_ABORT_TXN_RANDOM_UNTIL": str(int(time.time() + span + 10))}
+                "FORGE_TEST_ABORT_TXN_RANDOM_UNTIL": str(int(time.time() + span + 3))}
     return env
 
 
@@ -153,7 +160,7 @@ def test_kill9_workers(stack, slurm, logdir):
 
 def test_broker_restart(stack, slurm, logdir):
     kafka = (lambda fleet, faults: restart_daemon(fleet, faults, "kafka"))
-    steps = [(0.3, kafka), (0.65, kafka)] if LONG else [(0.3, kafka)]
+    steps = [(0.2, kafka), (0.6, kafka)] if LONG else [(0.3, kafka)]
     run("broker", stack, slurm, logdir, timeline(*steps))
 
 
@@ -167,7 +174,7 @@ def test_slurmrestd_restart(stack, slurm, logdir):
     rest = (lambda fleet, faults: restart_daemon(fleet, faults, "slurmrestd"))
     steps = ([(f / 10, rest) for f in range(1, 10, 2)] if LONG
              else [(0.3, rest), (0.7, rest)])
-    run("slurmrestd", stack, slurm, logdir, timeline(*steps))
+    run("slurmrestd", stack, slurm, logdir, timeline(*steps, gap=10))
 
 
 def test_random_aborts(stack, slurm, logdir):
