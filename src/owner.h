@@ -33,8 +33,13 @@ typedef struct forge_entry {
     forge_launch_record_t *rec; /* owned */
     forge_request_t *req;       /* owned, parsed request; NULL if unknown */
     int32_t partition;
-    uint64_t generation;   /* the partition's when the entry was made */
-    bool busy;             /* a submit/cancel for it is in flight */
+    uint64_t generation; /* the partition's when the entry was made */
+    bool busy;           /* a submit/cancel for it is in flight */
+    /* A submit of this attempt may have reached Slurm without its job id
+     * being known here: the intent was restored (a crash, an aborted
+     * transaction, another owner before), or a submit was posted. A cancel
+     * then cleans the tag before it says CANCELLED. */
+    bool submit_unknown;
     long long retry_at_ms; /* a failed submit waits until then */
     int submit_failures;
     long long cancel_sent_ms; /* when a cancel was last posted */

@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 void forge_testpoint_crash(const char *name)
 {
@@ -36,11 +38,40 @@ void forge_testpoint_event_state(const char *state)
         state_seen = true;
 }
 
+/* FORGE_TEST_ABORT_TXN_RANDOM=<per-mille>: each transaction is aborted
+ * with that chance, until FORGE_TEST_ABORT_TXN_RANDOM_UNTIL (epoch seconds)
+ * if set; the generator is seeded from the clock and the pid, and
+ * the seed is logged once so a run can be told apart. */
+static bool random_abort(void)
+{
+    static unsigned int seed;
+    static bool seeded;
+    const char *per_mille = getenv("FORGE_TEST_ABORT_TXN_RANDOM");
+    const char *until = getenv("FORGE_TEST_ABORT_TXN_RANDOM_UNTIL");
+    long chance = per_mille ? strtol(per_mille, NULL, 10) : 0;
+
+    if (chance <= 0 || (until && time(NULL) >= strtoll(until, NULL, 10)))
+        return false;
+    if (!seeded) {
+        seed = (unsigned int)time(NULL) ^ ((unsigned int)getpid() << 16);
+        seeded = true;
+        forge_log_warn("test point: aborting transactions at random, %ld per "
+                       "mille (seed %u)",
+                       chance, seed);
+    }
+    if (rand_r(&seed) % 1000 >= chance)
+        return false;
+    forge_log_warn("test point: aborting a transaction at random");
+    return true;
+}
+
 bool forge_testpoint_abort_txn(void)
 {
     static long seen;
     const char *want = getenv("FORGE_TEST_ABORT_TXN");
 
+    if (random_abort())
+        return true;
     if (state_seen) {
         state_seen = false;
         state_aborted = true;

@@ -18,6 +18,10 @@
  *                                  transaction coordinator that does not
  *                                  answer, until the worker gives up on it
  *                                  (kafka.c: the commit budget) and aborts
+ *   FORGE_TEST_ABORT_TXN_RANDOM=<m> each transaction that carries anything
+ *                                  is aborted with a chance of m per mille
+ *                                  (the chaos scenarios); with
+ *   FORGE_TEST_ABORT_TXN_RANDOM_UNTIL=<t> only before t (epoch seconds)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).

@@ -160,9 +160,16 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
      * in the runner: it submits nothing unless it is past its POST. */
     if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
         forge_runner_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
-    if (e->rec->job_id == 0 && !e->busy) {
+    if (e->rec->job_id == 0 && !e->busy && !e->submit_unknown) {
         forge_worker_publish_event(
             w, e, &cancelled, true); /* never submitted: nothing to cancel */
+    } else if (e->rec->job_id == 0 && !e->busy) {
+        /* a submit may have reached Slurm: the jobs its tag finds are
+         * cancelled first, then CANCELLED (on_withdrawn) */
+        forge_worker_write_record(w, e);
+        e->busy = true;
+        forge_worker_defer(w,
+                           forge_worker_new_work(FORGE_WORK_CLEAN_CANCEL, e));
     } else {
         forge_worker_write_record(w, e);
         if (e->rec->job_id) { /* else: the submit result will cancel it */
@@ -438,6 +445,7 @@ static void on_state_record(void *ctx, const char *key, size_t key_len,
     restoring_t *r = ctx;
     forge_launch_record_t *rec = NULL;
     forge_request_t *req = NULL;
+    forge_entry_t *e;
     forge_error_t err = {0};
 
     (void)key;
@@ -453,7 +461,8 @@ static void on_state_record(void *ctx, const char *key, size_t key_len,
     if (rec->request &&
         forge_request_parse(rec->request, rec->request_len, &req, &err))
         req = NULL; /* kept for its record; events go without labels */
-    forge_owner_put(r->w->owner, rec, req, r->partition); /* later wins */
+    e = forge_owner_put(r->w->owner, rec, req, r->partition); /* later wins */
+    e->submit_unknown = e->rec->job_id == 0;
     r->records++;
 }
 
@@ -541,7 +550,11 @@ static void post_deferred(worker_t *w)
     }
     while (list) {
         forge_work_t *work = list;
+        forge_entry_t *e = forge_worker_entry_of(w, work);
         list = work->next;
+        if (e && (work->kind == FORGE_WORK_SUBMIT ||
+                  work->kind == FORGE_WORK_CLEAN_SUBMIT))
+            e->submit_unknown = true; /* from now on, it may reach Slurm */
         forge_runner_post(work->kind == FORGE_WORK_ARCHIVE ||
                                   work->kind == FORGE_WORK_CLEANUP
                               ? w->archiver

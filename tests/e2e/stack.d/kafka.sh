@@ -11,6 +11,10 @@
 #   kafka.sh down     stop the broker by pid (TERM, KILL after 30 s); the data
 #                     directory and the caches stay
 #   kafka.sh status   one line; exit 0 only when the broker answers metadata
+#   kafka.sh stop     the broker alone: as down
+#   kafka.sh start    as up (a running broker is left alone)
+#   kafka.sh restart  down, then up: the data directory stays, so topics,
+#                     committed offsets and transactions survive it
 #
 # Files: $FORGE_STACK_RUN/kafka/{kafka.pid,server.properties,cluster.id,data/,logs/}
 # (logs/server.log is the broker's log, logs/tools.log the admin tools' log).
@@ -310,11 +314,15 @@ status() {
 
 case "${1:-status}" in
 prepare) prepare ;;
-up) up ;;
-down) down ;;
+up | start) up ;;
+down | stop) down ;;
+restart)
+	down
+	up
+	;;
 status) status ;;
 *)
-	echo "usage: $0 prepare|up|down|status" >&2
+	echo "usage: $0 prepare|up|down|status|stop|start|restart" >&2
 	exit 2
 	;;
 esac

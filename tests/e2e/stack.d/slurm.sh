@@ -5,9 +5,23 @@
 # (tests/e2e/slurm/apptainer): containers cannot run in this sandbox.
 #
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
-#   slurm.sh up        mount, configure, start, wait for the API, write slurm.env
+#   slurm.sh up        mount, configure, start the daemons that are down (the
+#                      others, and running jobs, are left alone), wait for the
+#                      API and both nodes, write slurm.env
 #   slurm.sh down      stop by pid, unmount; caches and run state stay
 #   slurm.sh status    one line per daemon and one for the API; 0 when all are up
+#   slurm.sh stop DAEMON     stop one daemon by pid (TERM, KILL after 30 s)
+#   slurm.sh start DAEMON    start one daemon unless it runs, wait until it is ready
+#   slurm.sh restart DAEMON  stop, then start
+#
+# DAEMON: slurmctld, slurmrestd, slurmd-h200-1 or slurmd-a100-1. Stopping one
+# touches no other process: slurmctld saves its state (StateSaveLocation, in
+# cluster/state) and reads it back at start, so pending and running jobs
+# survive; a job's slurmstepd outlives its slurmd, which finds it again at
+# start. Ready after start: slurmctld answers `scontrol ping` (and the API's
+# ping when slurmrestd runs); a slurmd has registered again (its node's
+# SlurmdStartTime changed; skipped while slurmctld is down); slurmrestd
+# answers HTTP (and its ping shows slurmctld responding when slurmctld runs).
 #
 # FORGE_STACK_SLURM_SUITE picks the Debian suite: sid (default, Slurm 26.05,
 # API v0.0.42-v0.0.45; slurm.env names v0.0.43) or trixie (Slurm 24.11,
@@ -253,10 +267,69 @@ stop_all() {
 start_daemon() {
 	local name=$1
 	shift
-	printf '=== %s started by slurm.sh up\n' "$(date -u +%FT%TZ)" >>"$run/$name.log"
+	printf '=== %s started by slurm.sh\n' "$(date -u +%FT%TZ)" >>"$run/$name.log"
 	setsid env -i PATH="$daemon_path" HOME=/root LANG=C.UTF-8 "$@" \
 		</dev/null >>"$run/$name.log" 2>&1 9>&- &
 	echo $! >"$run/$name.pid"
+}
+
+# Start one of $daemons by name.
+launch_daemon() {
+	case "$1" in
+	slurmctld) start_daemon slurmctld chroot "$chroot_dir" slurmctld -D ;;
+	slurmd-*) start_daemon "$1" chroot "$chroot_dir" slurmd -D -N "${1#slurmd-}" ;;
+	slurmrestd)
+		start_daemon slurmrestd env SLURM_JWT=daemon chroot "$chroot_dir" slurmrestd \
+			-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
+			"127.0.0.1:$rest_port"
+		;;
+	esac
+}
+
+# Processes in our chroot that are daemon $1 but not the one its pid file
+# names (a run whose pid files were lost): they would hold its port.
+stray_pids() {
+	local name=$1 comm=${1%%-*} node= tracked real p
+	[ "$comm" != slurmd ] || node=${name#slurmd-}
+	tracked=$(daemon_pid "$name") || tracked=
+	real=$(readlink -f "$chroot_dir")
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" != "$tracked" ] || continue
+		[ "$(cat "$p/comm" 2>/dev/null)" = "$comm" ] || continue
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] || continue
+		if [ -n "$node" ]; then
+			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -N $node " || continue
+		fi
+		echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# TERM "$@" (pids), KILL what is left after $1 seconds.
+stop_pids() {
+	local secs=$1
+	shift
+	[ $# -gt 0 ] || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	wait_gone "$secs" "$@" && return 0
+	stack_log "slurm: ${*} still alive after $secs s; KILL"
+	kill -KILL "$@" 2>/dev/null || true
+	wait_gone 5 "$@" || true
+}
+
+# One daemon, by pid, with its strays; no other process is touched (jobs
+# and their slurmstepd outlive a slurmd; slurmctld saves its state on TERM).
+stop_daemon() {
+	local name=$1 pid pids=()
+	if pid=$(daemon_pid "$name"); then pids+=("$pid"); fi
+	mapfile -t -O "${#pids[@]}" pids < <(stray_pids "$name")
+	if [ ${#pids[@]} -eq 0 ]; then
+		stack_log "slurm: $name is not running"
+	else
+		stack_log "slurm: stopping $name (pid ${pids[*]})"
+		stop_pids 30 "${pids[@]}"
+	fi
+	rm -f "$run/$name.pid"
 }
 
 # 24.11's slurmds of one chroot share /run/slurm/sack.socket: each removes
@@ -479,8 +552,65 @@ wait_ready() {
 	die "not ready after ${secs}s: GET $rest_url/slurm/$api/ping must show responding and both nodes usable"
 }
 
+# --- one daemon's readiness ------------------------------------------------
+
+ctld_ping_ok() { in_chroot scontrol ping 2>/dev/null | grep -q ' is UP'; }
+
+# Any HTTP answer from slurmrestd (its ping says more once slurmctld runs).
+rest_answers() {
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$rest_url/slurm/$api/ping") || true
+	[ -n "$code" ] && [ "$code" != 000 ]
+}
+
+# Node $1's SlurmdStartTime as slurmctld knows it: changes when a slurmd registers.
+slurmd_start_time() {
+	in_chroot scontrol show node -o "$1" 2>/dev/null | grep -o 'SlurmdStartTime=[^ ]*'
+}
+
+# Node $1 usable: IDLE, MIXED or ALLOCATED, not drained, down or not responding.
+node_usable() {
+	local state
+	state=$(in_chroot scontrol show node -o "$1" 2>/dev/null | grep -o ' State=[^ ]*') || return 1
+	[[ "$state" =~ ^\ State=(IDLE|MIXED|ALLOCATED) ]] &&
+		! [[ "$state" =~ \*|DRAIN|DOWN|FAIL|INVALID|NOT_RESPONDING ]]
+}
+
+# $1 ready; for a slurmd, $2 is its node's SlurmdStartTime before the start.
+daemon_ready() {
+	case "$1" in
+	slurmctld)
+		ctld_ping_ok || return 1
+		! daemon_pid slurmrestd >/dev/null || api_ping_ok
+		;;
+	slurmrestd)
+		rest_answers || return 1
+		! daemon_pid slurmctld >/dev/null || api_ping_ok
+		;;
+	slurmd-*)
+		daemon_pid slurmctld >/dev/null || return 0 # registering needs the controller
+		[ "$(slurmd_start_time "${1#slurmd-}")" != "$2" ] && node_usable "${1#slurmd-}"
+		;;
+	esac
+}
+
+wait_daemon_ready() {
+	local name=$1 secs=$2 before=${3:-} t0=$SECONDS
+	while ((SECONDS - t0 < secs)); do
+		if ! daemon_pid "$name" >/dev/null; then
+			tail -n 15 "$run/$name.log" >&2
+			die "$name exited during start"
+		fi
+		daemon_ready "$name" "$before" && return 0
+		sleep 0.5
+	done
+	tail -n 15 "$run/$name.log" >&2
+	die "$name not ready after ${secs}s"
+}
+
 # --- verbs ----------------------------------------------------------------
 
+# Starts what is down; a daemon that runs (and every job) is left alone.
 up() {
 	prepare
 	mkdir -p "$run"
@@ -492,8 +622,8 @@ up() {
 		stack_log "slurm: already up ($rest_url)"
 		return 0
 	fi
-	local t0=$SECONDS d lines
-	stop_all
+	local t0=$SECONDS d lines strays down=()
+	for d in "${daemons[@]}"; do daemon_pid "$d" >/dev/null || down+=("$d"); done
 	mkdir -p "$cluster/state" "$cluster/spool"
 	chmod 0755 "$run" "$cluster"
 	stack_apt_install acl curl jq openssl
@@ -501,19 +631,54 @@ up() {
 	ensure_mounts "$(readlink -f "$chroot_dir")"
 	configure
 	write_token
-	start_daemon slurmctld chroot "$chroot_dir" slurmctld -D
-	for d in "${nodes[@]}"; do
+	for d in "${down[@]+"${down[@]}"}"; do
+		mapfile -t strays < <(stray_pids "$d")
+		if [ ${#strays[@]} -gt 0 ]; then
+			stack_log "slurm: stopping a $d no pid file names (${strays[*]})"
+			stop_pids 10 "${strays[@]}"
+		fi
 		lines=0
-		[ ! -f "$run/slurmd-$d.log" ] || lines=$(wc -l <"$run/slurmd-$d.log")
-		start_daemon "slurmd-$d" chroot "$chroot_dir" slurmd -D -N "$d"
-		[ "$suite" != trixie ] || wait_slurmd_started "$d" "$lines"
+		[ ! -f "$run/$d.log" ] || lines=$(wc -l <"$run/$d.log")
+		launch_daemon "$d"
+		[ "$suite" != trixie ] || [[ "$d" != slurmd-* ]] || wait_slurmd_started "${d#slurmd-}" "$lines"
 	done
-	start_daemon slurmrestd env SLURM_JWT=daemon chroot "$chroot_dir" slurmrestd \
-		-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
-		"127.0.0.1:$rest_port"
 	wait_ready 120
 	write_env
-	stack_log "slurm: up in $((SECONDS - t0)) s ($rest_url, $(grep '^slurm=' "$marker"))"
+	stack_log "slurm: up in $((SECONDS - t0)) s, started: ${down[*]:-none} ($rest_url, $(grep '^slurm=' "$marker"))"
+}
+
+stop() {
+	mkdir -p "$run"
+	stop_daemon "$1"
+}
+
+start() {
+	local name=$1 before= pid strays
+	mkdir -p "$run"
+	if pid=$(daemon_pid "$name"); then
+		stack_log "slurm: $name runs (pid $pid)"
+	else
+		[ -s "$chroot_dir/etc/slurm/slurm.conf" ] || die "no cluster configured yet: run 'slurm.sh up' first"
+		ensure_mounts "$(readlink -f "$chroot_dir")"
+		mapfile -t strays < <(stray_pids "$name")
+		[ ${#strays[@]} -eq 0 ] || stop_pids 10 "${strays[@]}"
+		if [[ "$name" == slurmd-* ]]; then
+			if daemon_pid slurmctld >/dev/null; then
+				before=$(slurmd_start_time "${name#slurmd-}") || before=
+			else
+				stack_log "slurm: slurmctld is down: not waiting for $name to register"
+			fi
+		fi
+		launch_daemon "$name"
+		stack_log "slurm: started $name (pid $(cat "$run/$name.pid"))"
+	fi
+	wait_daemon_ready "$name" 120 "$before"
+	stack_log "slurm: $name ready"
+}
+
+restart() {
+	stop "$1"
+	start "$1"
 }
 
 down() {
@@ -543,6 +708,12 @@ status() {
 	return "$rc"
 }
 
+usage() {
+	local IFS='|'
+	echo "usage: $0 prepare|up|down|status | stop|start|restart ${daemons[*]}" >&2
+	exit 2
+}
+
 verb=${1:-status}
 case "$verb" in
 prepare | up | down)
@@ -551,9 +722,13 @@ prepare | up | down)
 	flock 9
 	"$verb"
 	;;
-status) status ;;
-*)
-	echo "usage: $0 prepare|up|down|status" >&2
-	exit 2
+stop | start | restart)
+	[ $# -eq 2 ] && [[ " ${daemons[*]} " == *" $2 "* ]] || usage
+	mkdir -p "$FORGE_CACHE_DIR"
+	exec 9>"$FORGE_CACHE_DIR/slurm-$suite.lock"
+	flock 9
+	"$verb" "$2"
 	;;
+status) status ;;
+*) usage ;;
 esac

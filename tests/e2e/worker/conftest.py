@@ -27,3 +27,13 @@ def logdir(request):
     path = os.path.join(root, request.module.__name__)
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The chaos scenarios' figures (chaos.py), one line each, when they ran."""
+    import sys
+    chaos = sys.modules.get("chaos")
+    if chaos and chaos.SUMMARY:
+        terminalreporter.section("chaos figures")
+        for line in chaos.SUMMARY:
+            terminalreporter.write_line(line)

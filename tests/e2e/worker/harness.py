@@ -144,18 +144,26 @@ class Topics:
 class StatusReader:
     """Collects status events by launch_id, on its own thread."""
 
-    def __init__(self, stack, topic, isolation="read_committed"):
+    def __init__(self, stack, topic, isolation="read_committed", conf=None):
         self.events = {}
         self.lock = threading.Lock()
         self.stopping = False
         self.consumer = Consumer({"bootstrap.servers": stack.brokers,
                                   "group.id": f"e2e-status-{uuid.uuid4().hex[:8]}",
                                   "isolation.level": isolation,
-                                  "enable.auto.commit": False})
-        meta = self.consumer.list_topics(topic, timeout=10).topics[topic]
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+                                  "enable.auto.commit": False,
+                                  **(conf or {})})
+        # A topic just created may not be in the metadata yet (a busy
+        # broker): assigning its partitions then would assign none.
+        meta = wait_until(f"{topic}'s partitions in the metadata",
+                          lambda: self._partitions(topic), 60, step=0.5)
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta])
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    def _partitions(self, topic):
+        t = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+        return sorted(t.partitions) if t and not t.error and t.partitions else None
 
     def _run(self):
         while not self.stopping:

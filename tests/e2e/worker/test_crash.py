@@ -149,3 +149,60 @@ def test_cancelled_intent_cancels_the_orphan(stack, slurm, logdir):
         if "heir" in locals():
             heir.stop_quietly()
         proxy.shutdown()
+
+
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+         "OUT_OF_MEMORY")
+
+
+def test_cancel_after_the_crash_cancels_the_orphan(stack, slurm, logdir):
+    """kill -9 once Slurm has taken the job but before its id is recorded;
+    the cancel arrives while no worker owns the launch, so the heir restores
+    an intent without a job id and only then reads the cancel. The crashed
+    submit reached Slurm: the heir must cancel what the tag finds before it
+    says CANCELLED (it said CANCELLED at once, as if nothing had been
+    submitted, and the job ran on; found by the chaos scenarios, where a
+    cancel met an intent an aborted transaction had rewound)."""
+    topics = Topics(stack, "crash-late-cancel")
+    group = unique_id("g")
+    crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
+                      {"FORGE_TEST_CRASH_POINT": "submit.after"})
+    reader = StatusReader(stack, topics.status)
+    try:
+        crashing.wait_ready()
+        lid = unique_id("late-cancel")
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 90"]))
+        assert crashing.wait_exit(60) == -9, crashing.tail()
+        assert reader.states(lid) == ["ACCEPTED"]
+        wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
+        topics.send(lid, {"kind": "cancel", "launch_id": lid})
+
+        # Its ticks 20 s apart: the cancel is read before a tick's retry
+        # scan would clean the intent (the order an aborted transaction's
+        # rewind gives: the cancel is consumed again at once).
+        heir = Worker(stack, topics, unique_id("wb"), group, logdir,
+                      {"FORGE_POLL_INTERVAL_MS": "20000"})
+        done = reader.wait_terminal(lid, timeout=120)
+        assert done["data"]["state"] == "CANCELLED", reader.states(lid)
+        assert done["data"]["reason"] == "requested"
+        assert_contiguous(reader.of(lid), lid)
+
+        def every_job_ended():
+            with slurm.lock:
+                tagged = [j for j in slurm.jobs.values()
+                          if j["comment"] == f"forge:{lid}:1"]
+            return tagged and all(any(s in j["states"][-1] for s in ENDED)
+                                  for j in tagged)
+        # Cancelled before the event: seen within the watcher's next samples
+        # (generous; the orphan would run 90 s).
+        wait_until("every job of the tag to end after CANCELLED",
+                   every_job_ended, 20)
+        orphan = slurm.leaders(lid)[0]
+        assert heir.logged(f"cancelled job {orphan} left by an interrupted "
+                           "submit")
+        assert heir.terminate() == 0, heir.tail()
+    finally:
+        reader.close()
+        crashing.stop_quietly()
+        if "heir" in locals():
+            heir.stop_quietly()

@@ -1,0 +1,207 @@
+"""
+The fleet under infrastructure faults (issue 11): three workers of one
+group on fresh topics take a steady stream of launches (short successes,
+failures, heterogeneous launches, launches cancelled at once or once they
+run) while one kind of fault hits them:
+
+  kill9       a random worker is killed (kill -9) every ~15 s and started
+              again under its worker id
+  broker      the Kafka broker is restarted (tests/e2e/stack restart kafka)
+  slurmctld   slurmctld is stopped for 20 s, then started again
+  slurmrestd  slurmrestd is restarted
+  aborts      transactions are aborted at random (test point
+              FORGE_TEST_ABORT_TXN_RANDOM, per mille, for the sending span)
+  combined    (long mode only) all of the above, interleaved
+
+After it settles, from the status and logs topics (read_committed) and
+SlurmWatch: every launch has exactly one terminal event, its seq is 1..n,
+it ended as its kind must (a job that completed never ends LOST or FAILED),
+no tag ever had two live Slurm jobs at once, every launch that reached Slurm
+has one logs_archived event whose sha256 is the archive's, no staging
+folder is left, no worker exited on its own, and each exits 0 on SIGTERM.
+
+Each scenario prints one line of figures (chaos.py, Verdict.line) and
+appends it to chaos-summary.txt under FORGE_E2E_LOGS, with every problem
+found. CI runs the short mode (about 220 launches in all, a few minutes);
+FORGE_CHAOS_LONG=1 runs more launches and more faults per scenario plus the
+combined one (about 15 minutes). FORGE_CHAOS_SEED repeats a run's choices.
+
+These scenarios stop and restart the shared stack's daemons: on a machine
+where other e2e runs share the stack, run them under the exclusive lock
+(flock -x /tmp/forge-e2e.lock ...).
+"""
+
+import threading
+import time
+
+import pytest
+
+from chaos import (Driver, Faults, Fleet, delete_topics, long_mode, new_rng,
+                   plan, readers, settle_and_verify, sleep_watching,
+                   stack_verb)
+from harness import Topics, _epoch
+
+LONG = long_mode()
+# (launches, seconds over which they are sent)
+SIZE = {
+    "kill9": (200, 140) if LONG else (60, 60),
+    "broker": (150, 140) if LONG else (40, 40),
+    "slurmctld": (150, 130) if LONG else (40, 45),
+    "slurmrestd": (150, 80) if LONG else (40, 30),
+    "aborts": (150, 80) if LONG else (40, 30),
+    "combined": (250, 180),
+}
+ABORT_PER_MILLE = 50
+GAP = 40  # seconds between the end of a stack fault and the next one
+SETTLE_TIMEOUT = 300
+
+
+def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
+    count, span = SIZE[kind]
+    rng = new_rng(kind)
+    topics = Topics(stack_, f"chaos-{kind}")
+    reader, logs = readers(stack_, topics)
+    env = dict(extra_env(span) if extra_env else {})
+    fleet = Fleet(stack_, topics, logdir, 3, env)
+    planned = plan(kind, count, rng)
+    faults = Faults()
+    try:
+        fleet.wait_ready()
+        driver = Driver(stack_, topics, planned, span)
+        t0 = time.monotonic()
+        driver.start()
+        faults_during(fleet, faults, rng, t0, span)
+        driver.join(600)
+        verdict = settle_and_verify(kind, stack_, slurm, fleet, reader, logs,
+                                    planned, faults, logdir, SETTLE_TIMEOUT)
+        rcs = fleet.stop()
+        assert not verdict.problems, (
+            f"{verdict.line()}\n" + "\n".join(verdict.problems[:40]))
+        assert all(rc == 0 for rc in rcs.values()), rcs
+    finally:
+        reader.close()
+        logs.close()
+        fleet.stop_quietly()
+        delete_topics(stack_, topics)
+
+
+def at(fleet, t0, offset):
+    """Sleeps until offset seconds after t0, watching the workers."""
+    sleep_watching(fleet, max(0.0, t0 + offset - time.monotonic()))
+
+
+def kill_every_15s(fleet, faults, rng, t0, span, stop=None):
+    t = 10.0
+    while t < span and not (stop and stop.is_set()):
+        at(fleet, t0, t)
+        start = time.time()
+        wid = fleet.kill9(rng)
+        faults.record(f"kill -9 {wid}", start)
+        t += rng.uniform(12, 18)
+
+
+def restart_daemon(fleet, faults, daemon):
+    start = time.time()
+    stack_verb("restart", daemon)
+    faults.record(f"restart {daemon}", start)
+
+
+def stop_slurmctld_20s(fleet, faults):
+    start = time.time()
+    stack_verb("stop", "slurmctld")
+    try:
+        sleep_watching(fleet, 20)
+    finally:
+        stack_verb("start", "slurmctld")
+    faults.record("slurmctld stopped 20 s", start)
+
+
+def timeline(*steps, gap=GAP):
+    """Faults at offsets (a fraction of the span): [(fraction, fn(fleet,
+    faults))], each at least gap seconds after the one before ended (one
+    outage at a time: two back to back would be one outage longer than
+    slurmctld keeps a finished job); returns once the span is over."""
+    def faults_during(fleet, faults, rng, t0, span):
+        ready = 0.0
+        for fraction, fn in steps:
+            at(fleet, t0, max(fraction * span, ready))
+            fn(fleet, faults)
+            ready = time.monotonic() - t0 + gap
+        at(fleet, t0, span)
+    return faults_during
+
+
+def aborts_until(per_mille):
+    """The workers' env: random aborts from their start until about the
+    end of the span (they are ready a few seconds after they start)."""
+    def env(span):
+        return {"FORGE_TEST_ABORT_TXN_RANDOM": str(per_mille),
+                "FORGE_TEST_ABORT_TXN_RANDOM_UNTIL": str(int(time.time() + span + 3))}
+    return env
+
+
+def record_aborts(fleet, faults):
+    """Waits for the random aborts to end, then records each (from the
+    workers' logs) as a fault."""
+    until = int(fleet.extra_env["FORGE_TEST_ABORT_TXN_RANDOM_UNTIL"])
+    sleep_watching(fleet, max(0.0, until + 1 - time.time()))
+    for line in fleet.lines():
+        if "aborting a transaction at random" in line.get("msg", ""):
+            ts = _epoch(line["ts"])
+            faults.done.append(("random abort", ts, ts))
+
+
+def test_kill9_workers(stack, slurm, logdir):
+    def faults_during(fleet, faults, rng, t0, span):
+        kill_every_15s(fleet, faults, rng, t0, span)
+        at(fleet, t0, span)
+    run("kill9", stack, slurm, logdir, faults_during)
+
+
+def test_broker_restart(stack, slurm, logdir):
+    kafka = (lambda fleet, faults: restart_daemon(fleet, faults, "kafka"))
+    steps = [(0.2, kafka), (0.6, kafka)] if LONG else [(0.3, kafka)]
+    run("broker", stack, slurm, logdir, timeline(*steps))
+
+
+def test_slurmctld_stopped_20s(stack, slurm, logdir):
+    steps = ([(0.15, stop_slurmctld_20s), (0.6, stop_slurmctld_20s)] if LONG
+             else [(0.2, stop_slurmctld_20s)])
+    run("slurmctld", stack, slurm, logdir, timeline(*steps))
+
+
+def test_slurmrestd_restart(stack, slurm, logdir):
+    rest = (lambda fleet, faults: restart_daemon(fleet, faults, "slurmrestd"))
+    steps = ([(f / 10, rest) for f in range(1, 10, 2)] if LONG
+             else [(0.3, rest), (0.7, rest)])
+    run("slurmrestd", stack, slurm, logdir, timeline(*steps, gap=10))
+
+
+def test_random_aborts(stack, slurm, logdir):
+    def faults_during(fleet, faults, rng, t0, span):
+        at(fleet, t0, span)
+        record_aborts(fleet, faults)
+        assert faults.done, "no transaction was aborted"
+    run("aborts", stack, slurm, logdir, faults_during,
+        aborts_until(ABORT_PER_MILLE))
+
+
+@pytest.mark.skipif(not LONG, reason="long mode only (FORGE_CHAOS_LONG=1)")
+def test_combined(stack, slurm, logdir):
+    stack_faults = timeline(
+        (0.2, lambda fleet, faults: restart_daemon(fleet, faults, "kafka")),
+        (0.45, stop_slurmctld_20s),
+        (0.7, lambda fleet, faults: restart_daemon(fleet, faults, "slurmrestd")))
+
+    def faults_during(fleet, faults, rng, t0, span):
+        stop = threading.Event()
+        killer = threading.Thread(target=kill_every_15s,
+                                  args=(fleet, faults, rng, t0, span, stop))
+        killer.start()
+        try:
+            stack_faults(fleet, faults, rng, t0, span)
+        finally:
+            stop.set()
+            killer.join()
+        record_aborts(fleet, faults)
+    run("combined", stack, slurm, logdir, faults_during, aborts_until(20))
