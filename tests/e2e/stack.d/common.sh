@@ -52,3 +52,15 @@ stack_wait_for() {
 	done
 	return 1
 }
+
+# Closes every file descriptor above 2 of the calling (sub)shell: a daemon
+# started by the stack must not keep a caller's descriptors, a lock a test
+# runner holds (flock) or a pipe a CI step waits on to end.
+stack_close_fds() {
+	local fd
+	for fd in /proc/"$BASHPID"/fd/*; do
+		fd=${fd##*/}
+		[[ "$fd" =~ ^[0-9]+$ ]] && [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+	done
+	return 0
+}

@@ -202,16 +202,20 @@ start_broker() {
 	mark="=== $(date -u +%FT%TZ) kafka.sh up"
 	echo "$mark" >>"$run/logs/kafka.out"
 	echo "$mark" >>"$run/logs/server.log"
-	# In its own session, cwd $run, without our lock fds; $! is the JVM's pid
-	# (setsid execs it: a background child of a script leads no process group).
+	# In its own session, cwd $run, with none of our descriptors; $! is the
+	# JVM's pid (the subshell execs setsid, which execs java: a background
+	# child of a script leads no process group).
 	cd "$run"
-	setsid nohup java "-Xmx$heap" -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-		-Djava.awt.headless=true \
-		-Dlog4j2.configurationFile="$e2e/kafka/log4j2.yaml" \
-		-Dforge.kafka.log="$run/logs/server.log" \
-		-Dkafka.logs.dir="$run/logs" \
-		-cp "$libs/*" kafka.Kafka "$run/server.properties" \
-		>>"$run/logs/kafka.out" 2>&1 </dev/null 8>&- 9>&- &
+	(
+		stack_close_fds
+		exec setsid nohup java "-Xmx$heap" -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+			-Djava.awt.headless=true \
+			-Dlog4j2.configurationFile="$e2e/kafka/log4j2.yaml" \
+			-Dforge.kafka.log="$run/logs/server.log" \
+			-Dkafka.logs.dir="$run/logs" \
+			-cp "$libs/*" kafka.Kafka "$run/server.properties" \
+			>>"$run/logs/kafka.out" 2>&1 </dev/null
+	) &
 	echo $! >"$pidfile"
 }
 

@@ -263,13 +263,18 @@ stop_all() {
 	for d in "${daemons[@]}"; do rm -f "$run/$d.pid"; done
 }
 
-# Start "$@" in the chroot in its own session, logging to $run/$name.log.
+# Start "$@" in the chroot in its own session, logging to $run/$name.log,
+# with none of our descriptors ($! is the daemon's pid: each exec replaces
+# the subshell).
 start_daemon() {
 	local name=$1
 	shift
 	printf '=== %s started by slurm.sh\n' "$(date -u +%FT%TZ)" >>"$run/$name.log"
-	setsid env -i PATH="$daemon_path" HOME=/root LANG=C.UTF-8 "$@" \
-		</dev/null >>"$run/$name.log" 2>&1 9>&- &
+	(
+		stack_close_fds
+		exec setsid env -i PATH="$daemon_path" HOME=/root LANG=C.UTF-8 "$@" \
+			</dev/null >>"$run/$name.log" 2>&1
+	) &
 	echo $! >"$run/$name.pid"
 }
 
