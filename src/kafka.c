@@ -26,9 +26,22 @@
  * unreachable throughout, or a commit still flushing) is FATAL: the worker
  * exits 1 and its supervisor restarts it (a new producer with the same
  * transactional.id aborts what was left).
+ *
+ * A producer that cannot go on is replaced, not the worker: sending the
+ * offsets may never return (kafka_guard.h: a librdkafka bug after broker
+ * restarts), so it is waited for at most its share of the attempts plus
+ * min(M/16, 5 s) (`guard_ms`, inside `attempts_ms`), then the producer is
+ * given up on; a producer in a fatal state that is not a fence (seen:
+ * INVALID_TXN_STATE after a broker restart) is destroyed. A new producer
+ * with the same transactional.id takes its place (its init, at most
+ * `abort_ms`, fences the old one; the coordinator aborts what that one
+ * left open), the consumer rewinds, the caller gets ABORTED. Fenced
+ * (another process holds this worker's transactional.id) stays FATAL, and
+ * so does a fifth producer given up on while four still hang.
  */
 #include "kafka.h"
 #include "buf.h"
+#include "kafka_guard.h"
 #include "log.h"
 #include "testpoint.h"
 #include "util.h"
@@ -43,7 +56,10 @@
 #define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
 #define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
 #define REWIND_MAX_MS      10000
+#define INIT_TIMEOUT_MS    60000  /* the first init_transactions */
 #define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
+#define GUARD_MAX_MS       5000   /* grace for a call that may not return */
+#define ABANDONED_MAX      4      /* producers given up on, still hanging */
 
 /* How long one commit may hold the loop (the top comment). */
 typedef struct txn_budget {
@@ -51,6 +67,7 @@ typedef struct txn_budget {
     int attempts_ms; /* offsets + commit, retries included */
     int abort_ms;    /* the abort, retries included */
     int rewind_ms;   /* each of: committed offsets, seek */
+    int guard_ms;    /* past a guarded call's timeout: given up */
 } txn_budget_t;
 
 struct forge_kafka {
@@ -200,6 +217,7 @@ static txn_budget_t budget_of(rd_kafka_t *consumer)
     b.attempts_ms = (int)(m / 4);
     b.abort_ms = at_most((int)(m / 8), TXN_TIMEOUT_MS);
     b.rewind_ms = at_most((int)(m / 16), REWIND_MAX_MS);
+    b.guard_ms = at_most((int)(m / 16), GUARD_MAX_MS);
     return b;
 }
 
@@ -242,7 +260,8 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
     return FORGE_OK;
 }
 
-static forge_rc_t new_producer(forge_kafka_t *k, forge_error_t *err)
+static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
+                               forge_error_t *err)
 {
     rd_kafka_conf_t *conf = base_conf(k->cfg, err);
     forge_buf_t txid = FORGE_BUF_INIT;
@@ -265,7 +284,7 @@ static forge_rc_t new_producer(forge_kafka_t *k, forge_error_t *err)
                         "producer: %s", errstr);
         goto out;
     }
-    if ((e = rd_kafka_init_transactions(k->producer, 60000))) {
+    if ((e = rd_kafka_init_transactions(k->producer, init_ms))) {
         forge_error_set(err, FORGE_EIO, "FORGE_KAFKA_BROKERS",
                         "init_transactions: %s", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
@@ -288,7 +307,8 @@ forge_rc_t forge_kafka_new(const forge_config_t *cfg,
     k->cfg = cfg;
     k->handlers = *handlers;
     k->offsets = rd_kafka_topic_partition_list_new(8);
-    if ((rc = new_producer(k, err)) || (rc = new_consumer(k, err))) {
+    if ((rc = new_producer(k, INIT_TIMEOUT_MS, err)) ||
+        (rc = new_consumer(k, err))) {
         forge_kafka_destroy(k);
         return rc;
     }
@@ -375,20 +395,16 @@ void forge_kafka_pause_all(forge_kafka_t *k)
     }
 }
 
-static int begin(forge_kafka_t *k, forge_error_t *err)
+static rd_kafka_error_t *begin(forge_kafka_t *k)
 {
     rd_kafka_error_t *e;
 
     if (k->in_txn)
-        return 0;
-    if ((e = rd_kafka_begin_transaction(k->producer))) {
-        forge_error_set(err, FORGE_EIO, "kafka", "begin_transaction: %s",
-                        rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        return -1;
-    }
+        return NULL;
+    if ((e = rd_kafka_begin_transaction(k->producer)))
+        return e;
     k->in_txn = true;
-    return 0;
+    return NULL;
 }
 
 forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
@@ -397,9 +413,15 @@ forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
 {
     rd_kafka_headers_t *h;
     rd_kafka_resp_err_t e;
+    rd_kafka_error_t *txn_error;
 
-    if (begin(k, err))
+    if ((txn_error = begin(k))) { /* the next commit deals with it */
+        forge_error_set(err, FORGE_EIO, r->topic, "begin_transaction: %s",
+                        rd_kafka_error_string(txn_error));
+        rd_kafka_error_destroy(txn_error);
+        k->produce_failed = true;
         return FORGE_EIO;
+    }
     h = rd_kafka_headers_new(r->header_count);
     for (size_t i = 0; i < r->header_count; i++)
         rd_kafka_header_add(h, r->headers[i].name, -1, r->headers[i].value,
@@ -474,16 +496,81 @@ static void rewind_consumer(forge_kafka_t *k)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+static forge_kafka_outcome_t
+replace_producer(forge_kafka_t *k, rd_kafka_error_t *e, bool abandoned);
+
+/* The producer is in a fatal state: e says so, or an error that is not
+ * (a commit's failed deliveries) came from a producer that is. */
+static bool broken(forge_kafka_t *k, const rd_kafka_error_t *e)
+{
+    return rd_kafka_error_is_fatal(e) ||
+           rd_kafka_fatal_error(k->producer, NULL, 0) !=
+               RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
 {
     forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));
     rd_kafka_error_destroy(e);
     if ((e = abort_within(k, k->budget.abort_ms))) {
+        if (broken(k, e))
+            return replace_producer(k, e, false);
         forge_log_error("abort_transaction: %s", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
         return FORGE_KAFKA_FATAL;
     }
     k->in_txn = false;
+    rewind_consumer(k);
+    return FORGE_KAFKA_ABORTED;
+}
+
+/* A fatal error that only means another process holds this worker's
+ * transactional.id, or may not use it: replacing would fight it. */
+static bool fenced(rd_kafka_resp_err_t code)
+{
+    return code == RD_KAFKA_RESP_ERR__FENCED ||
+           code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+           code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+           code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+/* The producer cannot go on (the top comment): given up on (abandoned, its
+ * call still out and now kafka_guard.c's) or fatal. Takes e. */
+static forge_kafka_outcome_t
+replace_producer(forge_kafka_t *k, rd_kafka_error_t *e, bool abandoned)
+{
+    forge_error_t err = {0};
+    char why[512] = "";
+    rd_kafka_resp_err_t code =
+        abandoned ? RD_KAFKA_RESP_ERR_NO_ERROR
+                  : rd_kafka_fatal_error(k->producer, why, sizeof(why));
+
+    forge_log_error("transaction: %s%s%s", rd_kafka_error_string(e),
+                    *why ? ": " : "", why);
+    rd_kafka_error_destroy(e);
+    if (fenced(code)) {
+        forge_log_error("producer fenced: another process holds this "
+                        "worker's transactional.id (FORGE_WORKER_ID must be "
+                        "unique), or may not use it");
+        return FORGE_KAFKA_FATAL;
+    }
+    if (forge_kafka_guard_abandoned() > ABANDONED_MAX) {
+        forge_log_error("%d producers given up on still hang in librdkafka: "
+                        "exiting, for a supervisor to restart the worker",
+                        forge_kafka_guard_abandoned());
+        return FORGE_KAFKA_FATAL;
+    }
+    if (!abandoned)
+        rd_kafka_destroy(k->producer);
+    k->producer = NULL;
+    k->in_txn = false;
+    if (new_producer(k, k->budget.abort_ms, &err)) {
+        forge_log_error("replacing the producer: %s", err.message);
+        return FORGE_KAFKA_FATAL;
+    }
+    forge_log_warn("producer replaced (%s): the transaction it left open is "
+                   "aborted, the consumer rewound",
+                   abandoned ? "its call never returned" : "fatal error");
     rewind_consumer(k);
     return FORGE_KAFKA_ABORTED;
 }
@@ -508,13 +595,14 @@ static rd_kafka_error_t *stalled_attempt(int timeout_ms)
                               "commit stalled on purpose by a test point");
 }
 
-/* One attempt at the transaction's end: the offsets, then the commit,
- * each given timeout_ms. *retriable: the error may be retried. */
-static rd_kafka_error_t *commit_once(forge_kafka_t *k,
-                                     rd_kafka_consumer_group_metadata_t *md,
-                                     int timeout_ms, bool stalled,
-                                     bool *retriable)
+/* One attempt at the transaction's end: the offsets (guarded, the top
+ * comment), then the commit, together within timeout_ms. *retriable: the
+ * error may be retried; *abandoned: the producer was given up on. */
+static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
+                                     bool stalled, bool *retriable,
+                                     bool *abandoned)
 {
+    int guard_ms = at_most(k->budget.guard_ms, timeout_ms / 2);
     rd_kafka_error_t *e = NULL;
 
     if (stalled) {
@@ -522,21 +610,24 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k,
         return stalled_attempt(timeout_ms);
     }
     if (k->offsets->cnt)
-        e = rd_kafka_send_offsets_to_transaction(k->producer, k->offsets, md,
-                                                 timeout_ms);
+        e = forge_kafka_guard_send_offsets(
+            k->producer, k->offsets,
+            rd_kafka_consumer_group_metadata(k->consumer),
+            timeout_ms - guard_ms, guard_ms, FORGE_TESTPOINT_OFFSETS_HANG(),
+            abandoned);
     if (!e)
         e = rd_kafka_commit_transaction(k->producer, timeout_ms);
-    *retriable = e && rd_kafka_error_is_retriable(e);
+    *retriable = e && !*abandoned && rd_kafka_error_is_retriable(e);
     return e;
 }
 
 /* Sends the offsets and commits, retrying retriable errors within the
  * budget's attempts_ms (the top comment). NULL when committed; an error
- * otherwise, the caller aborts. */
-static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled)
+ * otherwise (*abandoned: the producer was given up on), the caller aborts
+ * or replaces the producer. */
+static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
+                                         bool *abandoned)
 {
-    rd_kafka_consumer_group_metadata_t *md =
-        rd_kafka_consumer_group_metadata(k->consumer);
     long long start = monotonic_ms(), until = start + k->budget.attempts_ms;
     int backoff = TXN_BACKOFF_MS, attempts = 0;
     rd_kafka_error_t *e = NULL;
@@ -546,9 +637,8 @@ static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled)
         long long left = until - monotonic_ms();
         if (e)
             rd_kafka_error_destroy(e);
-        e = commit_once(k, md,
-                        left > 0 ? at_most((int)left, TXN_TIMEOUT_MS) : 1,
-                        stalled, &retriable);
+        e = commit_once(k, left > 1 ? at_most((int)left, TXN_TIMEOUT_MS) : 2,
+                        stalled, &retriable, abandoned);
         attempts++;
         left = until - monotonic_ms();
         if (!e || !retriable || left <= backoff)
@@ -564,42 +654,38 @@ static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled)
                        "ms): the transaction is aborted and rewound",
                        attempts, monotonic_ms() - start, k->budget.attempts_ms,
                        k->budget.max_poll_ms);
-    rd_kafka_consumer_group_metadata_destroy(md);
     return e;
 }
 
 forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
 {
-    forge_error_t err = {0};
     rd_kafka_error_t *e;
+    bool abandoned = false;
     forge_kafka_outcome_t out = FORGE_KAFKA_COMMITTED;
 
     if (!forge_kafka_pending(k))
         return FORGE_KAFKA_COMMITTED;
-    if (begin(k, &err)) {
-        forge_log_error("%s", err.message);
-        return FORGE_KAFKA_FATAL;
-    }
-    if (k->produce_failed) /* a state record or event did not make it */
+    if (FORGE_TESTPOINT_PRODUCER_FATAL())
+        rd_kafka_test_fatal_error(k->producer,
+                                  RD_KAFKA_RESP_ERR_INVALID_TXN_STATE,
+                                  "raised by a test point");
+    if ((e = begin(k)))
+        ;                       /* dealt with below, as any failure to commit */
+    else if (k->produce_failed) /* a state record or event did not make it */
         e = rd_kafka_error_new(RD_KAFKA_RESP_ERR__FAIL,
                                "a message of this transaction could not be "
                                "produced");
     else if (FORGE_TESTPOINT_ABORT_TXN())
         e = forced_abort(k);
     else
-        e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS());
+        e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
     k->produce_failed = false;
-    if (e) {
-        if (rd_kafka_error_is_fatal(e)) {
-            forge_log_error("transaction: %s", rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            out = FORGE_KAFKA_FATAL;
-        } else {
-            out = abort_txn(k, e);
-        }
-    } else {
+    if (e && (abandoned || broken(k, e)))
+        out = replace_producer(k, e, abandoned);
+    else if (e)
+        out = abort_txn(k, e);
+    else
         k->in_txn = false;
-    }
     rd_kafka_topic_partition_list_destroy(k->offsets);
     k->offsets = rd_kafka_topic_partition_list_new(8);
     return out;

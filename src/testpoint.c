@@ -3,7 +3,8 @@
  * the build defines FORGE_TEST_HOOKS. The abort counter is touched by the
  * consume loop's thread only; the crash point may be reached from any
  * thread (it only reads the environment and kills the process). The
- * commit stall's counter is the loop's too.
+ * commit stall's, the offsets hang's and the producer fatal's counters are
+ * the loop's too.
  */
 #include "testpoint.h"
 
@@ -98,6 +99,34 @@ bool forge_testpoint_commit_stalls(void)
         return false;
     forge_log_warn("test point: transaction %ld stalls at its commit on "
                    "purpose",
+                   seen);
+    return true;
+}
+
+/* Called once per sending of offsets (kafka.c), on the loop's thread. */
+bool forge_testpoint_offsets_hang(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_OFFSETS_HANG");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: sending offsets %ld never returns, on "
+                   "purpose",
+                   seen);
+    return true;
+}
+
+/* Called once per transaction that carries anything (kafka.c). */
+bool forge_testpoint_producer_fatal(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_PRODUCER_FATAL");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: the producer takes a fatal error before "
+                   "transaction %ld commits, on purpose",
                    seen);
     return true;
 }

@@ -18,6 +18,17 @@
  *                                  transaction coordinator that does not
  *                                  answer, until the worker gives up on it
  *                                  (kafka.c: the commit budget) and aborts
+ *   FORGE_TEST_OFFSETS_HANG=<n>    the n-th sending of offsets to a
+ *                                  transaction never returns (its thread
+ *                                  waits an hour first), as librdkafka's
+ *                                  may not after a broker restart
+ *                                  (kafka_guard.h): the worker gives that
+ *                                  producer up and replaces it
+ *   FORGE_TEST_PRODUCER_FATAL=<n>  the producer takes a fatal error
+ *                                  (INVALID_TXN_STATE, as seen after a
+ *                                  broker restart) before the n-th
+ *                                  transaction that carries anything
+ *                                  commits: the worker replaces it
  *   FORGE_TEST_ABORT_TXN_RANDOM=<m> each transaction that carries anything
  *                                  is aborted with a chance of m per mille
  *                                  (the chaos scenarios); with
@@ -42,8 +53,12 @@ bool forge_testpoint_abort_txn(void);
 void forge_testpoint_event_state(const char *state);
 bool forge_testpoint_restore_fail(void);
 bool forge_testpoint_commit_stalls(void);
+bool forge_testpoint_offsets_hang(void);
+bool forge_testpoint_producer_fatal(void);
 #define FORGE_TESTPOINT_RESTORE_FAIL()     forge_testpoint_restore_fail()
 #define FORGE_TESTPOINT_COMMIT_STALLS()    forge_testpoint_commit_stalls()
+#define FORGE_TESTPOINT_OFFSETS_HANG()     forge_testpoint_offsets_hang()
+#define FORGE_TESTPOINT_PRODUCER_FATAL()   forge_testpoint_producer_fatal()
 #define FORGE_TESTPOINT_CRASH(name)        forge_testpoint_crash(name)
 #define FORGE_TESTPOINT_EVENT_STATE(state) forge_testpoint_event_state(state)
 #define FORGE_TESTPOINT_ABORT_TXN()        forge_testpoint_abort_txn()
@@ -54,6 +69,8 @@ bool forge_testpoint_commit_stalls(void);
 #define FORGE_TESTPOINT_EVENT_STATE(state) ((void)0)
 #define FORGE_TESTPOINT_RESTORE_FAIL()     false
 #define FORGE_TESTPOINT_COMMIT_STALLS()    false
+#define FORGE_TESTPOINT_OFFSETS_HANG()     false
+#define FORGE_TESTPOINT_PRODUCER_FATAL()   false
 #define FORGE_TESTPOINTS_BUILT             0
 #endif
 
