@@ -56,6 +56,7 @@
 #define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
 #define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
 #define REWIND_MAX_MS      10000
+#define RESTORE_MAX_MS     60000  /* one partition's restore */
 #define INIT_TIMEOUT_MS    60000  /* the first init_transactions */
 #define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
 #define GUARD_MAX_MS       5000   /* grace for a call that may not return */
@@ -378,6 +379,11 @@ static void pause_or_resume(forge_kafka_t *k, int32_t partition, bool pause)
     else
         rd_kafka_resume_partitions(k->consumer, l);
     rd_kafka_topic_partition_list_destroy(l);
+}
+
+void forge_kafka_pause(forge_kafka_t *k, int32_t partition)
+{
+    pause_or_resume(k, partition, true);
 }
 
 void forge_kafka_resume(forge_kafka_t *k, int32_t partition)
@@ -718,6 +724,16 @@ static rd_kafka_t *reader(forge_kafka_t *k)
     return k->reader;
 }
 
+int forge_kafka_restore_timeout_ms(const forge_kafka_t *k)
+{
+    return at_most(k->budget.max_poll_ms / 8, RESTORE_MAX_MS);
+}
+
+int forge_kafka_restore_pass_ms(const forge_kafka_t *k)
+{
+    return k->budget.max_poll_ms / 4;
+}
+
 int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
                         void (*fn)(void *ctx, const char *key, size_t key_len,
                                    const char *value, size_t len),
@@ -725,7 +741,8 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
 {
     rd_kafka_t *r = reader(k);
     rd_kafka_topic_partition_list_t *l;
-    int rc = -1, waited = 0;
+    long long until = monotonic_ms() + timeout_ms;
+    int rc = -1;
 
     if (!r)
         return -1;
@@ -733,12 +750,10 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
     rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, partition)
         ->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
-    while (waited < timeout_ms) {
+    while (monotonic_ms() < until) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 100);
-        if (!m) {
-            waited += 100;
+        if (!m)
             continue;
-        }
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             rd_kafka_message_destroy(m);
             rc = 0;

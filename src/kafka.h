@@ -56,6 +56,7 @@ void forge_kafka_destroy(forge_kafka_t *k);
 bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
                       forge_kafka_message_t *msg);
 
+void forge_kafka_pause(forge_kafka_t *k, int32_t partition);
 void forge_kafka_resume(forge_kafka_t *k, int32_t partition);
 void forge_kafka_pause_all(forge_kafka_t *k);
 
@@ -120,9 +121,16 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k);
 
 /* ---- restore ----------------------------------------------------------- */
 
+/* How long restores may hold the loop, from the consumer's
+ * max.poll.interval.ms M (kafka.c): one restore at most min(M/8, 60 s),
+ * restores in a row at most M/4 (then the loop polls the group). */
+int forge_kafka_restore_timeout_ms(const forge_kafka_t *k);
+int forge_kafka_restore_pass_ms(const forge_kafka_t *k);
+
 /* Reads partition `partition` of the state topic from the beginning to its
  * end (last stable offset), calling fn for every record (value NULL for a
- * tombstone). Returns 0, or -1 when the end could not be reached. */
+ * tombstone), for at most timeout_ms. Returns 0, or -1 when the end could
+ * not be reached in time. */
 int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
                         void (*fn)(void *ctx, const char *key, size_t key_len,
                                    const char *value, size_t len),

@@ -186,6 +186,12 @@ int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at)
     return o->failures[p];
 }
 
+void forge_owner_restore_later(forge_owner_t *o, int32_t p, long long at)
+{
+    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING)
+        set_retry(o, p, at);
+}
+
 int forge_owner_restore_failures(const forge_owner_t *o, int32_t p)
 {
     return p >= 0 && p < PARTITIONS_MAX ? o->failures[p] : 0;
@@ -193,11 +199,14 @@ int forge_owner_restore_failures(const forge_owner_t *o, int32_t p)
 
 int32_t forge_owner_restore_due(const forge_owner_t *o, long long now)
 {
+    int32_t due = -1;
+
     for (int32_t p = 0; o->retrying && p < PARTITIONS_MAX; p++)
         if (o->partitions[p] == P_RESTORING && o->retry_at[p] &&
-            now >= o->retry_at[p])
-            return p;
-    return -1;
+            now >= o->retry_at[p] &&
+            (due < 0 || o->retry_at[p] < o->retry_at[due]))
+            due = p;
+    return due;
 }
 
 void forge_owner_drop(forge_owner_t *o, int32_t p)

@@ -83,7 +83,12 @@ bool forge_owner_ready(const forge_owner_t *o);
 int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at);
 int forge_owner_restore_failures(const forge_owner_t *o, int32_t p);
 
-/* A restoring partition whose next restore is due at now, or -1. */
+/* p's restore waits for the next pass, due at `at` (the pass's time ran
+ * out before p's turn; not a failure: no backoff). */
+void forge_owner_restore_later(forge_owner_t *o, int32_t p, long long at);
+
+/* The restoring partition whose next restore has been due longest at now,
+ * or -1. */
 int32_t forge_owner_restore_due(const forge_owner_t *o, long long now);
 
 /* How many partitions are owned (restoring or ready). */

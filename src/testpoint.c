@@ -142,6 +142,25 @@ bool forge_testpoint_restore_fail(void)
     forge_log_warn("test point: restore %ld fails on purpose", failed);
     return true;
 }
+/* Called once per restore (worker.c), on the loop's thread. */
+bool forge_testpoint_restore_stalls(int timeout_ms)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_RESTORE_STALLS");
+    const char *colon = want ? strchr(want, ':') : NULL;
+    long from = colon ? strtol(want, NULL, 10) : 1;
+    long n = want ? strtol(colon ? colon + 1 : want, NULL, 10) : 0;
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+
+    seen++;
+    if (seen < from || seen >= from + n)
+        return false;
+    forge_log_warn("test point: restore %ld stalls %d ms, then fails, on "
+                   "purpose",
+                   seen, timeout_ms);
+    nanosleep(&ts, NULL);
+    return true;
+}
 #else
 typedef int forge_testpoint_unused_t; /* ISO C: no empty translation unit */
 #endif

@@ -8,6 +8,10 @@
  *                                  anything is aborted instead of committed
  *   FORGE_TEST_RESTORE_FAILS=<n>   the first n partition restores fail (as
  *                                  if the state topic's end was not reached)
+ *   FORGE_TEST_RESTORE_STALLS=[<from>:]<n>  n partition restores (from the
+ *                                  from-th on, the first by default) wait
+ *                                  out their whole timeout, then fail, as
+ *                                  with a state topic that does not answer
  *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
  *                                  status event of state S (SUCCEEDED, ...)
  *                                  is aborted instead of committed
@@ -52,10 +56,12 @@ void forge_testpoint_crash(const char *name);
 bool forge_testpoint_abort_txn(void);
 void forge_testpoint_event_state(const char *state);
 bool forge_testpoint_restore_fail(void);
+bool forge_testpoint_restore_stalls(int timeout_ms);
 bool forge_testpoint_commit_stalls(void);
 bool forge_testpoint_offsets_hang(void);
 bool forge_testpoint_producer_fatal(void);
 #define FORGE_TESTPOINT_RESTORE_FAIL()     forge_testpoint_restore_fail()
+#define FORGE_TESTPOINT_RESTORE_STALLS(ms) forge_testpoint_restore_stalls(ms)
 #define FORGE_TESTPOINT_COMMIT_STALLS()    forge_testpoint_commit_stalls()
 #define FORGE_TESTPOINT_OFFSETS_HANG()     forge_testpoint_offsets_hang()
 #define FORGE_TESTPOINT_PRODUCER_FATAL()   forge_testpoint_producer_fatal()
@@ -68,6 +74,7 @@ bool forge_testpoint_producer_fatal(void);
 #define FORGE_TESTPOINT_ABORT_TXN()        false
 #define FORGE_TESTPOINT_EVENT_STATE(state) ((void)0)
 #define FORGE_TESTPOINT_RESTORE_FAIL()     false
+#define FORGE_TESTPOINT_RESTORE_STALLS(ms) false
 #define FORGE_TESTPOINT_COMMIT_STALLS()    false
 #define FORGE_TESTPOINT_OFFSETS_HANG()     false
 #define FORGE_TESTPOINT_PRODUCER_FATAL()   false

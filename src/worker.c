@@ -485,25 +485,68 @@ static void restore_failed(worker_t *w, int32_t p)
                     (int)p, n, delay);
 }
 
-/* Restores that failed, once their backoff has passed. */
+/* Restores in a row hold the loop at most forge_kafka_restore_pass_ms (a
+ * quarter of max.poll.interval.ms: the group must be polled in time), each
+ * at most forge_kafka_restore_timeout_ms: one starts only if it can end
+ * within the pass. */
+static bool restore_fits(const worker_t *w, long long pass_start)
+{
+    return forge_event_now_ms() - pass_start +
+               forge_kafka_restore_timeout_ms(w->kafka) <=
+           forge_kafka_restore_pass_ms(w->kafka);
+}
+
+/* Restores that failed, once their backoff has passed, and those that
+ * waited for a pass; as many as fit this one. */
 static void retry_restores(worker_t *w)
 {
+    long long start = forge_event_now_ms();
     int32_t p;
 
-    while ((p = forge_owner_restore_due(w->owner, forge_event_now_ms())) >= 0)
+    while (restore_fits(w, start) &&
+           (p = forge_owner_restore_due(w->owner, forge_event_now_ms())) >= 0)
         restore(w, p);
+}
+
+/* The partition as it was before it was restored: paused (nothing taken
+ * from it until its records are back), its launches forgotten. */
+static void unrestore(worker_t *w, int32_t p)
+{
+    forge_kafka_pause(w->kafka, p);
+    w->poll_epoch++; /* the poller forgets what it saw: records rewind */
+    forge_owner_drop(w->owner, p);
+    forge_owner_assign(w->owner, p);
+}
+
+/* Restores parts in turn, as many as fit this pass (restore_fits); the
+ * rest wait, paused, for the next pass of the loop (retry_restores). */
+static void restore_each(worker_t *w, const int32_t *parts, size_t n)
+{
+    long long start = forge_event_now_ms();
+
+    for (size_t i = 0; i < n; i++) {
+        if (restore_fits(w, start)) {
+            restore(w, parts[i]);
+            continue;
+        }
+        unrestore(w, parts[i]);
+        forge_owner_restore_later(w->owner, parts[i], forge_event_now_ms());
+        forge_log_info("partition %d: restore waits for the loop's next pass",
+                       (int)parts[i]);
+    }
 }
 
 static void restore(worker_t *w, int32_t p)
 {
     restoring_t r = {w, p, 0, 0, {0}};
 
-    forge_log_info("partition %d assigned: restoring", (int)p);
-    w->poll_epoch++; /* the poller forgets what it saw: records rewind */
-    forge_owner_drop(w->owner, p);
-    forge_owner_assign(w->owner, p);
+    forge_log_info("partition %d: restoring", (int)p);
+    unrestore(w, p);
     if (FORGE_TESTPOINT_RESTORE_FAIL() ||
-        forge_kafka_restore(w->kafka, p, on_state_record, &r, 60000) != 0) {
+        FORGE_TESTPOINT_RESTORE_STALLS(
+            forge_kafka_restore_timeout_ms(w->kafka)) ||
+        forge_kafka_restore(w->kafka, p, on_state_record, &r,
+                            forge_kafka_restore_timeout_ms(w->kafka)) != 0) {
         restore_failed(w, p);
         return;
     }
@@ -523,8 +566,7 @@ static void on_assigned(void *ctx, const int32_t *parts, size_t n)
     worker_t *w = ctx;
 
     w->joined = true;
-    for (size_t i = 0; i < n; i++)
-        restore(w, parts[i]);
+    restore_each(w, parts, n);
 }
 
 /* Deferred work of a transaction that did not commit, or of partitions
@@ -574,8 +616,7 @@ static forge_kafka_outcome_t commit(worker_t *w)
     } else if (out == FORGE_KAFKA_ABORTED) {
         drop_deferred(w);
         parts = forge_owner_partitions(w->owner, &n);
-        for (size_t i = 0; i < n; i++)
-            restore(w, parts[i]); /* memory back to what committed */
+        restore_each(w, parts, n); /* memory back to what committed */
         free(parts);
     } else {
         w->fatal = true;

@@ -179,6 +179,30 @@ Test(owner, partition_bookkeeping)
     forge_owner_destroy(o);
 }
 
+/* Restores that waited for a pass and restores that failed take turns by
+ * how long each has been due, so a partition failing again and again never
+ * keeps a waiting one from its turn; waiting is no failure (no backoff). */
+Test(owner, the_restore_due_longest_goes_first)
+{
+    forge_owner_t *o = forge_owner_new();
+
+    for (int32_t p = 0; p < 3; p++)
+        forge_owner_assign(o, p);
+    forge_owner_restore_later(o, 2, 1000); /* waits for the next pass */
+    cr_assert_eq(forge_owner_restore_failed(o, 0, 1500), 1);
+    cr_assert_eq(forge_owner_restore_due(o, 999), -1);
+    cr_assert_eq(forge_owner_restore_due(o, 2000), 2, "due since 1000");
+    cr_assert_eq(forge_owner_restore_failures(o, 2), 0, "not a failure");
+    forge_owner_set_ready(o, 2);
+    cr_assert_eq(forge_owner_restore_due(o, 2000), 0);
+    forge_owner_restore_later(o, 1, 1200);
+    cr_assert_eq(forge_owner_restore_due(o, 2000), 1, "due since 1200");
+    forge_owner_set_ready(o, 1); /* a ready partition waits for nothing */
+    forge_owner_restore_later(o, 1, 100);
+    cr_assert_eq(forge_owner_restore_due(o, 2000), 0);
+    forge_owner_destroy(o);
+}
+
 /* Generations (generation.h): each assignment or restore of a partition
  * begins a new one, entries carry the one they were made in, and a
  * partition leaving (released on a rebalance, dropped) holds none. */
