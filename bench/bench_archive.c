@@ -11,9 +11,9 @@
  *
  *   build/bench/bench_archive [total-MiB (256)] [files (4)]
  */
-#include "log_archive.h"
-#include "paths.h"
-#include "staging.h"
+#include "archive/log_archive.h"
+#include "render/paths.h"
+#include "render/staging.h"
 
 #include <fcntl.h>
 #include <ftw.h>

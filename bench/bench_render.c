@@ -8,7 +8,7 @@
  *
  *   build/bench/bench_render [seconds-per-measure]
  */
-#include "prepare.h"
+#include "request/prepare.h"
 
 #include <jansson.h>
 #include <stdio.h>

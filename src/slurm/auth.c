@@ -2,8 +2,8 @@
  * slurm/auth.c - token file watching and HS256 minting (auth.h).
  */
 #include "slurm/auth.h"
-#include "log.h"
-#include "util.h"
+#include "core/log.h"
+#include "core/util.h"
 
 #include <jwt.h>
 #include <stdlib.h>

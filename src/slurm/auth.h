@@ -12,7 +12,7 @@
 #ifndef FORGE_SLURM_AUTH_H
 #define FORGE_SLURM_AUTH_H
 
-#include "error.h"
+#include "core/error.h"
 
 #include <stdbool.h>
 

@@ -3,9 +3,9 @@
  * the operations share (client.h, client_int.h). The operations are in
  * ops.c, the HTTP call in http.c, the tokens in auth.c.
  */
-#include "buf.h"
+#include "core/buf.h"
 #include "slurm/client_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,8 +23,8 @@
 #ifndef FORGE_SLURM_CLIENT_H
 #define FORGE_SLURM_CLIENT_H
 
-#include "config.h"
-#include "error.h"
+#include "core/config.h"
+#include "core/error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

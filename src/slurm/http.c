@@ -18,10 +18,10 @@
  * second), the backoff sleeps in short slices, and no request or retry
  * starts once the flag is set. The call then ends like a cut-off one.
  */
-#include "buf.h"
-#include "log.h"
+#include "core/buf.h"
+#include "core/log.h"
 #include "slurm/client_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

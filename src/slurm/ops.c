@@ -4,9 +4,9 @@
  * v0.0.45 (their job and ping objects share the fields read here; numbers
  * may be plain or {set, infinite, number}, and both are read).
  */
-#include "buf.h"
+#include "core/buf.h"
 #include "slurm/client_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

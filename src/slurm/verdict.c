@@ -3,7 +3,7 @@
  * of events (verdict.h).
  */
 #include "slurm/verdict.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 

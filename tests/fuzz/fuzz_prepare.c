@@ -34,10 +34,10 @@
  * Built by tests/fuzz/CMakeLists.txt (FORGE_FUZZ=ON, clang); run by
  * scripts/fuzz. Temporary files go under $TMPDIR (default /tmp).
  */
-#include "paths.h"
-#include "prepare.h"
-#include "render.h"
-#include "util.h"
+#include "render/paths.h"
+#include "request/prepare.h"
+#include "render/render.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

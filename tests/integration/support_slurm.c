@@ -3,10 +3,10 @@
  */
 #include "support_slurm.h"
 
-#include "prepare.h"
-#include "series.h"
+#include "request/prepare.h"
+#include "request/series.h"
 #include "slurm/verdict.h"
-#include "staging.h"
+#include "render/staging.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -23,8 +23,8 @@
 #ifndef FORGE_TEST_SUPPORT_SLURM_H
 #define FORGE_TEST_SUPPORT_SLURM_H
 
-#include "config.h"
-#include "platform_state.h"
+#include "core/config.h"
+#include "launch/platform_state.h"
 #include "slurm/client.h"
 
 #include <jansson.h>

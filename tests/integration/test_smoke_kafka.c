@@ -5,7 +5,7 @@
  * (cooperative-sticky, read_committed). Group membership is exactly what
  * librdkafka < 2.11.1 cannot do against Kafka 4.
  */
-#include "config.h"
+#include "core/config.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>

@@ -3,8 +3,8 @@
  * is for, and its threads, are written there).
  */
 #include "support_http.h"
-#include "buf.h"
-#include "util.h"
+#include "core/buf.h"
+#include "core/util.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

@@ -7,7 +7,7 @@
 #ifndef FORGE_SUPPORT_STORAGE_H
 #define FORGE_SUPPORT_STORAGE_H
 
-#include "error.h"
+#include "core/error.h"
 
 #include <stdarg.h>
 

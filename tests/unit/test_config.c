@@ -1,9 +1,9 @@
 /*
- * test_config.c - every rule of src/config.c: defaults, each variable's
+ * test_config.c - every rule of src/core/config.c: defaults, each variable's
  * accepted and refused values, the cross-variable checks, and the
  * requirements per command. A refused value must name its variable.
  */
-#include "config.h"
+#include "core/config.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

@@ -4,7 +4,7 @@
  * and the source in headers, and never more than the configured size: a
  * record the broker refused would come back forever (dlq.h).
  */
-#include "dlq.h"
+#include "kafka/dlq.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * schemas/status-changed.v1.json (checked with a real JSON Schema
  * validator, tests/schema/validate.py).
  */
-#include "events.h"
+#include "launch/events.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

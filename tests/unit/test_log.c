@@ -1,10 +1,10 @@
 /*
- * test_log.c - src/log.c: line formats, levels, and above all redaction: a
+ * test_log.c - src/core/log.c: line formats, levels, and above all redaction: a
  * secret passed anywhere into a log call (message, argument, field key or
  * value, worker id), in any spelling the encoder could produce, never
  * reaches the output.
  */
-#include "log.h"
+#include "core/log.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

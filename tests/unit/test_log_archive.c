@@ -1,7 +1,7 @@
 /*
- * test_log_archive.c - src/log_archive.c against real folders: what goes
- * into logs.tar.gz (the job's regular files, never the worker's own, never a
- * link or a FIFO), the archive read back with libarchive and hashed with
+ * test_log_archive.c - src/archive/log_archive.c against real folders: what
+ * goes into logs.tar.gz (the job's regular files, never the worker's own, never
+ * a link or a FIFO), the archive read back with libarchive and hashed with
  * OpenSSL, the same bytes twice, the missing logs, and the tail an event
  * carries (4 KiB, line start, valid UTF-8 for jansson, secret redacted).
  * Planted links and hard links (issue 10): at `staging`, `staging/<id>`,
@@ -9,9 +9,9 @@
  * the archive itself, each refused with nothing outside read or written.
  * Each test has its own mkdtemp storage root.
  */
-#include "log_archive.h"
-#include "paths.h"
-#include "staging.h"
+#include "archive/log_archive.h"
+#include "render/paths.h"
+#include "render/staging.h"
 
 #include <archive.h>
 #include <archive_entry.h>

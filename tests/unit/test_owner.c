@@ -1,5 +1,5 @@
 /*
- * test_owner.c - the launch table (src/owner.c) and the secrets of the
+ * test_owner.c - the launch table (src/launch/owner.c) and the secrets of the
  * requests it holds: registered for redaction (log.h) when a request enters
  * (accepted or restored), unregistered when it leaves (a newer attempt, a
  * revoked partition, the table destroyed) or is dropped (archived, or
@@ -8,8 +8,8 @@
  * each secret_env value) is checked on a request built by hand. And the
  * partitions' generations the runners check (generation.h).
  */
-#include "log.h"
-#include "owner.h"
+#include "core/log.h"
+#include "launch/owner.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

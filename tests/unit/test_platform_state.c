@@ -1,10 +1,10 @@
 /*
- * test_platform_state.c - src/platform_state.c against docs/CONTRACT.md
+ * test_platform_state.c - src/launch/platform_state.c against docs/CONTRACT.md
  * section 3: every (from, to) pair of the 11 states checked against a matrix
  * written out here (a second, independent statement of the contract), the
  * terminal states, and the names.
  */
-#include "platform_state.h"
+#include "launch/platform_state.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

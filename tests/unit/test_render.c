@@ -12,9 +12,9 @@
  *
  * FORGE_UPDATE_GOLDEN=1 rewrites the expected files (review the diff!).
  */
-#include "prepare.h"
-#include "render.h"
-#include "util.h"
+#include "request/prepare.h"
+#include "render/render.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -24,10 +24,10 @@
  * FORGE_KEEP_CREDENTIALS_TEST=1 keeps the temporary folders
  * (/tmp/forge-cred-*).
  */
-#include "buf.h"
-#include "prepare.h"
-#include "render.h"
-#include "util.h"
+#include "core/buf.h"
+#include "request/prepare.h"
+#include "render/render.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -25,9 +25,9 @@
  *
  * FORGE_KEEP_HOSTILE=1 keeps the temporary folders (/tmp/forge-hostile-*).
  */
-#include "prepare.h"
-#include "render.h"
-#include "util.h"
+#include "request/prepare.h"
+#include "render/render.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

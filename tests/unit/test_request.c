@@ -4,9 +4,9 @@
  * checks, unknown fields, cancel requests, and salvaging a launch_id from a
  * refused message.
  */
-#include "prepare.h"
-#include "request.h"
-#include "request_check.h"
+#include "request/prepare.h"
+#include "request/request.h"
+#include "request/request_check.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

@@ -8,9 +8,9 @@
  * Each test has its own mkdtemp folder: <tmp>/storage is the storage root,
  * <tmp>/allow a FORGE_MOUNT_ALLOW prefix.
  */
-#include "request.h"
-#include "request_check.h"
-#include "series.h"
+#include "request/request.h"
+#include "request/request_check.h"
+#include "request/series.h"
 
 #include "support_storage.h"
 

@@ -13,9 +13,9 @@
  * saw is read from a scripted fake slurmrestd (support_http.h), the one
  * way to hold a submit's answer back while the next item waits.
  */
-#include "generation.h"
-#include "runner.h"
-#include "util.h"
+#include "launch/generation.h"
+#include "worker/runner.h"
+#include "core/util.h"
 
 #include "support_http.h"
 #include "support_storage.h"

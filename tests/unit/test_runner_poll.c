@@ -13,9 +13,9 @@
  * What is counted is what the server saw; the time bounds are generous
  * (the failures they catch take 30 s and more).
  */
-#include "buf.h"
-#include "runner.h"
-#include "util.h"
+#include "core/buf.h"
+#include "worker/runner.h"
+#include "core/util.h"
 
 #include "support_http.h"
 #include "support_storage.h"

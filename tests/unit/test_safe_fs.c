@@ -1,13 +1,13 @@
 /*
- * test_safe_fs.c - src/safe_fs.c against real folders, every case twice:
- * suite safe_fs2 through openat2 (where the kernel has it), suite
+ * test_safe_fs.c - src/core/safe_fs.c against real folders, every case
+ * twice: suite safe_fs2 through openat2 (where the kernel has it), suite
  * safe_fs_walk through the component walk (forced). Planted links in the
  * last and a middle component, links to "/" and "..", dangling links,
  * FIFOs and hard links where a file is expected, and trees holding links to
  * outside root-only files removed with their targets untouched (hashed
  * before and after). Runs as root, so owners are real.
  */
-#include "safe_fs.h"
+#include "core/safe_fs.h"
 
 #include "support_storage.h"
 

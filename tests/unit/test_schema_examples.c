@@ -7,10 +7,10 @@
  * drifting.) Examples of out events are produced by the worker, not parsed
  * by it: they are the Python side's alone.
  */
-#include "buf.h"
-#include "prepare.h"
-#include "tenants.h"
-#include "util.h"
+#include "core/buf.h"
+#include "request/prepare.h"
+#include "request/tenants.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  */
 #include "slurm/client.h"
 #include "support_http.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

@@ -8,11 +8,11 @@
  * bodies. Refused, rotated and minted tokens are in test_slurm_auth.c. The
  * ASan build checks for leaks.
  */
-#include "buf.h"
-#include "log.h"
+#include "core/buf.h"
+#include "core/log.h"
 #include "slurm/client.h"
 #include "support_http.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /*
- * test_staging.c - src/staging.c against real folders, as root (so owners
- * are real): the layout and its owners and modes (staging/ and
+ * test_staging.c - src/render/staging.c against real folders, as root (so
+ * owners are real): the layout and its owners and modes (staging/ and
  * staging/<id>/ the worker's 0711, the attempt's folder and its files the
  * job user's 0700 / 0600), the credentials file from
  * forge_render_credentials, retries, old deployments repaired, and every
@@ -8,9 +8,9 @@
  * outside folder (a root-only host folder) unchanged, hashed before and
  * after.
  */
-#include "render.h"
-#include "staging.h"
-#include "util.h"
+#include "render/render.h"
+#include "render/staging.h"
+#include "core/util.h"
 
 #include "support_storage.h"
 

@@ -1,9 +1,9 @@
 /*
- * test_tenants.c - the site's tenants file (src/tenants.c): every rule of
- * the document, and which tenant a launch runs as.
+ * test_tenants.c - the site's tenants file (src/request/tenants.c): every rule
+ * of the document, and which tenant a launch runs as.
  */
-#include "request.h"
-#include "tenants.h"
+#include "request/request.h"
+#include "request/tenants.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * environment variable, or a bad state key file, stops `run` with exit 78
  * and a message naming it.
  */
-#include "version.h"
+#include "core/version.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>

@@ -1,12 +1,12 @@
 """
 A commit that keeps failing with retriable errors holds the consume loop no
 longer than its budget, derived from the group's max.poll.interval.ms
-(src/kafka.c: attempts for a quarter of it, then abort and rewind): the
+(src/kafka/kafka.c: attempts for a quarter of it, then abort and rewind): the
 worker gives up on the transaction, aborts it, rewinds, and carries on. It
 is never thrown out of its group for not polling (no partition lost or
 moved), and the launch whose transaction stalled completes exactly once.
 
-The stall is the test point FORGE_TEST_COMMIT_STALLS=1 (src/testpoint.h):
+The stall is the test point FORGE_TEST_COMMIT_STALLS=1 (src/core/testpoint.h):
 every commit attempt of the worker's first transaction waits out its whole
 timeout and fails with a retriable timeout, as with a transaction
 coordinator that does not answer (a broker fault that cannot be made to
@@ -15,7 +15,7 @@ error 10 times 30 s: the group threw the worker out after 20 s.
 
 A call that never returns is bounded too: librdkafka's
 send_offsets_to_transaction can wait forever after a broker restart
-(src/kafka_guard.h; the chaos scenarios' long mode saw a worker frozen
+(src/kafka/kafka_guard.h; the chaos scenarios' long mode saw a worker frozen
 five minutes, then thrown out of its group). FORGE_TEST_OFFSETS_HANG=1
 makes the first one hang (its thread waits an hour before calling: the
 real hang is a race on a broker's restart that cannot be had to order);

@@ -1,6 +1,6 @@
 """
 kill -9 of a worker between the committed intent (ACCEPTED) and the recorded
-job id, at the two test points of src/testpoint.h: before the Slurm call,
+job id, at the two test points of src/core/testpoint.h: before the Slurm call,
 and after Slurm took the job. The partition's next owner finds the intent
 at restore, cancels whatever carries the launch's comment tag, and submits
 afresh: exactly one live Slurm job at any time, one terminal event.

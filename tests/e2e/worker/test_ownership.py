@@ -1,6 +1,6 @@
 """
 Work for a partition that is no longer the worker's never reaches Slurm
-(issue 11, src/generation.h): submits queued in a worker's Slurm runner
+(issue 11, src/launch/generation.h): submits queued in a worker's Slurm runner
 when its partitions move to another worker (the group throws it out), or
 when an aborted transaction rewinds its memory, are dropped right before
 their POST; a submit whose launch is cancelled after it was posted is

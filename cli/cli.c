@@ -1,0 +1,112 @@
+/*
+ * cli.c - helpers shared by forge-worker's commands (cli.h).
+ */
+#include "cli.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/version.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static int config_failure(const forge_error_t *err)
+{
+    forge_log_field_t fields[] = {{"variable", err->field}};
+
+    forge_log_fields(FORGE_LOG_ERROR, fields, 1, "bad configuration: %s",
+                     err->message);
+    fprintf(stderr, "forge-worker: bad configuration: %s\n", err->message);
+    return CLI_EXIT_CONFIG;
+}
+
+int cli_load_config(unsigned needs, forge_config_t **out)
+{
+    forge_error_t err = {0};
+    forge_config_t *cfg = NULL;
+
+    *out = NULL;
+    if (forge_config_load(environ, &cfg, &err) ||
+        forge_config_require(cfg, needs, &err) ||
+        forge_version_check_runtime(&err)) {
+        forge_config_destroy(cfg);
+        return config_failure(&err);
+    }
+    forge_log_configure(cfg->log_level, cfg->log_format, 2, cfg->worker_id);
+    for (size_t i = 0; i < cfg->unknown_count; i++) {
+        forge_log_field_t f[] = {{"variable", cfg->unknown_vars[i]}};
+        forge_log_fields(FORGE_LOG_WARN, f, 1,
+                         "unknown FORGE_ variable ignored (a typo?)");
+    }
+    *out = cfg;
+    return 0;
+}
+
+int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_series_load(cfg->gpu_series_file, out, &err))
+        return config_failure(&err);
+    return 0;
+}
+
+int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
+{
+    forge_error_t err = {0};
+
+    *out = NULL;
+    if (cfg->tenants_file && forge_tenants_load(cfg->tenants_file, out, &err))
+        return config_failure(&err);
+    return 0;
+}
+
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_sealer_from_config(cfg, out, &err))
+        return config_failure(&err);
+    forge_log_info("state records sealed with key %s%s", forge_sealer_kid(*out),
+                   cfg->state_key_file_previous
+                       ? "; the previous key opens older ones"
+                       : "");
+    return 0;
+}
+
+static int read_stream(FILE *f, size_t max, char **out, size_t *len)
+{
+    size_t cap = 65536, n = 0, r;
+    char *buf = forge_xmalloc(cap + 1);
+
+    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n > max)
+            break;
+        if (n == cap)
+            buf = forge_xrealloc(buf, (cap *= 2) + 1);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
+{
+    FILE *f = strcmp(arg, "-") ? fopen(arg, "rb") : stdin;
+    int rc;
+
+    if (!f) {
+        fprintf(stderr, "forge-worker: cannot read %s: %s\n", arg,
+                strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    rc = read_stream(f, max, out, len);
+    if (f != stdin)
+        fclose(f);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * cli.h - what the command functions of forge-worker share: exit codes,
+ * configuration loading with exit 78, and reading a FILE|- argument.
+ */
+#ifndef FORGE_CLI_H
+#define FORGE_CLI_H
+
+#include "core/config.h"
+#include "launch/seal.h"
+#include "request/series.h"
+#include "request/tenants.h"
+
+#include <stddef.h>
+
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_INVALID = 2, /* invalid request */
+    CLI_EXIT_USAGE = 64,
+    CLI_EXIT_SOFTWARE = 70,
+    CLI_EXIT_CONFIG = 78,
+};
+
+/* Loads configuration from the environment, applies its logging part and
+ * checks the FORGE_NEED_* bits. Returns 0 or CLI_EXIT_CONFIG (printed). */
+int cli_load_config(unsigned needs, forge_config_t **out);
+
+/* Loads FORGE_GPU_SERIES_FILE. Returns 0 or CLI_EXIT_CONFIG (printed). */
+int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out);
+
+/* Loads FORGE_TENANTS_FILE; *out NULL when it is not set (no tenants).
+ * Returns 0 or CLI_EXIT_CONFIG (printed). */
+int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out);
+/* Loads the state keys (FORGE_STATE_KEY_FILE, _PREVIOUS). Returns 0 or
+ * CLI_EXIT_CONFIG (printed). */
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out);
+
+/* Reads a whole FILE, or standard input for "-", capped at max bytes + 1
+ * (so a caller can tell "too large"). Returns 0 or CLI_EXIT_USAGE. */
+int cli_read_input(const char *arg, size_t max, char **out, size_t *len);
+
+int cmd_run(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_render(int argc, char **argv);
+int cmd_ping(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+
+#endif

@@ -1,0 +1,687 @@
+/*
+ * config.c - the table of FORGE_* variables and the rules that read them.
+ *
+ * One row per variable: its name, where it lands in forge_config_t, how it is
+ * parsed and its default. Parsing walks the table once; checks that involve
+ * two variables (auth source, storage roots) run after it. No globals, no
+ * I/O: the same envp always gives the same result, which is what the unit
+ * tests rely on.
+ */
+#include "core/config.h"
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum var_kind {
+    VAR_STR,      /* free text, no control characters */
+    VAR_NAME,     /* Slurm / user name: [A-Za-z0-9._@-], <= 64 */
+    VAR_ID,       /* worker / group id: [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
+    VAR_TOPIC,    /* Kafka topic name */
+    VAR_ABSPATH,  /* absolute path, no "..", normalized */
+    VAR_PATHLIST, /* ':'-separated absolute paths */
+    VAR_URL,      /* http:// or https:// */
+    VAR_BROKERS,  /* host:port[,host:port...] */
+    VAR_HOSTPORT, /* host:port */
+    VAR_INT,
+    VAR_BOOL,
+    VAR_ENUM,
+} var_kind_t;
+
+typedef struct var_rule {
+    const char *name;
+    var_kind_t kind;
+    size_t offset;             /* into forge_config_t */
+    const char *default_value; /* NULL: unset unless given */
+    long min, max;             /* VAR_INT */
+    const char *const *names;  /* VAR_ENUM: index = enum value */
+} var_rule_t;
+
+static const char *const api_names[] = {"v0.0.41", "v0.0.42", "v0.0.43",
+                                        "v0.0.44", "v0.0.45", NULL};
+static const char *const profile_names[] = {"enroot-pyxis", "apptainer", NULL};
+static const char *const level_names[] = {"debug", "info", "warn", "error",
+                                          NULL};
+static const char *const format_names[] = {"json", "text", NULL};
+
+#define AT(field) offsetof(forge_config_t, field)
+
+static const var_rule_t rules[] = {
+    {"FORGE_DEFAULT_FLEET_KIND", VAR_STR, AT(fleet_kind), "slurm", 0, 0, NULL},
+    {"FORGE_SLURM_REST_URL", VAR_URL, AT(slurm_rest_url), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_REST_API_VERSION", VAR_ENUM, AT(slurm_api_version), "v0.0.43",
+     0, 0, api_names},
+    {"FORGE_SLURM_REST_USER", VAR_NAME, AT(slurm_user), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_JWT_FILE", VAR_ABSPATH, AT(slurm_jwt_file), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_JWT_KEY_FILE", VAR_ABSPATH, AT(slurm_jwt_key_file), NULL, 0,
+     0, NULL},
+    {"FORGE_SLURM_TLS_VERIFY", VAR_BOOL, AT(slurm_tls_verify), "1", 0, 0, NULL},
+    {"FORGE_SLURM_TLS_CA_FILE", VAR_ABSPATH, AT(slurm_tls_ca_file), NULL, 0, 0,
+     NULL},
+    {"FORGE_SLURM_PARTITION", VAR_NAME, AT(slurm_partition), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_ACCOUNT", VAR_NAME, AT(slurm_account), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_QOS", VAR_NAME, AT(slurm_qos), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_DEFAULT_TIME_LIMIT", VAR_INT,
+     AT(slurm_default_time_limit_min), "60", 1, 525600, NULL},
+    {"FORGE_SLURM_RUNTIME_PROFILE", VAR_ENUM, AT(runtime_profile),
+     "enroot-pyxis", 0, 0, profile_names},
+    {"FORGE_STORAGE_ROOT", VAR_ABSPATH, AT(storage_root), NULL, 0, 0, NULL},
+    {"FORGE_SLURM_STORAGE_ROOT", VAR_ABSPATH, AT(slurm_storage_root), NULL, 0,
+     0, NULL},
+    {"FORGE_RUNTIME_ROOT", VAR_ABSPATH, AT(runtime_root), NULL, 0, 0, NULL},
+    {"FORGE_MOUNT_ALLOW", VAR_PATHLIST, AT(mount_allow), NULL, 0, 0, NULL},
+    {"FORGE_GPU_SERIES_FILE", VAR_ABSPATH, AT(gpu_series_file), NULL, 0, 0,
+     NULL},
+    {"FORGE_TENANTS_FILE", VAR_ABSPATH, AT(tenants_file), NULL, 0, 0, NULL},
+    {"FORGE_STATE_KEY_FILE", VAR_ABSPATH, AT(state_key_file), NULL, 0, 0, NULL},
+    {"FORGE_STATE_KEY_FILE_PREVIOUS", VAR_ABSPATH, AT(state_key_file_previous),
+     NULL, 0, 0, NULL},
+    {"FORGE_KAFKA_BROKERS", VAR_BROKERS, AT(kafka_brokers), NULL, 0, 0, NULL},
+    {"FORGE_KAFKA_GROUP_ID", VAR_ID, AT(kafka_group_id), "forge-worker", 0, 0,
+     NULL},
+    {"FORGE_KAFKA_TOPIC_REQUESTS", VAR_TOPIC, AT(topic_requests),
+     "forge.launch.requests", 0, 0, NULL},
+    {"FORGE_KAFKA_TOPIC_STATUS", VAR_TOPIC, AT(topic_status),
+     "forge.launch.status", 0, 0, NULL},
+    {"FORGE_KAFKA_TOPIC_LOGS", VAR_TOPIC, AT(topic_logs), "forge.launch.logs",
+     0, 0, NULL},
+    {"FORGE_KAFKA_TOPIC_STATE", VAR_TOPIC, AT(topic_state),
+     "forge.launch.state", 0, 0, NULL},
+    {"FORGE_KAFKA_TOPIC_DLQ", VAR_TOPIC, AT(topic_dlq), "forge.launch.dlq", 0,
+     0, NULL},
+    {"FORGE_DLQ_MAX_BYTES", VAR_INT, AT(dlq_max_bytes), "1000000", 65536,
+     67108864, NULL},
+    {"FORGE_WORKER_ID", VAR_ID, AT(worker_id), NULL, 0, 0, NULL},
+    {"FORGE_POLL_INTERVAL_MS", VAR_INT, AT(poll_interval_ms), "5000", 200,
+     3600000, NULL},
+    {"FORGE_LOST_GRACE_S", VAR_INT, AT(lost_grace_s), "600", 0, 604800, NULL},
+    {"FORGE_HTTP_LISTEN", VAR_HOSTPORT, AT(http_listen), NULL, 0, 0, NULL},
+    {"FORGE_LOG_LEVEL", VAR_ENUM, AT(log_level), "info", 0, 0, level_names},
+    {"FORGE_LOG_FORMAT", VAR_ENUM, AT(log_format), "json", 0, 0, format_names},
+};
+
+#define KAFKA_PROP_PREFIX "FORGE_KAFKA_PROP_"
+
+/*
+ * librdkafka properties the worker sets itself: overriding any of them would
+ * break partition ownership or exactly-once, so they are refused.
+ */
+static const char *const owned_kafka_props[] = {
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "group.id",
+    "group.instance.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "isolation.level",
+    "transactional.id",
+    "enable.idempotence",
+    "partition.assignment.strategy",
+    "partitioner",
+    "auto.offset.reset",
+    NULL,
+};
+
+/* Prefixes of FORGE_* variables that belong to the test stack, not to us. */
+static const char *const foreign_prefixes[] = {"FORGE_STACK_", "FORGE_TEST_",
+                                               NULL};
+
+#define MAX_VALUE_LEN 4096
+
+/* ---- value checks ---------------------------------------------------- */
+
+static bool has_control_chars(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return true;
+    return false;
+}
+
+static bool is_name_char(int c, const char *extra)
+{
+    return isalnum(c) || (c && strchr(extra, c));
+}
+
+/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$ */
+static bool matches_name(const char *s, const char *extra, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > max || !isalnum((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_name_char((unsigned char)s[i], extra))
+            return false;
+    return true;
+}
+
+static bool is_topic_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 249 || !strcmp(s, ".") || !strcmp(s, ".."))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_name_char((unsigned char)s[i], "._-"))
+            return false;
+    return true;
+}
+
+/* Absolute, no "." or ".." component, no "//"; trailing '/' removed. */
+static forge_rc_t check_abspath(char *path, const char *var, forge_error_t *err)
+{
+    size_t n = strlen(path);
+    const char *p;
+
+    if (path[0] != '/')
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s must be an absolute path", var);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+    for (p = path; p && *p; p = strchr(p + 1, '/')) {
+        const char *c = p + 1;
+        size_t len = strcspn(c, "/");
+        if ((len == 0 && c[0] == '/') || (len == 1 && c[0] == '.') ||
+            (len == 2 && c[0] == '.' && c[1] == '.'))
+            return forge_error_set(err, FORGE_ECONFIG, var,
+                                   "%s must be a normalized path without "
+                                   "'.', '..' or '//' (got \"%s\")",
+                                   var, path);
+    }
+    return FORGE_OK;
+}
+
+/* host:port where host is a name, IPv4, or [IPv6]; port 1..65535 (0 ok
+ * when allow_zero, for "pick one"). */
+static bool is_hostport(const char *s, size_t len, bool allow_zero)
+{
+    const char *colon;
+    char port[8];
+    size_t host_len, port_len;
+    char *end;
+    long v;
+
+    if (len == 0)
+        return false;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close || close + 1 >= s + len || close[1] != ':')
+            return false;
+        colon = close + 1;
+    } else {
+        colon = NULL;
+        for (size_t i = 0; i < len; i++)
+            if (s[i] == ':')
+                colon = s + i;
+    }
+    if (!colon)
+        return false;
+    host_len = (size_t)(colon - s);
+    port_len = len - host_len - 1;
+    if (host_len == 0 || port_len == 0 || port_len >= sizeof(port))
+        return false;
+    for (size_t i = 0; i < host_len; i++)
+        if (!is_name_char((unsigned char)s[i], ".-_[]:"))
+            return false;
+    memcpy(port, colon + 1, port_len);
+    port[port_len] = '\0';
+    errno = 0;
+    v = strtol(port, &end, 10);
+    return !errno && *end == '\0' && isdigit((unsigned char)port[0]) &&
+           v >= (allow_zero ? 0 : 1) && v <= 65535;
+}
+
+static bool is_brokers(const char *s)
+{
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        if (!is_hostport(s, len, false))
+            return false;
+        s += len;
+        if (*s == ',')
+            s++;
+        else
+            break;
+    }
+    return true;
+}
+
+static bool is_url(const char *s)
+{
+    const char *host;
+
+    if (!strncmp(s, "http://", 7))
+        host = s + 7;
+    else if (!strncmp(s, "https://", 8))
+        host = s + 8;
+    else
+        return false;
+    if (*host == '\0' || *host == '/' || *host == ':')
+        return false;
+    for (; *s; s++)
+        if (isspace((unsigned char)*s) || *s == '?' || *s == '#')
+            return false;
+    return true;
+}
+
+static forge_rc_t parse_int(const char *v, const var_rule_t *r, int *out,
+                            forge_error_t *err)
+{
+    char *end;
+    long n;
+
+    errno = 0;
+    n = strtol(v, &end, 10);
+    if (errno || end == v || *end != '\0' ||
+        !(isdigit((unsigned char)v[0]) || v[0] == '-'))
+        return forge_error_set(err, FORGE_ECONFIG, r->name,
+                               "%s must be an integer (got \"%s\")", r->name,
+                               v);
+    if (n < r->min || n > r->max)
+        return forge_error_set(err, FORGE_ECONFIG, r->name,
+                               "%s must be between %ld and %ld (got %ld)",
+                               r->name, r->min, r->max, n);
+    *out = (int)n;
+    return FORGE_OK;
+}
+
+static forge_rc_t parse_bool(const char *v, const var_rule_t *r, bool *out,
+                             forge_error_t *err)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on", NULL};
+    static const char *const no[] = {"0", "false", "no", "off", NULL};
+
+    for (size_t i = 0; yes[i]; i++) {
+        if (!strcasecmp(v, yes[i]))
+            return (*out = true), FORGE_OK;
+        if (!strcasecmp(v, no[i]))
+            return (*out = false), FORGE_OK;
+    }
+    return forge_error_set(err, FORGE_ECONFIG, r->name,
+                           "%s must be 1 or 0 (true/false, yes/no, on/off; "
+                           "got \"%s\")",
+                           r->name, v);
+}
+
+static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
+                             forge_error_t *err)
+{
+    char allowed[256] = "";
+
+    for (size_t i = 0; r->names[i]; i++) {
+        if (!strcmp(v, r->names[i]))
+            return (*out = (int)i), FORGE_OK;
+        forge_strlcat(allowed, i ? ", " : "", sizeof(allowed));
+        forge_strlcat(allowed, r->names[i], sizeof(allowed));
+    }
+    return forge_error_set(err, FORGE_ECONFIG, r->name,
+                           "%s must be one of %s (got \"%s\")", r->name,
+                           allowed, v);
+}
+
+/* ---- strings and lists ------------------------------------------------ */
+
+static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
+{
+    switch (r->kind) {
+    case VAR_NAME:
+        if (!matches_name(v, "._@-", 64))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s must match "
+                                   "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
+                                   r->name);
+        return FORGE_OK;
+    case VAR_ID:
+        if (!matches_name(v, "._-", 64))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s must match "
+                                   "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+                                   r->name);
+        return FORGE_OK;
+    case VAR_TOPIC:
+        if (!is_topic_name(v))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s is not a valid Kafka topic name "
+                                   "([A-Za-z0-9._-], 1..249 characters)",
+                                   r->name);
+        return FORGE_OK;
+    case VAR_ABSPATH:
+        return check_abspath(v, r->name, err);
+    case VAR_URL:
+        if (!is_url(v))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s must be an http:// or https:// URL "
+                                   "with a host and no query (got \"%s\")",
+                                   r->name, v);
+        for (size_t n = strlen(v); n > 0 && v[n - 1] == '/'; n--)
+            v[n - 1] = '\0';
+        return FORGE_OK;
+    case VAR_BROKERS:
+        if (!is_brokers(v))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s must be host:port[,host:port...] "
+                                   "(got \"%s\")",
+                                   r->name, v);
+        return FORGE_OK;
+    case VAR_HOSTPORT:
+        if (!is_hostport(v, strlen(v), true))
+            return forge_error_set(err, FORGE_ECONFIG, r->name,
+                                   "%s must be host:port (got \"%s\")", r->name,
+                                   v);
+        return FORGE_OK;
+    default:
+        return FORGE_OK;
+    }
+}
+
+static forge_rc_t parse_pathlist(forge_config_t *cfg, const char *v,
+                                 const var_rule_t *r, forge_error_t *err)
+{
+    while (*v) {
+        size_t len = strcspn(v, ":");
+        char *path = forge_xstrndup(v, len);
+        forge_rc_t rc = check_abspath(path, r->name, err);
+        if (rc) {
+            free(path);
+            return rc;
+        }
+        cfg->mount_allow = forge_xrealloc(
+            cfg->mount_allow, (cfg->mount_allow_count + 2) * sizeof(char *));
+        cfg->mount_allow[cfg->mount_allow_count++] = path;
+        cfg->mount_allow[cfg->mount_allow_count] = NULL;
+        v += len;
+        if (*v == ':')
+            v++;
+    }
+    return FORGE_OK;
+}
+
+_Static_assert(sizeof(forge_api_version_t) == sizeof(int) &&
+                   sizeof(forge_runtime_profile_t) == sizeof(int) &&
+                   sizeof(forge_log_level_t) == sizeof(int) &&
+                   sizeof(forge_log_format_t) == sizeof(int),
+               "enum fields are written through int *");
+
+static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
+                             const char *v, forge_error_t *err)
+{
+    void *slot = (char *)cfg + r->offset;
+    char *copy;
+    forge_rc_t rc;
+
+    if (strlen(v) > MAX_VALUE_LEN)
+        return forge_error_set(err, FORGE_ECONFIG, r->name,
+                               "%s is longer than %d bytes", r->name,
+                               MAX_VALUE_LEN);
+    if (has_control_chars(v))
+        return forge_error_set(err, FORGE_ECONFIG, r->name,
+                               "%s contains control characters", r->name);
+    switch (r->kind) {
+    case VAR_INT:
+        return parse_int(v, r, (int *)slot, err);
+    case VAR_BOOL:
+        return parse_bool(v, r, (bool *)slot, err);
+    case VAR_ENUM:
+        return parse_enum(v, r, (int *)slot, err);
+    case VAR_PATHLIST:
+        return parse_pathlist(cfg, v, r, err);
+    default:
+        copy = forge_xstrdup(v);
+        if ((rc = check_string(copy, r, err))) {
+            free(copy);
+            return rc;
+        }
+        *(char **)slot = copy;
+        return FORGE_OK;
+    }
+}
+
+/* ---- the environment -------------------------------------------------- */
+
+/* Value of name in envp; NULL when absent or empty (empty means unset). */
+static const char *env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (; envp && *envp; envp++)
+        if (!strncmp(*envp, name, n) && (*envp)[n] == '=')
+            return (*envp)[n + 1] ? *envp + n + 1 : NULL;
+    return NULL;
+}
+
+static bool is_known_var(const char *entry)
+{
+    size_t n = strcspn(entry, "=");
+
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+        if (strlen(rules[i].name) == n && !strncmp(entry, rules[i].name, n))
+            return true;
+    for (size_t i = 0; foreign_prefixes[i]; i++)
+        if (forge_str_starts_with(entry, foreign_prefixes[i]))
+            return true;
+    return forge_str_starts_with(entry, KAFKA_PROP_PREFIX);
+}
+
+static void note_unknown(forge_config_t *cfg, const char *entry)
+{
+    cfg->unknown_vars = forge_xrealloc(
+        cfg->unknown_vars, (cfg->unknown_count + 2) * sizeof(char *));
+    cfg->unknown_vars[cfg->unknown_count++] =
+        forge_xstrndup(entry, strcspn(entry, "="));
+    cfg->unknown_vars[cfg->unknown_count] = NULL;
+}
+
+static forge_rc_t add_kafka_prop(forge_config_t *cfg, const char *entry,
+                                 forge_error_t *err)
+{
+    const char *name = entry + strlen(KAFKA_PROP_PREFIX);
+    size_t len = strcspn(name, "=");
+    char var[160];
+    char *prop;
+    forge_kafka_prop_t *slot;
+
+    snprintf(var, sizeof(var), "%.*s", (int)(strcspn(entry, "=")), entry);
+    if (len == 0 || len > 100 || !name[len] || !name[len + 1])
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s needs a property name and a value", var);
+    prop = forge_xstrndup(name, len);
+    for (char *c = prop; *c; c++) {
+        if (!isalnum((unsigned char)*c) && *c != '_') {
+            free(prop);
+            return forge_error_set(err, FORGE_ECONFIG, var,
+                                   "%s: property names are letters, digits "
+                                   "and '_' (for '.')",
+                                   var);
+        }
+        *c = *c == '_' ? '.' : (char)tolower((unsigned char)*c);
+    }
+    for (size_t i = 0; owned_kafka_props[i]; i++) {
+        if (!strcmp(prop, owned_kafka_props[i])) {
+            forge_error_set(err, FORGE_ECONFIG, var,
+                            "%s: %s is set by forge-worker itself (partition "
+                            "ownership and exactly-once depend on it)",
+                            var, prop);
+            free(prop);
+            return FORGE_ECONFIG;
+        }
+    }
+    cfg->kafka_props = forge_xrealloc(
+        cfg->kafka_props, (cfg->kafka_prop_count + 1) * sizeof(*slot));
+    slot = &cfg->kafka_props[cfg->kafka_prop_count++];
+    slot->name = prop;
+    slot->value = forge_xstrdup(name + len + 1);
+    return FORGE_OK;
+}
+
+static forge_rc_t scan_extras(forge_config_t *cfg, char *const *envp,
+                              forge_error_t *err)
+{
+    forge_rc_t rc;
+
+    for (; envp && *envp; envp++) {
+        if (!forge_str_starts_with(*envp, "FORGE_"))
+            continue;
+        if (forge_str_starts_with(*envp, KAFKA_PROP_PREFIX)) {
+            if ((rc = add_kafka_prop(cfg, *envp, err)))
+                return rc;
+        } else if (!is_known_var(*envp)) {
+            note_unknown(cfg, *envp);
+        }
+    }
+    return FORGE_OK;
+}
+
+/* The host name, made into a valid worker id ("forge-worker" if none). */
+static char *default_worker_id(void)
+{
+    char host[256] = "";
+    size_t n;
+
+    if (gethostname(host, sizeof(host) - 1) != 0 ||
+        !isalnum((unsigned char)host[0]))
+        return forge_xstrdup("forge-worker");
+    n = strnlen(host, 64);
+    host[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (!is_name_char((unsigned char)host[i], "._-"))
+            host[i] = '-';
+    return forge_xstrdup(host);
+}
+
+/* Rules that involve more than one variable, and derived defaults. */
+static forge_rc_t finish(forge_config_t *cfg, forge_error_t *err)
+{
+    if (strcmp(cfg->fleet_kind, "slurm") != 0)
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_DEFAULT_FLEET_KIND",
+                               "FORGE_DEFAULT_FLEET_KIND must be \"slurm\" "
+                               "for forge-worker (got \"%s\")",
+                               cfg->fleet_kind);
+    if (cfg->slurm_jwt_file && cfg->slurm_jwt_key_file)
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_KEY_FILE",
+                               "set FORGE_SLURM_JWT_FILE or "
+                               "FORGE_SLURM_JWT_KEY_FILE, not both");
+    if (cfg->slurm_storage_root && !cfg->storage_root)
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_STORAGE_ROOT",
+                               "FORGE_SLURM_STORAGE_ROOT is set but "
+                               "FORGE_STORAGE_ROOT is not");
+    if (cfg->storage_root && !cfg->slurm_storage_root)
+        cfg->slurm_storage_root = forge_xstrdup(cfg->storage_root);
+    if (cfg->storage_root && !cfg->runtime_root) {
+        size_t n = strlen(cfg->storage_root) + sizeof("/runtimes");
+        cfg->runtime_root = forge_xmalloc(n);
+        snprintf(cfg->runtime_root, n, "%s/runtimes",
+                 strcmp(cfg->storage_root, "/") ? cfg->storage_root : "");
+    }
+    if (!cfg->worker_id)
+        cfg->worker_id = default_worker_id();
+    return FORGE_OK;
+}
+
+forge_rc_t forge_config_load(char *const *envp, forge_config_t **out,
+                             forge_error_t *err)
+{
+    forge_config_t *cfg = forge_xcalloc(1, sizeof(*cfg));
+    forge_rc_t rc = FORGE_OK;
+
+    *out = NULL;
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && !rc; i++) {
+        const char *v = env_get(envp, rules[i].name);
+        if (!v)
+            v = rules[i].default_value;
+        if (v)
+            rc = apply_rule(cfg, &rules[i], v, err);
+    }
+    if (!rc)
+        rc = scan_extras(cfg, envp, err);
+    if (!rc)
+        rc = finish(cfg, err);
+    if (rc) {
+        forge_config_destroy(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return FORGE_OK;
+}
+
+forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
+                                forge_error_t *err)
+{
+    static const struct {
+        unsigned need;
+        size_t offset;
+        const char *name;
+    } required[] = {
+        {FORGE_NEED_SLURM, AT(slurm_rest_url), "FORGE_SLURM_REST_URL"},
+        {FORGE_NEED_SLURM, AT(slurm_user), "FORGE_SLURM_REST_USER"},
+        {FORGE_NEED_STORAGE, AT(storage_root), "FORGE_STORAGE_ROOT"},
+        {FORGE_NEED_KAFKA, AT(kafka_brokers), "FORGE_KAFKA_BROKERS"},
+        {FORGE_NEED_SERIES, AT(gpu_series_file), "FORGE_GPU_SERIES_FILE"},
+        {FORGE_NEED_STATE_KEY, AT(state_key_file), "FORGE_STATE_KEY_FILE"},
+    };
+
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+        const char *v =
+            *(char *const *)((const char *)cfg + required[i].offset);
+        if ((needs & required[i].need) && !v)
+            return forge_error_set(err, FORGE_ECONFIG, required[i].name,
+                                   "%s is required", required[i].name);
+    }
+    if ((needs & FORGE_NEED_SLURM) && !cfg->slurm_jwt_file &&
+        !cfg->slurm_jwt_key_file)
+        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
+                               "FORGE_SLURM_JWT_FILE or "
+                               "FORGE_SLURM_JWT_KEY_FILE is required");
+    return FORGE_OK;
+}
+
+static void free_strings(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void forge_config_destroy(forge_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        var_kind_t k = rules[i].kind;
+        if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM && k != VAR_PATHLIST)
+            free(*(char **)((char *)cfg + rules[i].offset));
+    }
+    free_strings(cfg->mount_allow, cfg->mount_allow_count);
+    free_strings(cfg->unknown_vars, cfg->unknown_count);
+    for (size_t i = 0; i < cfg->kafka_prop_count; i++) {
+        free(cfg->kafka_props[i].name);
+        free(cfg->kafka_props[i].value);
+    }
+    free(cfg->kafka_props);
+    free(cfg);
+}
+
+static const char *enum_name(const char *const *names, size_t count, int v)
+{
+    return v >= 0 && (size_t)v < count ? names[v] : NULL;
+}
+
+const char *forge_api_version_name(forge_api_version_t v)
+{
+    return enum_name(api_names, FORGE_API__COUNT, (int)v);
+}
+
+const char *forge_runtime_profile_name(forge_runtime_profile_t p)
+{
+    return enum_name(profile_names, 2, (int)p);
+}
+
+const char *forge_log_level_name(forge_log_level_t l)
+{
+    return enum_name(level_names, 4, (int)l);
+}

@@ -1,0 +1,135 @@
+/*
+ * config.h - every FORGE_* environment variable of the contract (docs/
+ * CONTRACT.md section 5) read once into one immutable struct.
+ *
+ * Reading is pure: no file is opened, no network touched; files named here
+ * (JWT, key, series catalogue) are checked by the modules that use them.
+ * A bad value is an FORGE_ECONFIG error naming the variable; `forge-worker
+ * run` turns it into exit 78. Variables a command needs but does not find are
+ * reported by forge_config_require(), so `validate` runs without Kafka set.
+ */
+#ifndef FORGE_CONFIG_H
+#define FORGE_CONFIG_H
+
+#include "core/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* slurmrestd API versions this worker speaks, oldest first. */
+typedef enum forge_api_version {
+    FORGE_API_V0_0_41,
+    FORGE_API_V0_0_42,
+    FORGE_API_V0_0_43,
+    FORGE_API_V0_0_44,
+    FORGE_API_V0_0_45,
+    FORGE_API__COUNT
+} forge_api_version_t;
+
+#define FORGE_API_DEFAULT FORGE_API_V0_0_43
+
+typedef enum forge_runtime_profile {
+    FORGE_PROFILE_ENROOT_PYXIS,
+    FORGE_PROFILE_APPTAINER,
+} forge_runtime_profile_t;
+
+typedef enum forge_log_level {
+    FORGE_LOG_DEBUG,
+    FORGE_LOG_INFO,
+    FORGE_LOG_WARN,
+    FORGE_LOG_ERROR,
+} forge_log_level_t;
+
+typedef enum forge_log_format {
+    FORGE_LOG_JSON,
+    FORGE_LOG_TEXT,
+} forge_log_format_t;
+
+/* One FORGE_KAFKA_PROP_<name> pair, name already rewritten to dots. */
+typedef struct forge_kafka_prop {
+    char *name;
+    char *value;
+} forge_kafka_prop_t;
+
+/* Everything is owned by the struct; free with forge_config_destroy(). */
+typedef struct forge_config {
+    char *fleet_kind; /* FORGE_DEFAULT_FLEET_KIND: always "slurm" here */
+
+    char *slurm_rest_url;
+    forge_api_version_t slurm_api_version;
+    char *slurm_user;
+    char *slurm_jwt_file;     /* read a token ...               */
+    char *slurm_jwt_key_file; /* ... or mint them: exactly one  */
+    bool slurm_tls_verify;
+    char *slurm_tls_ca_file;
+    char *slurm_partition; /* NULL: the cluster's default partition */
+    char *slurm_account;
+    char *slurm_qos;
+    int slurm_default_time_limit_min;
+    forge_runtime_profile_t runtime_profile;
+
+    char *storage_root;       /* as this worker sees it */
+    char *slurm_storage_root; /* the same storage as the jobs see it */
+    char *runtime_root;       /* image registry root */
+    char **mount_allow;       /* NULL-terminated extra mount prefixes */
+    size_t mount_allow_count;
+    char *gpu_series_file;
+    char *tenants_file; /* NULL: no tenants, every job as slurm_user */
+
+    /* The state topic's sealing keys (seal.h): opened by seal.c. */
+    char *state_key_file;          /* seals and opens */
+    char *state_key_file_previous; /* opens only: rotation */
+
+    char *kafka_brokers;
+    char *kafka_group_id;
+    char *topic_requests;
+    char *topic_status;
+    char *topic_logs;
+    char *topic_state;
+    char *topic_dlq;
+    int dlq_max_bytes; /* a DLQ record's key, value and headers at most */
+    forge_kafka_prop_t *kafka_props;
+    size_t kafka_prop_count;
+
+    char *worker_id;
+    int poll_interval_ms;
+    int lost_grace_s;
+    char *http_listen; /* NULL: no health/metrics listener */
+    forge_log_level_t log_level;
+    forge_log_format_t log_format;
+
+    /* FORGE_* names set in the environment that this version does not
+     * know: worth a warning at start (typos). NULL-terminated. */
+    char **unknown_vars;
+    size_t unknown_count;
+} forge_config_t;
+
+/* What a command needs beyond the always-checked values. */
+enum {
+    FORGE_NEED_SLURM = 1 << 0,     /* REST URL, user, one auth source */
+    FORGE_NEED_STORAGE = 1 << 1,   /* storage root */
+    FORGE_NEED_KAFKA = 1 << 2,     /* brokers */
+    FORGE_NEED_SERIES = 1 << 3,    /* the GPU series catalogue file */
+    FORGE_NEED_STATE_KEY = 1 << 4, /* the state topic's sealing key */
+};
+
+/*
+ * Reads configuration from envp (a NULL-terminated "NAME=value" array such
+ * as environ). On success *out is new and owned by the caller. On failure
+ * *out is NULL and err names the first bad variable.
+ */
+forge_rc_t forge_config_load(char *const *envp, forge_config_t **out,
+                             forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Checks that the variables behind the FORGE_NEED_* bits are set. */
+forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+void forge_config_destroy(forge_config_t *cfg); /* NULL-safe */
+
+/* "v0.0.43" for FORGE_API_V0_0_43; NULL if out of range. */
+const char *forge_api_version_name(forge_api_version_t v);
+const char *forge_runtime_profile_name(forge_runtime_profile_t p);
+const char *forge_log_level_name(forge_log_level_t l);
+
+#endif

@@ -1,0 +1,410 @@
+/*
+ * log.c - the process-wide logger of log.h: formatting, redaction, output.
+ *
+ * Threads: every public function takes `lock`, which guards the
+ * configuration and the secret list; a line is built and written under it,
+ * so lines never interleave and a secret removed by one thread is never half
+ * redacted in another's line. Secrets are counted: two holders of one value
+ * (two launches with the same token) each add and remove it, and it stays
+ * redacted until the last one lets go.
+ */
+#include "core/log.h"
+#include "core/buf.h"
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES (64 * 1024)
+#define SECRET_MIN_LEN 4
+
+typedef struct span {
+    size_t start, end;
+} span_t;
+
+typedef struct secret {
+    char *text;
+    size_t refs; /* holders that added it and did not remove it yet */
+} secret_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    forge_log_level_t level;
+    forge_log_format_t format;
+    int fd;
+    char *worker_id;
+    secret_t *secrets;
+    size_t nsecrets;
+} logger = {FORGE_LOG_INFO, FORGE_LOG_JSON, 2, NULL, NULL, 0};
+
+static const char *const sensitive_keys[] = {
+    "token", "secret", "password", "authorization", "jwt", "credential", NULL,
+};
+
+/* ---- redaction -------------------------------------------------------- */
+
+static bool is_b64url(int c)
+{
+    return isalnum(c) || c == '-' || c == '_';
+}
+
+static size_t b64url_run(const char *s, size_t i, size_t n)
+{
+    size_t j = i;
+
+    while (j < n && is_b64url((unsigned char)s[j]))
+        j++;
+    return j - i;
+}
+
+/* Length of a JWT starting at s[i] (header "eyJ..." . payload . sig), or 0. */
+static size_t jwt_len_at(const char *s, size_t i, size_t n)
+{
+    size_t j = i, run;
+
+    if (n - i < 3 || memcmp(s + i, "eyJ", 3) != 0)
+        return 0;
+    if (i > 0 && is_b64url((unsigned char)s[i - 1]))
+        return 0;
+    for (int part = 0; part < 3; part++) {
+        run = b64url_run(s, j, n);
+        if (part < 2 && (run < 2 || j + run >= n || s[j + run] != '.'))
+            return 0;
+        j += run + (part < 2 ? 1 : 0);
+    }
+    return j - i;
+}
+
+static void add_span(span_t **spans, size_t *count, size_t start, size_t end)
+{
+    *spans = forge_xrealloc(*spans, (*count + 1) * sizeof(**spans));
+    (*spans)[(*count)++] = (span_t){start, end};
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span_t *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Finds what must go: registered secrets and JWT-shaped runs. */
+static size_t find_spans(const char *s, size_t n, span_t **out)
+{
+    span_t *spans = NULL;
+    size_t count = 0;
+
+    for (size_t k = 0; k < logger.nsecrets; k++) {
+        const char *secret = logger.secrets[k].text;
+        size_t len = strlen(secret);
+        const char *p = s;
+        while ((p = memmem(p, n - (size_t)(p - s), secret, len))) {
+            add_span(&spans, &count, (size_t)(p - s), (size_t)(p - s) + len);
+            p += 1;
+        }
+    }
+    for (size_t i = 0; i + 3 <= n; i++) {
+        size_t len = jwt_len_at(s, i, n);
+        if (len) {
+            add_span(&spans, &count, i, i + len);
+            i += len - 1;
+        }
+    }
+    if (count > 1)
+        qsort(spans, count, sizeof(*spans), span_cmp);
+    *out = spans;
+    return count;
+}
+
+/* Appends s[0..n) to out with every secret replaced (overlaps merged). */
+static void redact_into(forge_buf_t *out, const char *s, size_t n)
+{
+    span_t *spans = NULL;
+    size_t count = find_spans(s, n, &spans);
+    size_t at = 0;
+
+    for (size_t k = 0; k < count; k++) {
+        size_t start = spans[k].start, end = spans[k].end;
+        while (k + 1 < count && spans[k + 1].start < end) {
+            k++;
+            if (spans[k].end > end)
+                end = spans[k].end;
+        }
+        if (start < at) /* inside a span already emitted */
+            start = at;
+        forge_buf_append(out, s + at, start - at);
+        if (end > at)
+            forge_buf_puts(out, FORGE_LOG_REDACTED);
+        at = end > at ? end : at;
+    }
+    forge_buf_append(out, s + at, n - at);
+    free(spans);
+}
+
+static bool key_is_sensitive(const char *key)
+{
+    char lower[64];
+    size_t n = strnlen(key, sizeof(lower) - 1);
+
+    for (size_t i = 0; i < n; i++)
+        lower[i] = (char)tolower((unsigned char)key[i]);
+    lower[n] = '\0';
+    for (size_t i = 0; sensitive_keys[i]; i++)
+        if (strstr(lower, sensitive_keys[i]))
+            return true;
+    return false;
+}
+
+/* ---- encoding --------------------------------------------------------- */
+
+/* JSON string body: escapes, and U+FFFD for bytes that are not UTF-8. */
+static void json_escape(forge_buf_t *out, const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+
+    for (size_t i = 0; i < n;) {
+        size_t len = forge_utf8_len(s + i, n - i);
+        if (!len) {
+            forge_buf_puts(out, "\\ufffd");
+            i++;
+        } else if (s[i] == '"' || s[i] == '\\') {
+            forge_buf_putc(out, '\\');
+            forge_buf_putc(out, (char)s[i++]);
+        } else if (s[i] < 0x20 || s[i] == 0x7f) {
+            forge_buf_printf(out, "\\u%04x", s[i++]);
+        } else {
+            forge_buf_append(out, s + i, len);
+            i += len;
+        }
+    }
+}
+
+/* Text format: control characters as \xNN, the rest as is. */
+static void text_escape(forge_buf_t *out, const char *text, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f)
+            forge_buf_printf(out, "\\x%02x", c);
+        else
+            forge_buf_putc(out, (char)c);
+    }
+}
+
+static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
+{
+    forge_buf_t clean = FORGE_BUF_INIT;
+
+    if (whole_secret)
+        forge_buf_puts(&clean, FORGE_LOG_REDACTED);
+    else
+        redact_into(&clean, raw ? raw : "", raw ? strlen(raw) : 0);
+    if (clean.len > LINE_MAX_BYTES) {
+        forge_buf_truncate(&clean, LINE_MAX_BYTES);
+        forge_buf_puts(&clean, "...(truncated)");
+    }
+    if (logger.format == FORGE_LOG_JSON)
+        json_escape(out, forge_buf_str(&clean), clean.len);
+    else
+        text_escape(out, forge_buf_str(&clean), clean.len);
+    forge_buf_free(&clean);
+}
+
+static void put_time(forge_buf_t *out)
+{
+    struct timespec ts;
+    struct tm tm;
+    char stamp[32];
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+    forge_buf_printf(out, "%s.%03ldZ", stamp, ts.tv_nsec / 1000000);
+}
+
+static void build_line(forge_buf_t *out, forge_log_level_t level,
+                       const char *msg, const forge_log_field_t *fields,
+                       size_t nfields)
+{
+    bool json = logger.format == FORGE_LOG_JSON;
+
+    forge_buf_puts(out, json ? "{\"ts\":\"" : "");
+    put_time(out);
+    forge_buf_printf(out, json ? "\",\"level\":\"%s\"" : " %-5s",
+                     forge_log_level_name(level));
+    if (logger.worker_id) {
+        forge_buf_puts(out, json ? ",\"worker\":\"" : " worker=");
+        put_text(out, logger.worker_id, false);
+        forge_buf_puts(out, json ? "\"" : "");
+    }
+    forge_buf_puts(out, json ? ",\"msg\":\"" : " ");
+    put_text(out, msg, false);
+    forge_buf_puts(out, json ? "\"" : "");
+    for (size_t i = 0; i < nfields; i++) {
+        forge_buf_puts(out, json ? ",\"" : " ");
+        put_text(out, fields[i].key, false);
+        forge_buf_puts(out, json ? "\":\"" : "=");
+        put_text(out, fields[i].value, key_is_sensitive(fields[i].key));
+        forge_buf_puts(out, json ? "\"" : "");
+    }
+    forge_buf_puts(out, json ? "}\n" : "\n");
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* nowhere left to report it */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* ---- public ----------------------------------------------------------- */
+
+void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
+                         int fd, const char *worker_id)
+{
+    pthread_mutex_lock(&lock);
+    logger.level = level;
+    logger.format = format;
+    logger.fd = fd;
+    free(logger.worker_id);
+    logger.worker_id = forge_xstrdup(worker_id);
+    pthread_mutex_unlock(&lock);
+}
+
+/* The secret's slot, or NULL. Under lock. */
+static secret_t *find_secret(const char *text)
+{
+    for (size_t i = 0; i < logger.nsecrets; i++)
+        if (!strcmp(logger.secrets[i].text, text))
+            return &logger.secrets[i];
+    return NULL;
+}
+
+static void wipe_free(char *text)
+{
+    if (text)
+        explicit_bzero(text, strlen(text));
+    free(text);
+}
+
+forge_rc_t forge_log_secret_add(const char *secret)
+{
+    secret_t *slot;
+
+    if (!secret || strlen(secret) < SECRET_MIN_LEN)
+        return FORGE_EINVAL;
+    pthread_mutex_lock(&lock);
+    if ((slot = find_secret(secret))) {
+        slot->refs++;
+    } else {
+        logger.secrets = forge_xrealloc(logger.secrets, (logger.nsecrets + 1) *
+                                                            sizeof(secret_t));
+        logger.secrets[logger.nsecrets++] =
+            (secret_t){forge_xstrdup(secret), 1};
+    }
+    pthread_mutex_unlock(&lock);
+    return FORGE_OK;
+}
+
+void forge_log_secret_remove(const char *secret)
+{
+    secret_t *slot;
+
+    pthread_mutex_lock(&lock);
+    if (secret && (slot = find_secret(secret)) && --slot->refs == 0) {
+        wipe_free(slot->text);
+        *slot = logger.secrets[--logger.nsecrets];
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+char **forge_log_secrets_copy(size_t *count)
+{
+    char **copy;
+    size_t n;
+
+    pthread_mutex_lock(&lock);
+    n = logger.nsecrets;
+    copy = forge_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        copy[i] = forge_xstrdup(logger.secrets[i].text);
+    pthread_mutex_unlock(&lock);
+    if (count)
+        *count = n;
+    return copy;
+}
+
+void forge_log_secrets_free(char **secrets)
+{
+    for (size_t i = 0; secrets && secrets[i]; i++)
+        wipe_free(secrets[i]);
+    free(secrets);
+}
+
+bool forge_log_enabled(forge_log_level_t level)
+{
+    bool on;
+
+    pthread_mutex_lock(&lock);
+    on = level >= logger.level;
+    pthread_mutex_unlock(&lock);
+    return on;
+}
+
+void forge_log_fields(forge_log_level_t level, const forge_log_field_t *fields,
+                      size_t nfields, const char *fmt, ...)
+{
+    forge_buf_t msg = FORGE_BUF_INIT, line = FORGE_BUF_INIT;
+    va_list ap;
+
+    if (!forge_log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    forge_buf_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&lock);
+    build_line(&line, level, forge_buf_str(&msg), fields, nfields);
+    write_all(logger.fd, line.data, line.len);
+    pthread_mutex_unlock(&lock);
+    forge_buf_free(&msg);
+    forge_buf_free(&line);
+}
+
+char *forge_log_redact(const char *text)
+{
+    forge_buf_t out = FORGE_BUF_INIT;
+
+    pthread_mutex_lock(&lock);
+    redact_into(&out, text ? text : "", text ? strlen(text) : 0);
+    pthread_mutex_unlock(&lock);
+    return forge_buf_take(&out);
+}
+
+void forge_log_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < logger.nsecrets; i++)
+        wipe_free(logger.secrets[i].text);
+    free(logger.secrets);
+    free(logger.worker_id);
+    logger.secrets = NULL;
+    logger.nsecrets = 0;
+    logger.worker_id = NULL;
+    logger.level = FORGE_LOG_INFO;
+    logger.format = FORGE_LOG_JSON;
+    logger.fd = 2;
+    pthread_mutex_unlock(&lock);
+}

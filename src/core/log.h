@@ -1,0 +1,85 @@
+/*
+ * log.h - forge-worker's log lines: JSON lines (default) or text, four
+ * levels, and redaction of secrets.
+ *
+ * The log is process-wide, like syslog: one configuration, one output fd,
+ * one mutex so lines from the consume loop and the worker threads never
+ * interleave (each line is one write(2)).
+ *
+ * Redaction happens on the raw text, before any escaping or truncation, so
+ * no encoding of a secret can slip through. What is redacted:
+ *   - every string registered with forge_log_secret_add() (JWTs read from a
+ *     file, the ingest tokens and secret_env values of the launches the
+ *     worker holds), overlapping matches merged;
+ *   - anything shaped like a JWT (eyJ... . ... . ...), registered or not;
+ *   - the whole value of a field whose key names a secret (token, secret,
+ *     password, authorization, jwt, credential).
+ */
+#ifndef FORGE_LOG_H
+#define FORGE_LOG_H
+
+#include "core/config.h"
+#include "core/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FORGE_LOG_REDACTED "[REDACTED]"
+
+/* A key/value pair added to a line; both borrowed for the call. */
+typedef struct forge_log_field {
+    const char *key;
+    const char *value;
+} forge_log_field_t;
+
+/*
+ * Sets level, format, output fd (2 by default) and the worker id written on
+ * every line (copied; NULL for none). Safe to call again.
+ */
+void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
+                         int fd, const char *worker_id);
+
+/* Registers a secret (copied). Secrets shorter than 4 bytes are refused
+ * with FORGE_EINVAL: redacting them would garble every line. Counted: a
+ * value added twice stays registered until it is removed twice. */
+forge_rc_t forge_log_secret_add(const char *secret);
+
+/* Lets go of a secret added earlier (no-op if unknown); the copy is wiped
+ * and freed when nobody holds it any more. */
+void forge_log_secret_remove(const char *secret);
+
+/* A copy of every registered secret, for redacting text that is not a log
+ * line without holding the log's lock (an archive's tail, log_archive.h):
+ * new, NULL-terminated, *count entries (count may be NULL). Free it with
+ * forge_log_secrets_free. */
+char **forge_log_secrets_copy(size_t *count);
+
+/* Wipes and frees a copy from forge_log_secrets_copy (NULL-safe). */
+void forge_log_secrets_free(char **secrets);
+
+bool forge_log_enabled(forge_log_level_t level);
+
+/* Writes one line: a printf-style message plus fields. */
+void forge_log_fields(forge_log_level_t level, const forge_log_field_t *fields,
+                      size_t nfields, const char *fmt, ...) FORGE_PRINTF(4, 5);
+
+#define forge_log_debug(...)                                                   \
+    forge_log_fields(FORGE_LOG_DEBUG, NULL, 0, __VA_ARGS__)
+#define forge_log_info(...)                                                    \
+    forge_log_fields(FORGE_LOG_INFO, NULL, 0, __VA_ARGS__)
+#define forge_log_warn(...)                                                    \
+    forge_log_fields(FORGE_LOG_WARN, NULL, 0, __VA_ARGS__)
+#define forge_log_error(...)                                                   \
+    forge_log_fields(FORGE_LOG_ERROR, NULL, 0, __VA_ARGS__)
+
+/*
+ * Redacts text the same way log lines are redacted: returns a new string
+ * (caller frees). For anything else that leaves the process with
+ * free-form text in it (error messages printed by commands).
+ */
+char *forge_log_redact(const char *text);
+
+/* Back to defaults: info, JSON, fd 2, no worker id, no secrets. Tests. */
+void forge_log_reset(void);
+
+#endif

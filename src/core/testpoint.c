@@ -1,0 +1,166 @@
+/*
+ * testpoint.c - the test-only failure points of testpoint.h. Empty unless
+ * the build defines FORGE_TEST_HOOKS. The abort counter is touched by the
+ * consume loop's thread only; the crash point may be reached from any
+ * thread (it only reads the environment and kills the process). The
+ * commit stall's, the offsets hang's and the producer fatal's counters are
+ * the loop's too.
+ */
+#include "core/testpoint.h"
+
+#ifdef FORGE_TEST_HOOKS
+#include "core/log.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void forge_testpoint_crash(const char *name)
+{
+    const char *want = getenv("FORGE_TEST_CRASH_POINT");
+
+    if (!want || strcmp(want, name) != 0)
+        return;
+    forge_log_warn("test point %s: killing this process (SIGKILL)", name);
+    raise(SIGKILL);
+}
+
+/* A status event of the state FORGE_TEST_ABORT_TXN_STATE names went into
+ * the open transaction: it is aborted (once in the process's life). */
+static bool state_seen, state_aborted;
+
+void forge_testpoint_event_state(const char *state)
+{
+    const char *want = getenv("FORGE_TEST_ABORT_TXN_STATE");
+
+    if (want && state && !strcmp(want, state) && !state_aborted)
+        state_seen = true;
+}
+
+/* FORGE_TEST_ABORT_TXN_RANDOM=<per-mille>: each transaction is aborted
+ * with that chance, until FORGE_TEST_ABORT_TXN_RANDOM_UNTIL (epoch seconds)
+ * if set; the generator is seeded from the clock and the pid, and
+ * the seed is logged once so a run can be told apart. */
+static bool random_abort(void)
+{
+    static unsigned int seed;
+    static bool seeded;
+    const char *per_mille = getenv("FORGE_TEST_ABORT_TXN_RANDOM");
+    const char *until = getenv("FORGE_TEST_ABORT_TXN_RANDOM_UNTIL");
+    long chance = per_mille ? strtol(per_mille, NULL, 10) : 0;
+
+    if (chance <= 0 || (until && time(NULL) >= strtoll(until, NULL, 10)))
+        return false;
+    if (!seeded) {
+        seed = (unsigned int)time(NULL) ^ ((unsigned int)getpid() << 16);
+        seeded = true;
+        forge_log_warn("test point: aborting transactions at random, %ld per "
+                       "mille (seed %u)",
+                       chance, seed);
+    }
+    if (rand_r(&seed) % 1000 >= chance)
+        return false;
+    forge_log_warn("test point: aborting a transaction at random");
+    return true;
+}
+
+bool forge_testpoint_abort_txn(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_ABORT_TXN");
+
+    if (random_abort())
+        return true;
+    if (state_seen) {
+        state_seen = false;
+        state_aborted = true;
+        forge_log_warn("test point: aborting the transaction carrying a %s "
+                       "event on purpose",
+                       getenv("FORGE_TEST_ABORT_TXN_STATE"));
+        return true;
+    }
+    if (!want)
+        return false;
+    seen++;
+    if (seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: aborting transaction %ld on purpose", seen);
+    return true;
+}
+/* Called once per transaction that carries anything (kafka.c). */
+bool forge_testpoint_commit_stalls(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_COMMIT_STALLS");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: transaction %ld stalls at its commit on "
+                   "purpose",
+                   seen);
+    return true;
+}
+
+/* Called once per sending of offsets (kafka.c), on the loop's thread. */
+bool forge_testpoint_offsets_hang(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_OFFSETS_HANG");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: sending offsets %ld never returns, on "
+                   "purpose",
+                   seen);
+    return true;
+}
+
+/* Called once per transaction that carries anything (kafka.c). */
+bool forge_testpoint_producer_fatal(void)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_PRODUCER_FATAL");
+
+    if (!want || ++seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: the producer takes a fatal error before "
+                   "transaction %ld commits, on purpose",
+                   seen);
+    return true;
+}
+
+bool forge_testpoint_restore_fail(void)
+{
+    static long failed;
+    const char *want = getenv("FORGE_TEST_RESTORE_FAILS");
+
+    if (!want || failed >= strtol(want, NULL, 10))
+        return false;
+    failed++;
+    forge_log_warn("test point: restore %ld fails on purpose", failed);
+    return true;
+}
+/* Called once per restore (loop.c), on the loop's thread. */
+bool forge_testpoint_restore_stalls(int timeout_ms)
+{
+    static long seen;
+    const char *want = getenv("FORGE_TEST_RESTORE_STALLS");
+    const char *colon = want ? strchr(want, ':') : NULL;
+    long from = colon ? strtol(want, NULL, 10) : 1;
+    long n = want ? strtol(colon ? colon + 1 : want, NULL, 10) : 0;
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+
+    seen++;
+    if (seen < from || seen >= from + n)
+        return false;
+    forge_log_warn("test point: restore %ld stalls %d ms, then fails, on "
+                   "purpose",
+                   seen, timeout_ms);
+    nanosleep(&ts, NULL);
+    return true;
+}
+#else
+typedef int forge_testpoint_unused_t; /* ISO C: no empty translation unit */
+#endif

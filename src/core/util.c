@@ -1,0 +1,154 @@
+/*
+ * util.c - aborting allocators (the out-of-memory policy of util.h) and
+ * small string helpers.
+ */
+#include "core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static void out_of_memory(size_t n)
+{
+    fprintf(stderr, "forge-worker: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *forge_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+
+    if (!p)
+        out_of_memory(n);
+    return p;
+}
+
+void *forge_xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+
+    if (!p)
+        out_of_memory(n * m);
+    return p;
+}
+
+void *forge_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+
+    if (!q)
+        out_of_memory(n);
+    return q;
+}
+
+char *forge_xstrndup(const char *s, size_t n)
+{
+    char *d = forge_xmalloc(n + 1);
+
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *forge_xstrdup(const char *s)
+{
+    return s ? forge_xstrndup(s, strlen(s)) : NULL;
+}
+
+size_t forge_strlcat(char *dst, const char *src, size_t dstsize)
+{
+    size_t dlen = strnlen(dst, dstsize);
+    size_t slen = strlen(src);
+
+    if (dlen == dstsize)
+        return dstsize + slen;
+    if (slen < dstsize - dlen) {
+        memcpy(dst + dlen, src, slen + 1);
+    } else {
+        memcpy(dst + dlen, src, dstsize - dlen - 1);
+        dst[dstsize - 1] = '\0';
+    }
+    return dlen + slen;
+}
+
+int forge_str_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int forge_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = FORGE_EIO;
+
+    *out = NULL;
+    *len = 0;
+    if (!f)
+        return FORGE_EIO;
+    for (;;) {
+        if (cap - n < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = forge_xrealloc(buf, cap + 1);
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n > max) {
+            rc = FORGE_ETOO_LARGE;
+            goto out;
+        }
+        if (r == 0)
+            break;
+    }
+    if (ferror(f))
+        goto out;
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+    rc = FORGE_OK;
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+size_t forge_utf8_len(const unsigned char *p, size_t left)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t n;
+
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] < 0xC2 || p[0] > 0xF4)
+        return 0;
+    n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+    if (p[0] == 0xE0)
+        lo = 0xA0; /* overlong */
+    else if (p[0] == 0xED)
+        hi = 0x9F; /* surrogates */
+    else if (p[0] == 0xF0)
+        lo = 0x90; /* overlong */
+    else if (p[0] == 0xF4)
+        hi = 0x8F; /* past U+10FFFF */
+    if (n > left || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+void forge_hex(const unsigned char *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 0xf];
+    }
+    out[2 * n] = '\0';
+}

@@ -1,0 +1,139 @@
+/*
+ * kafka.h - librdkafka stays behind this wall. One consumer (the requests
+ * topic, a consumer group with cooperative-sticky assignment, manual
+ * offsets, read_committed), one transactional producer (KIP-447: input
+ * offsets committed inside the transaction that carries the events and the
+ * state records), and a group-less reader of the state topic for restores.
+ *
+ * Threads: every function here is called from the consume loop's thread
+ * only (the rebalance callbacks run inside forge_kafka_poll on that thread).
+ */
+#ifndef FORGE_KAFKA_H
+#define FORGE_KAFKA_H
+
+#include "core/config.h"
+#include "core/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct forge_kafka forge_kafka_t;
+
+/* Called from forge_kafka_poll() during a rebalance, on the loop's thread.
+ * assigned: the partitions are assigned and paused; the callee restores
+ * them and calls forge_kafka_resume(). revoked: pending work of the loop
+ * was committed (or, when lost, aborted) before; the callee drops them. */
+typedef struct forge_kafka_handlers {
+    void *ctx;
+    void (*assigned)(void *ctx, const int32_t *partitions, size_t n);
+    void (*revoked)(void *ctx, const int32_t *partitions, size_t n, bool lost);
+    /* Commit what is pending before these partitions go (0 on success). */
+    int (*flush)(void *ctx, const int32_t *partitions, size_t n);
+} forge_kafka_handlers_t;
+
+/* One request message, borrowed until the next forge_kafka_poll(). */
+typedef struct forge_kafka_message {
+    int32_t partition;
+    int64_t offset;
+    const char *key;
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+} forge_kafka_message_t;
+
+forge_rc_t forge_kafka_new(const forge_config_t *cfg,
+                           const forge_kafka_handlers_t *handlers,
+                           forge_kafka_t **out,
+                           forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Closes the consumer (leaving the group: the revoke handler runs), aborts
+ * an open transaction, destroys everything. NULL-safe. */
+void forge_kafka_destroy(forge_kafka_t *k);
+
+/* Serves callbacks; returns true with *msg when a request arrived within
+ * timeout_ms. Consumer errors are logged, never fatal. */
+bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
+                      forge_kafka_message_t *msg);
+
+void forge_kafka_pause(forge_kafka_t *k, int32_t partition);
+void forge_kafka_resume(forge_kafka_t *k, int32_t partition);
+void forge_kafka_pause_all(forge_kafka_t *k);
+
+/* ---- the transaction ---------------------------------------------------- */
+
+typedef enum forge_kafka_outcome {
+    FORGE_KAFKA_COMMITTED = 0,
+    FORGE_KAFKA_ABORTED, /* rewound to the committed offsets: the caller
+                            must drop in-memory changes and restore */
+    FORGE_KAFKA_FATAL,   /* fenced or broken: exit and let a supervisor
+                            restart the worker */
+} forge_kafka_outcome_t;
+
+/* A header of a record: value bytes of length len, borrowed. */
+typedef struct forge_kafka_header {
+    const char *name;
+    const char *value;
+    size_t len;
+} forge_kafka_header_t;
+
+/* One record to produce; everything borrowed until the call returns. */
+typedef struct forge_kafka_record {
+    const char *topic;
+    int32_t partition; /* -1: the producer's partitioner (murmur2_random) */
+    const char *key;   /* NULL: no key */
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    const forge_kafka_header_t *headers;
+    size_t header_count;
+} forge_kafka_record_t;
+
+/* Adds a record to the current transaction (begun on first use). */
+forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
+                                      const forge_kafka_record_t *r,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* An event or state record: keyed by launch_id, value `len` bytes, header
+ * content-type application/cloudevents+json. partition -1: the
+ * partitioner's. */
+forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
+                               int32_t partition, const char *key,
+                               const void *value, size_t len,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* A message of the current transaction could not even be made (a state
+ * record that could not be sealed): the transaction must not commit
+ * without it, so the next forge_kafka_commit aborts it, as after a failed
+ * produce. */
+void forge_kafka_fail_txn(forge_kafka_t *k);
+
+/* The request at (partition, offset) is handled: its offset + 1 goes into
+ * the transaction. */
+void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset);
+
+/* True when produce or mark_done added something not yet committed. */
+bool forge_kafka_pending(const forge_kafka_t *k);
+
+/* Sends the offsets and commits; on an abortable error aborts and rewinds
+ * the consumer to its committed offsets. */
+forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k);
+
+/* ---- restore ----------------------------------------------------------- */
+
+/* How long restores may hold the loop, from the consumer's
+ * max.poll.interval.ms M (kafka.c): one restore at most min(M/8, 60 s),
+ * restores in a row at most M/4 (then the loop polls the group). */
+int forge_kafka_restore_timeout_ms(const forge_kafka_t *k);
+int forge_kafka_restore_pass_ms(const forge_kafka_t *k);
+
+/* Reads partition `partition` of the state topic from the beginning to its
+ * end (last stable offset), calling fn for every record (value NULL for a
+ * tombstone), for at most timeout_ms. Returns 0, or -1 when the end could
+ * not be reached in time. */
+int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
+                        void (*fn)(void *ctx, const char *key, size_t key_len,
+                                   const char *value, size_t len),
+                        void *ctx, int timeout_ms);
+
+#endif

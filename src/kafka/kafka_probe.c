@@ -1,0 +1,63 @@
+/*
+ * kafka_probe.c - broker reachability through one metadata request
+ * (kafka_probe.h).
+ */
+#include "kafka/kafka_probe.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <string.h>
+
+static int topic_listed(const rd_kafka_metadata_t *md, const char *name)
+{
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (!strcmp(md->topics[i].topic, name) && !md->topics[i].err)
+            return 1;
+    return 0;
+}
+
+void forge_kafka_probe(const forge_config_t *cfg, int timeout_ms,
+                       forge_kafka_probe_t *out)
+{
+    const char *topics[] = {cfg->topic_requests, cfg->topic_status,
+                            cfg->topic_logs, cfg->topic_state, cfg->topic_dlq};
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const rd_kafka_metadata_t *md = NULL;
+    char errstr[256];
+    rd_kafka_t *rk;
+    rd_kafka_resp_err_t err;
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < cfg->kafka_prop_count; i++)
+        rd_kafka_conf_set(conf, cfg->kafka_props[i].name,
+                          cfg->kafka_props[i].value, errstr, sizeof(errstr));
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr,
+                          sizeof(errstr)) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK) {
+        snprintf(out->error, sizeof(out->error), "%s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return;
+    }
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        snprintf(out->error, sizeof(out->error), "%s", errstr);
+        return;
+    }
+    err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
+    if (err) {
+        snprintf(out->error, sizeof(out->error), "metadata: %s",
+                 rd_kafka_err2str(err));
+    } else {
+        out->brokers = md->broker_cnt;
+        out->topics_ok = 1;
+        for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++)
+            out->topics_ok = out->topics_ok && topic_listed(md, topics[i]);
+        out->ok = md->broker_cnt > 0;
+        if (!out->topics_ok)
+            snprintf(out->error, sizeof(out->error),
+                     "one of the worker's topics is missing");
+        rd_kafka_metadata_destroy(md);
+    }
+    rd_kafka_destroy(rk);
+}

@@ -1,0 +1,117 @@
+/*
+ * launch.h - a launch's durable record: what the worker must know to carry
+ * on after a crash or a rebalance (docs/CONTRACT.md section 1: the state
+ * topic, keyed by launch_id, co-partitioned with the requests). One record
+ * per launch, for its latest attempt; the state machine's rules (legal
+ * transitions, seq +1 per event) are enforced here.
+ *
+ * The request itself is kept (as received) until the launch is archived (or
+ * cleaned, when it has no logs), so a new owner can resubmit an interrupted
+ * submit without the requests topic, and knows the pools whose logs to
+ * archive. It holds secrets (the ingest token, env and secret_env values),
+ * so the state topic only ever gets it sealed (seal.h), bound to the
+ * record's launch_id and attempt: "request": null, "request_sealed":
+ * {"kid", "iv", "ct"}. Records written before sealing carry it in clear in
+ * "request"; they are read as before and sealed on their next write. The
+ * version stays 1: the change is additive, and a worker that predates it
+ * reads a sealed record as one without its request.
+ *
+ * A sealed request that cannot be opened (a key this worker does not hold,
+ * or it does not authenticate) leaves the rest of the record intact: the
+ * request is NULL, request_error says why, and the sealed value is kept and
+ * written back as it was, so a worker with the right key can still open it.
+ *
+ * After a terminal state: archived (the logs event is out, in the same
+ * transaction as the record saying so), then cleaned (staging deleted).
+ *
+ * slurm_states (optional, additive like the sealed request): the job's
+ * Slurm states, as the poller writes them down (runner.c: "<job_id>:<state>,
+ * ...;" per job entry), that the record's state was derived from. A worker
+ * that restores the record takes them for what it last saw, so an
+ * unchanged job costs no details call; a record an aborted transaction
+ * rewound carries the states of its own, older state, so the job's
+ * present ones differ and are looked at again.
+ */
+#ifndef FORGE_LAUNCH_H
+#define FORGE_LAUNCH_H
+
+#include "core/error.h"
+#include "launch/platform_state.h"
+#include "launch/seal.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FORGE_DIGEST_HEX 65 /* sha256 as hex + NUL */
+
+typedef struct forge_launch_record {
+    char *launch_id;
+    int attempt;
+    forge_state_t state;
+    long seq; /* events published so far for (launch_id, attempt) */
+    char digest[FORGE_DIGEST_HEX]; /* of the request bytes */
+    char *request;                 /* the request as received, or NULL */
+    size_t request_len;
+    json_t *request_sealed; /* could not be opened: kept as read, or NULL */
+    forge_error_t *request_error; /* why not (no secret in it), or NULL */
+    uint32_t job_id;              /* 0: intent recorded, no job id yet */
+    uint32_t *component_ids;      /* het components, in het_offset order */
+    size_t component_count;
+    bool cancel_requested;
+    bool archived; /* the logs_archived event is published */
+    bool cleaned;  /* staging and scheduler logs deleted (or never made) */
+    long long accepted_at_ms;
+    long long updated_at_ms;
+    long long missing_since_ms; /* 0: Slurm knows the job */
+    char *slurm_states;         /* see above; NULL: none seen yet */
+} forge_launch_record_t;
+
+/* A new record in state NONE for (launch_id, attempt) and its request
+ * bytes (copied; digest computed). */
+forge_launch_record_t *forge_launch_record_new(const char *launch_id,
+                                               int attempt, const char *request,
+                                               size_t request_len);
+
+void forge_launch_record_free(forge_launch_record_t *r); /* NULL-safe */
+
+/* sha256 of bytes as lower-case hex. */
+void forge_digest_hex(const void *bytes, size_t len,
+                      char out[FORGE_DIGEST_HEX]);
+
+/*
+ * Moves the record to `to` if the contract allows it (seq + 1, updated_at
+ * = now_ms). FORGE_EINVAL (and nothing changes) for an illegal move.
+ */
+forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
+                                long long now_ms) FORGE_WARN_UNUSED;
+
+/* Forgets the request (the logs are safe, or there are none): the next
+ * record written carries none, sealed or not. */
+void forge_launch_drop_request(forge_launch_record_t *r);
+
+/* What a record's request is sealed for ("forge-state/v1/<id>/<attempt>"):
+ * the additional data that binds it to this launch and attempt. New. */
+char *forge_launch_seal_aad(const char *launch_id, int attempt);
+
+/*
+ * The record as the state topic's value (*out new), its request sealed by
+ * s. Never in clear: FORGE_EINVAL when there is a request and no s, and
+ * whatever forge_seal says when sealing fails (*out NULL then).
+ */
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
+                                      const forge_sealer_t *s, json_t **out,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+/*
+ * A state topic value back into a record (*out new). A sealed request is
+ * opened with s (which may be NULL: then it cannot be); one that does not
+ * open is not an error of the record (see above).
+ */
+forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
+                                      const forge_sealer_t *s,
+                                      forge_launch_record_t **out,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif

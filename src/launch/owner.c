@@ -1,0 +1,271 @@
+/*
+ * owner.c - owned partitions and the launch table (owner.h): a fixed
+ * bucket array with chaining (FNV-1a), a small partition array, and the
+ * registration of the held requests' secrets with the log (log.h), and
+ * the partitions' generations (generation.h), which the runners read.
+ */
+#include "launch/owner.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS        4096
+#define PARTITIONS_MAX FORGE_PARTITIONS_MAX
+
+typedef enum { P_NONE = 0, P_RESTORING, P_READY } pstate_t;
+
+struct forge_owner {
+    forge_entry_t *buckets[BUCKETS];
+    size_t count;
+    unsigned char partitions[PARTITIONS_MAX]; /* pstate_t */
+    /* a restore that failed: when to try again (0: none due), and how many
+     * times in a row it failed (for the backoff; cleared once ready) */
+    long long retry_at[PARTITIONS_MAX];
+    unsigned char failures[PARTITIONS_MAX];
+    /* kept with the arrays above, so the loop's per-iteration questions
+     * (ready? how many owned? a restore due?) never scan them */
+    size_t owned, restoring, retrying;
+    forge_generations_t *generations; /* read by the runners' threads */
+};
+
+/* Every partition state change goes through here, with the counts. */
+static void set_state(forge_owner_t *o, int32_t p, pstate_t to)
+{
+    pstate_t from = (pstate_t)o->partitions[p];
+
+    o->owned += (to != P_NONE) - (from != P_NONE);
+    o->restoring += (to == P_RESTORING) - (from == P_RESTORING);
+    o->partitions[p] = (unsigned char)to;
+}
+
+static void set_retry(forge_owner_t *o, int32_t p, long long at)
+{
+    o->retrying += (at != 0) - (o->retry_at[p] != 0);
+    o->retry_at[p] = at;
+}
+
+static size_t bucket_of(const char *key)
+{
+    uint32_t h = 2166136261u;
+
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 16777619u;
+    return h % BUCKETS;
+}
+
+/* Secrets too short for the log's registry are refused there (they would
+ * garble every line); the archive still redacts them in its own launch's
+ * tail (runner.c). */
+static void secret_add(void *ctx, const char *secret)
+{
+    (void)ctx;
+    (void)forge_log_secret_add(secret);
+}
+
+static void secret_remove(void *ctx, const char *secret)
+{
+    (void)ctx;
+    forge_log_secret_remove(secret);
+}
+
+static void release_request(forge_entry_t *e)
+{
+    forge_request_each_secret(e->req, secret_remove, NULL);
+    forge_request_destroy(e->req);
+    e->req = NULL;
+}
+
+static void entry_free(forge_entry_t *e)
+{
+    forge_launch_record_free(e->rec);
+    release_request(e);
+    free(e);
+}
+
+forge_owner_t *forge_owner_new(void)
+{
+    forge_owner_t *o = forge_xcalloc(1, sizeof(forge_owner_t));
+
+    o->generations = forge_generations_new();
+    return o;
+}
+
+void forge_owner_destroy(forge_owner_t *o)
+{
+    if (!o)
+        return;
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (forge_entry_t *e = o->buckets[b], *next; e; e = next) {
+            next = e->next;
+            entry_free(e);
+        }
+    forge_generations_destroy(o->generations);
+    free(o);
+}
+
+forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id)
+{
+    for (forge_entry_t *e = o->buckets[bucket_of(launch_id)]; e; e = e->next)
+        if (!strcmp(e->rec->launch_id, launch_id))
+            return e;
+    return NULL;
+}
+
+forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
+                               forge_request_t *req, int32_t partition)
+{
+    forge_entry_t **slot = &o->buckets[bucket_of(rec->launch_id)];
+    forge_entry_t *e;
+
+    for (e = *slot; e; e = e->next)
+        if (!strcmp(e->rec->launch_id, rec->launch_id))
+            break;
+    /* before the old request lets go: a value both hold stays registered */
+    forge_request_each_secret(req, secret_add, NULL);
+    if (e) { /* replace in place: a newer attempt */
+        forge_launch_record_free(e->rec);
+        release_request(e);
+        forge_entry_t *next = e->next;
+        memset(e, 0, sizeof(*e));
+        e->next = next;
+    } else {
+        e = forge_xcalloc(1, sizeof(*e));
+        e->next = *slot;
+        *slot = e;
+        o->count++;
+    }
+    e->rec = rec;
+    e->req = req;
+    e->partition = partition;
+    e->generation = forge_generation_of(o->generations, partition);
+    return e;
+}
+
+void forge_owner_drop_request(forge_entry_t *e)
+{
+    forge_launch_drop_request(e->rec);
+    release_request(e);
+}
+
+void forge_owner_assign(forge_owner_t *o, int32_t p)
+{
+    if (p >= 0 && p < PARTITIONS_MAX) {
+        set_state(o, p, P_RESTORING);
+        forge_generation_begin(o->generations, p);
+    }
+}
+
+void forge_owner_release(forge_owner_t *o, int32_t p)
+{
+    forge_generation_end(o->generations, p);
+}
+
+const forge_generations_t *forge_owner_generations(const forge_owner_t *o)
+{
+    return o->generations;
+}
+
+void forge_owner_set_ready(forge_owner_t *o, int32_t p)
+{
+    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING) {
+        set_state(o, p, P_READY);
+        set_retry(o, p, 0);
+        o->failures[p] = 0;
+    }
+}
+
+int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at)
+{
+    if (p < 0 || p >= PARTITIONS_MAX || o->partitions[p] != P_RESTORING)
+        return 0;
+    set_retry(o, p, retry_at);
+    if (o->failures[p] < 255)
+        o->failures[p]++;
+    return o->failures[p];
+}
+
+void forge_owner_restore_later(forge_owner_t *o, int32_t p, long long at)
+{
+    if (p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_RESTORING)
+        set_retry(o, p, at);
+}
+
+int forge_owner_restore_failures(const forge_owner_t *o, int32_t p)
+{
+    return p >= 0 && p < PARTITIONS_MAX ? o->failures[p] : 0;
+}
+
+int32_t forge_owner_restore_due(const forge_owner_t *o, long long now)
+{
+    int32_t due = -1;
+
+    for (int32_t p = 0; o->retrying && p < PARTITIONS_MAX; p++)
+        if (o->partitions[p] == P_RESTORING && o->retry_at[p] &&
+            now >= o->retry_at[p] &&
+            (due < 0 || o->retry_at[p] < o->retry_at[due]))
+            due = p;
+    return due;
+}
+
+void forge_owner_drop(forge_owner_t *o, int32_t p)
+{
+    if (p < 0 || p >= PARTITIONS_MAX)
+        return;
+    set_state(o, p, P_NONE);
+    set_retry(o, p, 0); /* failures stay: a restore again soon backs off */
+    forge_generation_end(o->generations, p);
+    for (size_t b = 0; b < BUCKETS; b++) {
+        forge_entry_t **link = &o->buckets[b];
+        while (*link) {
+            forge_entry_t *e = *link;
+            if (e->partition == p) {
+                *link = e->next;
+                entry_free(e);
+                o->count--;
+            } else {
+                link = &e->next;
+            }
+        }
+    }
+}
+
+bool forge_owner_owns(const forge_owner_t *o, int32_t p)
+{
+    return p >= 0 && p < PARTITIONS_MAX && o->partitions[p] == P_READY;
+}
+
+bool forge_owner_ready(const forge_owner_t *o)
+{
+    return o->restoring == 0;
+}
+
+size_t forge_owner_partition_count(const forge_owner_t *o)
+{
+    return o->owned;
+}
+
+int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)
+{
+    int32_t *out = forge_xcalloc(PARTITIONS_MAX, sizeof(int32_t));
+
+    *n = 0;
+    for (int32_t p = 0; p < PARTITIONS_MAX; p++)
+        if (o->partitions[p] != P_NONE)
+            out[(*n)++] = p;
+    return out;
+}
+
+void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
+                      void *ctx)
+{
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (forge_entry_t *e = o->buckets[b]; e; e = e->next)
+            fn(ctx, e);
+}
+
+size_t forge_owner_count(const forge_owner_t *o)
+{
+    return o->count;
+}

@@ -1,0 +1,107 @@
+/*
+ * owner.h - what this worker owns: the partitions of the requests topic
+ * assigned to it (and whether each is restored yet), and the launches keyed
+ * to them (contract section 1: partition ownership is job ownership).
+ *
+ * The secrets of every request the table holds (the ingest token, each
+ * secret_env value) are registered for redaction (log.h) while it holds
+ * it: from forge_owner_put until the entry leaves (revoked, replaced,
+ * destroyed) or its request is dropped (forge_owner_drop_request). So
+ * log lines, and the tails of archives, never show a live launch's secret,
+ * whichever launch's text it turns up in.
+ *
+ * Partitions have generations (generation.h: the ownership story): one
+ * begins when a partition is assigned (forge_owner_assign, also at each
+ * restore), it ends when the partition leaves (forge_owner_release,
+ * forge_owner_drop), and every entry is stamped with the generation it
+ * was made in. The generations table is the one thing here other threads
+ * read (forge_owner_generations: the runners' check before Slurm).
+ *
+ * Threads: the consume loop's thread only, but for the generations table.
+ */
+#ifndef FORGE_OWNER_H
+#define FORGE_OWNER_H
+
+#include "launch/generation.h"
+#include "launch/launch.h"
+#include "request/request.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct forge_entry {
+    forge_launch_record_t *rec; /* owned */
+    forge_request_t *req;       /* owned, parsed request; NULL if unknown */
+    int32_t partition;
+    uint64_t generation; /* the partition's when the entry was made */
+    bool busy;           /* a submit/cancel for it is in flight */
+    /* A submit of this attempt may have reached Slurm without its job id
+     * being known here: the intent was restored (a crash, an aborted
+     * transaction, another owner before), or a submit was posted. A cancel
+     * then cleans the tag before it says CANCELLED. */
+    bool submit_unknown;
+    long long retry_at_ms; /* a failed submit waits until then */
+    int submit_failures;
+    long long cancel_sent_ms; /* when a cancel was last posted */
+    struct forge_entry *next; /* bucket chain */
+} forge_entry_t;
+
+typedef struct forge_owner forge_owner_t;
+
+forge_owner_t *forge_owner_new(void);
+void forge_owner_destroy(forge_owner_t *o); /* NULL-safe */
+
+forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id);
+
+/* Adds or replaces the entry of rec->launch_id (rec and req stolen). */
+forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
+                               forge_request_t *req, int32_t partition);
+
+/* e's request is no longer needed (its logs are archived, or it has none):
+ * dropped from its record and parsed form, its secrets unregistered. */
+void forge_owner_drop_request(forge_entry_t *e);
+
+/* Partition bookkeeping: assigned-but-restoring vs ready. assign begins a
+ * new generation of the partition; drop ends it and removes its entries. */
+void forge_owner_assign(forge_owner_t *o, int32_t partition);
+void forge_owner_set_ready(forge_owner_t *o, int32_t partition);
+void forge_owner_drop(forge_owner_t *o, int32_t partition);
+
+/* The partition is leaving: its generation ends now (work made for it is
+ * stale from here on), its entries stay until forge_owner_drop. */
+void forge_owner_release(forge_owner_t *o, int32_t partition);
+
+/* Read by the runners' threads (generation.h); lives as long as o. */
+const forge_generations_t *forge_owner_generations(const forge_owner_t *o);
+bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
+/* Every assigned partition is restored (the worker's readiness). */
+bool forge_owner_ready(const forge_owner_t *o);
+
+/* A restore of p that did not reach the state topic's end: p stays
+ * restoring (paused, nothing taken from it) and is due again at retry_at.
+ * Returns how many restores of p failed in a row (cleared once ready). */
+int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at);
+int forge_owner_restore_failures(const forge_owner_t *o, int32_t p);
+
+/* p's restore waits for the next pass, due at `at` (the pass's time ran
+ * out before p's turn; not a failure: no backoff). */
+void forge_owner_restore_later(forge_owner_t *o, int32_t p, long long at);
+
+/* The restoring partition whose next restore has been due longest at now,
+ * or -1. */
+int32_t forge_owner_restore_due(const forge_owner_t *o, long long now);
+
+/* How many partitions are owned (restoring or ready). */
+size_t forge_owner_partition_count(const forge_owner_t *o);
+
+/* Partitions assigned now (new array, *n entries). */
+int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n);
+
+/* Calls fn for every entry (fn must not add or remove entries). */
+void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
+                      void *ctx);
+
+/* How many launches the table holds. */
+size_t forge_owner_count(const forge_owner_t *o);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * seal.c - AES-256-GCM sealing with the state keys (seal.h): the key files
+ * and their checks, the key ids, seal and open, and the strict base64 the
+ * sealed values are written in. OpenSSL EVP does the cryptography; nothing
+ * here keeps state beyond the loaded keys.
+ */
+#include "launch/seal.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IV_BYTES  12
+#define TAG_BYTES 16
+
+#define VAR_CURRENT  "FORGE_STATE_KEY_FILE"
+#define VAR_PREVIOUS "FORGE_STATE_KEY_FILE_PREVIOUS"
+
+typedef struct seal_key {
+    bool set;
+    unsigned char bytes[FORGE_SEAL_KEY_BYTES];
+    char kid[FORGE_SEAL_KID_HEX];
+} seal_key_t;
+
+struct forge_sealer {
+    seal_key_t current;
+    seal_key_t previous; /* set: opens only */
+};
+
+/* ---- keys ------------------------------------------------------------- */
+
+static void key_id(const unsigned char *key, char kid[FORGE_SEAL_KID_HEX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+
+    EVP_Digest(key, FORGE_SEAL_KEY_BYTES, md, &n, EVP_sha256(), NULL);
+    forge_hex(md, (FORGE_SEAL_KID_HEX - 1) / 2, kid);
+    OPENSSL_cleanse(md, sizeof(md));
+}
+
+/* Exactly FORGE_SEAL_KEY_BYTES from fd, and then the end of the file. */
+static bool read_exact(int fd, unsigned char *key)
+{
+    size_t got = 0;
+    unsigned char extra;
+    ssize_t n;
+
+    while (got < FORGE_SEAL_KEY_BYTES) {
+        n = read(fd, key + got, FORGE_SEAL_KEY_BYTES - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        got += (size_t)n;
+    }
+    while ((n = read(fd, &extra, 1)) < 0 && errno == EINTR)
+        ;
+    return n == 0;
+}
+
+/* The checks of seal.h on an open key file (fstat: what was opened). */
+static forge_rc_t check_key_file(int fd, const char *var, const char *path,
+                                 forge_error_t *err)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s %s is not a regular file", var, path);
+    if (st.st_mode & 077)
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s %s is open to group or others (mode "
+                               "%03o): chmod 600 it",
+                               var, path, (unsigned)(st.st_mode & 0777));
+    if (st.st_size != FORGE_SEAL_KEY_BYTES)
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s %s must hold exactly %d raw bytes (it has "
+                               "%lld): make one with head -c %d /dev/urandom",
+                               var, path, FORGE_SEAL_KEY_BYTES,
+                               (long long)st.st_size, FORGE_SEAL_KEY_BYTES);
+    return FORGE_OK;
+}
+
+static forge_rc_t load_key(const char *path, const char *var, seal_key_t *key,
+                           forge_error_t *err)
+{
+    /* O_NONBLOCK: a FIFO named here must not hang the start. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    forge_rc_t rc;
+
+    if (fd < 0)
+        return forge_error_set(err, FORGE_ECONFIG, var,
+                               "%s %s cannot be opened: %s", var, path,
+                               strerror(errno));
+    rc = check_key_file(fd, var, path, err);
+    if (!rc && !read_exact(fd, key->bytes))
+        rc = forge_error_set(err, FORGE_ECONFIG, var,
+                             "%s %s could not be read whole", var, path);
+    close(fd);
+    if (rc) {
+        OPENSSL_cleanse(key->bytes, sizeof(key->bytes));
+        return rc;
+    }
+    key_id(key->bytes, key->kid);
+    key->set = true;
+    return FORGE_OK;
+}
+
+forge_rc_t forge_sealer_load(const char *key_file, const char *previous_file,
+                             forge_sealer_t **out, forge_error_t *err)
+{
+    forge_sealer_t *s = forge_xcalloc(1, sizeof(*s));
+    forge_rc_t rc;
+
+    *out = NULL;
+    if (!key_file)
+        rc = forge_error_set(err, FORGE_ECONFIG, VAR_CURRENT, "%s is required",
+                             VAR_CURRENT);
+    else if (!(rc = load_key(key_file, VAR_CURRENT, &s->current, err)) &&
+             previous_file)
+        rc = load_key(previous_file, VAR_PREVIOUS, &s->previous, err);
+    if (rc) {
+        forge_sealer_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return FORGE_OK;
+}
+
+forge_rc_t forge_sealer_from_config(const forge_config_t *cfg,
+                                    forge_sealer_t **out, forge_error_t *err)
+{
+    return forge_sealer_load(cfg->state_key_file, cfg->state_key_file_previous,
+                             out, err);
+}
+
+void forge_sealer_destroy(forge_sealer_t *s)
+{
+    if (!s)
+        return;
+    OPENSSL_cleanse(s, sizeof(*s));
+    free(s);
+}
+
+const char *forge_sealer_kid(const forge_sealer_t *s)
+{
+    return s->current.kid;
+}
+
+static const seal_key_t *key_of(const forge_sealer_t *s, const char *kid)
+{
+    const seal_key_t *keys[] = {s ? &s->current : NULL,
+                                s ? &s->previous : NULL};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (keys[i] && keys[i]->set && !strcmp(keys[i]->kid, kid))
+            return keys[i];
+    return NULL;
+}
+
+/* ---- base64 (standard alphabet, padded, nothing else allowed) ---------- */
+
+static char *b64_encode(const unsigned char *in, size_t n)
+{
+    char *out = forge_xmalloc(4 * ((n + 2) / 3) + 1);
+
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+    return out;
+}
+
+static bool is_b64(int c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
+/* *out new (*n bytes), or false when text is not strict base64. */
+static bool b64_decode(const char *text, unsigned char **out, size_t *n)
+{
+    size_t len = strlen(text), pad = 0;
+    int got;
+
+    if (len == 0 || len % 4 != 0 || len > INT_MAX)
+        return false;
+    while (pad < 2 && text[len - 1 - pad] == '=')
+        pad++;
+    for (size_t i = 0; i < len - pad; i++)
+        if (!is_b64((unsigned char)text[i]))
+            return false;
+    *out = forge_xmalloc(len / 4 * 3 + 1);
+    got = EVP_DecodeBlock(*out, (const unsigned char *)text, (int)len);
+    if (got < 0 || (size_t)got < pad) {
+        free(*out);
+        *out = NULL;
+        return false;
+    }
+    *n = (size_t)got - pad;
+    return true;
+}
+
+/* ---- seal and open ---------------------------------------------------- */
+
+/* ct (len bytes, then room for the tag) from pt with key, iv, aad. */
+static bool gcm_seal(const seal_key_t *key, const unsigned char *iv,
+                     const char *aad, const void *pt, size_t len,
+                     unsigned char *ct)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int n = 0, fin = 0;
+    bool ok =
+        ctx && EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
+        EVP_EncryptInit_ex(ctx, NULL, NULL, key->bytes, iv) &&
+        EVP_EncryptUpdate(ctx, NULL, &n, (const unsigned char *)aad,
+                          (int)strlen(aad)) &&
+        EVP_EncryptUpdate(ctx, ct, &n, pt, (int)len) &&
+        EVP_EncryptFinal_ex(ctx, ct + n, &fin) &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, ct + len);
+
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
+                      size_t len, json_t **out, forge_error_t *err)
+{
+    unsigned char iv[IV_BYTES];
+    unsigned char *ct;
+    char *iv64, *ct64;
+
+    *out = NULL;
+    if (!s || !s->current.set || !aad || len > INT_MAX - TAG_BYTES)
+        return forge_error_set(err, FORGE_EINVAL, NULL,
+                               "nothing to seal with, or too much to seal");
+    if (RAND_bytes(iv, sizeof(iv)) != 1)
+        return forge_error_set(err, FORGE_EIO, NULL,
+                               "no random IV to seal with");
+    ct = forge_xmalloc(len + TAG_BYTES);
+    if (!gcm_seal(&s->current, iv, aad, pt, len, ct)) {
+        free(ct);
+        return forge_error_set(err, FORGE_EIO, NULL, "AES-256-GCM failed");
+    }
+    iv64 = b64_encode(iv, sizeof(iv));
+    ct64 = b64_encode(ct, len + TAG_BYTES);
+    *out = json_pack("{s:s, s:s, s:s}", "kid", s->current.kid, "iv", iv64, "ct",
+                     ct64);
+    free(iv64);
+    free(ct64);
+    free(ct);
+    return FORGE_OK;
+}
+
+/* pt (ctlen - TAG_BYTES bytes) from ct || tag; false when it does not
+ * authenticate. */
+static bool gcm_open(const seal_key_t *key, const unsigned char *iv,
+                     const char *aad, const unsigned char *ct, size_t ctlen,
+                     unsigned char *pt)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    size_t len = ctlen - TAG_BYTES;
+    int n = 0, fin = 0;
+    bool ok =
+        ctx && EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
+        EVP_DecryptInit_ex(ctx, NULL, NULL, key->bytes, iv) &&
+        EVP_DecryptUpdate(ctx, NULL, &n, (const unsigned char *)aad,
+                          (int)strlen(aad)) &&
+        EVP_DecryptUpdate(ctx, pt, &n, ct, (int)len) &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES,
+                            (void *)(ct + len)) &&
+        EVP_DecryptFinal_ex(ctx, pt + n, &fin) > 0;
+
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static bool is_kid(const char *kid)
+{
+    size_t n = strspn(kid, "0123456789abcdef");
+
+    return n == FORGE_SEAL_KID_HEX - 1 && !kid[n];
+}
+
+forge_rc_t forge_unseal(const forge_sealer_t *s, const char *aad,
+                        const json_t *sealed, char **out, size_t *out_len,
+                        forge_error_t *err)
+{
+    const char *kid = NULL, *iv64 = NULL, *ct64 = NULL;
+    unsigned char *iv = NULL, *ct = NULL, *pt = NULL;
+    size_t iv_len = 0, ct_len = 0;
+    const seal_key_t *key;
+    forge_rc_t rc = FORGE_OK;
+
+    *out = NULL;
+    *out_len = 0;
+    if (json_unpack((json_t *)sealed, "{s:s, s:s, s:s}", "kid", &kid, "iv",
+                    &iv64, "ct", &ct64) != 0 ||
+        !is_kid(kid) || !b64_decode(iv64, &iv, &iv_len) || iv_len != IV_BYTES ||
+        !b64_decode(ct64, &ct, &ct_len) || ct_len < TAG_BYTES ||
+        ct_len - TAG_BYTES > INT_MAX) {
+        rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
+                             "the sealed value is malformed");
+    } else if (!(key = key_of(s, kid))) {
+        rc = forge_error_set(err, FORGE_ECONFIG, VAR_PREVIOUS,
+                             "sealed with key %s, which is neither %s nor %s",
+                             kid, VAR_CURRENT, VAR_PREVIOUS);
+    } else {
+        pt = forge_xmalloc(ct_len - TAG_BYTES + 1);
+        if (!gcm_open(key, iv, aad ? aad : "", ct, ct_len, pt)) {
+            OPENSSL_cleanse(pt, ct_len - TAG_BYTES);
+            free(pt);
+            pt = NULL;
+            rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
+                                 "the value sealed with key %s does not "
+                                 "authenticate (tampered, or sealed for "
+                                 "another record)",
+                                 kid);
+        }
+    }
+    if (pt) {
+        pt[ct_len - TAG_BYTES] = '\0';
+        *out = (char *)pt;
+        *out_len = ct_len - TAG_BYTES;
+    }
+    free(iv);
+    free(ct);
+    return rc;
+}

@@ -1,0 +1,658 @@
+/*
+ * render.c - batch script and submit body of a launch (render.h).
+ *
+ * The script, top to bottom: identity and layout variables, rendezvous
+ * variables derived from Slurm's own, the credentials (ingest token and the
+ * request's env and secret_env, read from the 0600 file of
+ * forge_render_credentials() and removed), the ingest endpoint, the
+ * container's environment (never visible to host programs under its own
+ * names), then one `exec srun` with one component per pool. Every request
+ * value in the script goes through forge_shell_quote(); numbers are printed
+ * from ints; env values and the token are never in it, nor in srun's argv
+ * (which Slurm keeps as the step's SubmitLine): they travel in the job's
+ * environment under prefixed names.
+ */
+#include "render/render.h"
+#include "core/buf.h"
+#include "render/paths.h"
+#include "render/shell.h"
+#include "core/util.h"
+#include "core/version.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The characters of an environment name, spelled out (a bracket range
+ * could mean more in some shell's locale). */
+#define FORGE_NAME_CHARS                                                       \
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+/* Names /bin/sh owns (dash, and bash, which is /bin/sh in some images):
+ * computed on each read, read-only, arrays, or set again on exec (SHLVL,
+ * _), so an export would not reach the program as given; a case pattern. */
+#define FORGE_SHELL_OWNED_NAMES                                                \
+    "BASHOPTS | BASHPID | BASH_ALIASES | BASH_ARGC | BASH_ARGV | "             \
+    "BASH_CMDS | BASH_COMMAND | BASH_LINENO | BASH_MONOSECONDS | "             \
+    "BASH_REMATCH | BASH_SOURCE | BASH_SUBSHELL | BASH_TRAPSIG | "             \
+    "BASH_VERSINFO | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | "        \
+    "FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | "     \
+    "RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _"
+
+/* The wrapper each apptainer task runs (a constant: no request data). It
+ * hands Slurm's per-task variables (SLURM_PROCID, ..., and the GPU binding
+ * slurmd sets, unless the request set the same name) and the pool's identity
+ * into the clean container environment through APPTAINERENV_, which no host
+ * program reads. $1 pool, $2 roles,
+ * then the apptainer argv. */
+static const char apptainer_task_wrapper[] =
+    "export APPTAINERENV_FORGE_POOL=\"$1\" APPTAINERENV_FORGE_ROLES=\"$2\"; "
+    "shift 2; "
+    "for forge_v in ${!SLURM_@} CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES "
+    "GPU_DEVICE_ORDINAL; do "
+    "forge_a=APPTAINERENV_$forge_v; "
+    "[ -n \"${!forge_v+set}\" ] && [ -z \"${!forge_a+set}\" ] && "
+    "export \"$forge_a=${!forge_v}\"; done; "
+    "exec \"$@\"";
+
+/*
+ * The wrapper each enroot-pyxis task runs inside its container with
+ * /bin/sh (a constant: no request data; POSIX sh, as dash runs it). The
+ * batch script exports each env and secret_env pair as FORGE_E_<NAME> and
+ * lists the names in FORGE_ENV_NAMES (space-separated); Pyxis hands the
+ * job's environment to the container, where this wrapper exports each NAME
+ * with FORGE_E_<NAME>'s value (after the image's environment is applied, so
+ * the request wins, as it did with /usr/bin/env NAME=value), then removes
+ * the FORGE_E_ variables and runs the program. $1 pool, $2 roles, then the
+ * argv.
+ *
+ * First pass, before any export: every name is checked again (letters,
+ * digits, _, no leading digit, listed character by character so no locale
+ * can widen a range; not FORGE_*, the wrapper's own), names a shell owns
+ * (computed, read-only or arrays in dash or bash, which is /bin/sh in some
+ * images) are refused, and each FORGE_E_<NAME> must have arrived. Second
+ * pass: the value is read with one eval of text built only from the checked
+ * name and exported as one quoted word, so it is never evaluated; reading
+ * it back catches a shell that would not keep it (a read-only variable
+ * stops the shell by itself). Only builtins run after the first export.
+ * Names are parsed with pattern removal, not word splitting: no IFS, no
+ * globbing. A name listed twice is exported once.
+ */
+static const char pyxis_task_wrapper[] =
+    "FORGE_R=${FORGE_ENV_NAMES-}\n"
+    "while [ -n \"$FORGE_R\" ]; do\n"
+    "    FORGE_N=${FORGE_R%% *}\n"
+    "    FORGE_R=${FORGE_R#\"$FORGE_N\"}\n"
+    "    FORGE_R=${FORGE_R# }\n"
+    "    case $FORGE_N in\n"
+    "    \"\" | [0123456789]* | FORGE_* | *[!" FORGE_NAME_CHARS "]*)\n"
+    "        echo \"forge: FORGE_ENV_NAMES holds a malformed name; not "
+    "starting\" >&2\n"
+    "        exit 1 ;;\n"
+    "    " FORGE_SHELL_OWNED_NAMES ")\n"
+    "        echo \"forge: $FORGE_N belongs to the shell: /bin/sh cannot pass "
+    "it; not starting\" >&2\n"
+    "        exit 1 ;;\n"
+    "    esac\n"
+    "    eval \"FORGE_S=\\${FORGE_E_$FORGE_N+set}\"\n"
+    "    if [ \"$FORGE_S\" != set ]; then\n"
+    "        echo \"forge: FORGE_E_$FORGE_N did not reach the container; not "
+    "starting\" >&2\n"
+    "        exit 1\n"
+    "    fi\n"
+    "done\n"
+    "FORGE_R=${FORGE_ENV_NAMES-}\n"
+    "while [ -n \"$FORGE_R\" ]; do\n"
+    "    FORGE_N=${FORGE_R%% *}\n"
+    "    FORGE_R=${FORGE_R#\"$FORGE_N\"}\n"
+    "    FORGE_R=${FORGE_R# }\n"
+    "    eval \"FORGE_S=\\${FORGE_E_$FORGE_N+set} "
+    "FORGE_V=\\${FORGE_E_$FORGE_N-}\"\n"
+    "    if [ \"$FORGE_S\" = set ]; then\n"
+    "        export \"$FORGE_N=$FORGE_V\"\n"
+    "        eval \"FORGE_S=\\${$FORGE_N-}\"\n"
+    "        if [ \"$FORGE_S\" != \"$FORGE_V\" ]; then\n"
+    "            echo \"forge: /bin/sh did not keep $FORGE_N as given; not "
+    "starting\" >&2\n"
+    "            exit 1\n"
+    "        fi\n"
+    "        unset \"FORGE_E_$FORGE_N\"\n"
+    "    fi\n"
+    "done\n"
+    "unset FORGE_ENV_NAMES FORGE_R FORGE_N FORGE_S FORGE_V\n"
+    "export FORGE_POOL=\"$1\" FORGE_ROLES=\"$2\"\n"
+    "shift 2\n"
+    "exec \"$@\"\n";
+
+/* Host-side variables the job's tasks also see. */
+static const char *const shared_vars[] = {
+    "FORGE_LAUNCH_ID", "FORGE_ATTEMPT", "FORGE_POOLS", "FORGE_STAGING",
+    "MASTER_ADDR",     "MASTER_PORT",   "WORLD_SIZE",  "NNODES",
+};
+
+char *forge_render_job_name(const char *launch_id, int attempt)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_printf(&b, "forge-%s-%d", launch_id, attempt);
+    return forge_buf_take(&b);
+}
+
+char *forge_render_job_comment(const char *launch_id, int attempt)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_printf(&b, "forge:%s:%d", launch_id, attempt);
+    return forge_buf_take(&b);
+}
+
+/* Roles mapped to a pool, space-separated (new; "" for none). */
+static char *pool_roles(const forge_launch_t *l, const forge_pool_t *pool)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    for (size_t i = 0; i < l->role_count; i++) {
+        if (strcmp(l->roles[i].value, pool->name) != 0)
+            continue;
+        if (b.len)
+            forge_buf_putc(&b, ' ');
+        forge_buf_puts(&b, l->roles[i].key);
+    }
+    return forge_buf_take(&b);
+}
+
+bool forge_render_shell_owns(const char *name)
+{
+    static const char owned[] = FORGE_SHELL_OWNED_NAMES;
+    size_t n = strlen(name);
+
+    for (const char *p = owned; *p;) {
+        size_t len = strcspn(p, " |");
+        if (len == n && !strncmp(p, name, n))
+            return true;
+        p += len;
+        p += strspn(p, " |");
+    }
+    return false;
+}
+
+static void put_pair(forge_buf_t *out, const char *name, const char *value)
+{
+    forge_buf_append(out, name, strlen(name) + 1);
+    forge_buf_append(out, value, strlen(value) + 1);
+}
+
+bool forge_render_credentials(const forge_launch_t *l, forge_buf_t *out)
+{
+    if (!l->ingest_token && !l->env_count && !l->secret_env_count)
+        return false;
+    if (l->ingest_token)
+        put_pair(out, "FORGE_INGEST_TOKEN", l->ingest_token);
+    for (size_t i = 0; i < l->env_count; i++)
+        put_pair(out, l->env[i].key, l->env[i].value);
+    for (size_t i = 0; i < l->secret_env_count; i++)
+        put_pair(out, l->secret_env[i].key, l->secret_env[i].value);
+    return true;
+}
+
+/* ---- script sections -------------------------------------------------- */
+
+static void put_header(forge_buf_t *s, const forge_launch_t *l,
+                       const forge_config_t *cfg)
+{
+    forge_buf_printf(s,
+                     "#!/bin/bash\n"
+                     "# Generated by forge-worker %s (profile %s). Do not "
+                     "edit.\n"
+                     "# Every value taken from the request appears below "
+                     "only inside single quotes;\n# env values and the "
+                     "ingest token never are: the job reads them from a "
+                     "file.\n"
+                     "set -euo pipefail\n\n",
+                     forge_version(),
+                     forge_runtime_profile_name(cfg->runtime_profile));
+    (void)l;
+}
+
+static void put_identity(forge_buf_t *s, const forge_launch_t *l,
+                         const forge_config_t *cfg)
+{
+    char *staging = forge_path_staging(cfg, l->launch_id, l->attempt);
+    char *cluster_staging = forge_path_to_cluster(cfg, staging);
+    forge_buf_t pools = FORGE_BUF_INIT;
+    long world = 0, nodes = 0;
+
+    for (size_t i = 0; i < l->pool_count; i++) {
+        forge_buf_printf(&pools, "%s%s", i ? " " : "", l->pools[i].name);
+        world += (long)l->pools[i].nodes * l->pools[i].tasks_per_node;
+        nodes += l->pools[i].nodes;
+    }
+    forge_buf_puts(s, "# Who this job is, and its layout (pools in request "
+                      "order = het components).\n");
+    forge_buf_puts(s, "export FORGE_LAUNCH_ID=");
+    forge_shell_quote(s, l->launch_id);
+    forge_buf_printf(
+        s, "\nexport FORGE_ATTEMPT=%d\nexport FORGE_POOLS=", l->attempt);
+    forge_shell_quote(s, forge_buf_str(&pools));
+    forge_buf_puts(s, "\nexport FORGE_STAGING=");
+    forge_shell_quote(s, cluster_staging);
+    forge_buf_puts(s, "\n\n# Rendezvous for multi-node frameworks, from "
+                      "Slurm's own view of the job.\n"
+                      "export MASTER_ADDR=\"$(hostname)\"\n"
+                      "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n");
+    forge_buf_printf(s, "export WORLD_SIZE=%ld\nexport NNODES=%ld\n\n", world,
+                     nodes);
+    forge_buf_free(&pools);
+    free(staging);
+    free(cluster_staging);
+}
+
+/* Pairs in the credentials file (forge_render_credentials writes one per
+ * token, env and secret_env entry); 0 when there is no file. */
+static size_t credential_pairs(const forge_launch_t *l)
+{
+    return (l->ingest_token ? 1 : 0) + l->env_count + l->secret_env_count;
+}
+
+/* What each profile does around the reader loop: `init` before it, `pair`
+ * with each checked pair ($forge_k, $forge_v).
+ * apptainer: forge_env holds "NAME=value" words, exported as APPTAINERENV_
+ * later. enroot-pyxis: each pair is exported as FORGE_E_<NAME> (a prefix no
+ * request name has: srun, Pyxis and enroot never see a request's name, be it
+ * SRUN_*, ENROOT_* or LD_PRELOAD) and its name added once to
+ * FORGE_ENV_NAMES, for the task wrapper to unpack inside the container
+ * (pyxis_task_wrapper); the token is exported as itself, since Pyxis hands
+ * the job's environment to the container. */
+typedef struct reader_part {
+    const char *init;
+    const char *pair;
+} reader_part_t;
+
+static const reader_part_t reader_parts[] = {
+    [FORGE_PROFILE_APPTAINER] =
+        {
+            .init = "forge_env=()\n",
+            .pair = "    forge_env+=(\"$forge_k=$forge_v\")\n",
+        },
+    [FORGE_PROFILE_ENROOT_PYXIS] =
+        {
+            .init = "unset ${!FORGE_E_@}\n"
+                    "export FORGE_ENV_NAMES=\n",
+            .pair = "    if [ \"$forge_k\" = FORGE_INGEST_TOKEN ]; then\n"
+                    "        export FORGE_INGEST_TOKEN=\"$forge_v\"\n"
+                    "    else\n"
+                    "        forge_e=\"FORGE_E_$forge_k\"\n"
+                    "        if [ -z \"${!forge_e+set}\" ]; then\n"
+                    "            FORGE_ENV_NAMES+=\"${FORGE_ENV_NAMES:+ }"
+                    "$forge_k\"\n"
+                    "        fi\n"
+                    "        export \"$forge_e=$forge_v\"\n"
+                    "    fi\n",
+        },
+};
+
+/*
+ * The credentials reader: reads the file (NUL-separated NAME, VALUE pairs),
+ * checks every name before bash uses it (a name only ever becomes part of
+ * an array element or, checked, of an exported name: never a subscript,
+ * never evaluated), removes the file, and stops the job unless it held
+ * exactly the pairs the worker wrote. Constant text: the profile's parts go
+ * between head and loop and into the loop, the pair count into the tail.
+ */
+static const char credentials_head[] =
+    "# Credentials: the ingest token and the request's environment are in "
+    "the 0600\n# file the worker wrote (NUL-separated NAME, VALUE pairs), "
+    "never in this script,\n# which Slurm keeps. Each name is checked before "
+    "use; the file is removed before\n# any user code runs, so a requeued or "
+    "restarted job stops here.\n"
+    "forge_cred=\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\"\n"
+    "if [ ! -f \"$forge_cred\" ]; then\n"
+    "    echo \"forge: $forge_cred is missing: the job's first run removes "
+    "it, so a requeued or restarted job cannot start; submit a new "
+    "attempt\" >&2\n"
+    "    exit 1\n"
+    "fi\n";
+
+static const char credentials_loop[] =
+    "forge_n=0\n"
+    "while IFS= read -r -d '' forge_k && IFS= read -r -d '' forge_v; do\n"
+    "    if ! [[ $forge_k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then\n"
+    "        rm -f -- \"$forge_cred\"\n"
+    "        echo \"forge: $forge_cred holds a malformed name; not "
+    "starting\" >&2\n"
+    "        exit 1\n"
+    "    fi\n";
+
+static const char credentials_tail[] =
+    "    forge_n=$((forge_n + 1))\n"
+    "done <\"$forge_cred\"\n"
+    "rm -f -- \"$forge_cred\"\n"
+    "if [ -n \"$forge_k\" ] || [ \"$forge_n\" -ne %zu ]; then\n"
+    "    echo \"forge: $forge_cred did not hold the %zu pairs the worker "
+    "wrote; not starting\" >&2\n"
+    "    exit 1\n"
+    "fi\n"
+    "unset forge_k forge_v forge_n%s\n\n";
+
+static void put_credentials(forge_buf_t *s, const forge_config_t *cfg,
+                            size_t pairs)
+{
+    const reader_part_t *part = &reader_parts[cfg->runtime_profile];
+
+    if (!pairs)
+        return;
+    forge_buf_puts(s, credentials_head);
+    forge_buf_puts(s, part->init);
+    forge_buf_puts(s, credentials_loop);
+    forge_buf_puts(s, part->pair);
+    forge_buf_printf(
+        s, credentials_tail, pairs, pairs,
+        cfg->runtime_profile == FORGE_PROFILE_ENROOT_PYXIS ? " forge_e" : "");
+}
+
+static void put_ingest(forge_buf_t *s, const forge_launch_t *l)
+{
+    if (!l->ingest_endpoint)
+        return;
+    forge_buf_puts(s, "# Ingest: where the job reports (its token came with "
+                      "the credentials).\nexport FORGE_INGEST_ENDPOINT=");
+    forge_shell_quote(s, l->ingest_endpoint);
+    forge_buf_puts(s, "\n\n");
+}
+
+/* apptainer: everything the tasks must see goes in as APPTAINERENV_*; the
+ * credentials' pairs last, so a request's env wins over the defaults above
+ * (MASTER_PORT, say), as it does with enroot-pyxis. */
+static void put_apptainer_env(forge_buf_t *s, const forge_launch_t *l,
+                              size_t pairs)
+{
+    forge_buf_puts(s, "# The container's environment: --cleanenv plus these "
+                      "APPTAINERENV_ variables,\n# which no host program "
+                      "reads.\n");
+    for (size_t i = 0; i < sizeof(shared_vars) / sizeof(shared_vars[0]); i++)
+        forge_buf_printf(s, "export APPTAINERENV_%s=\"$%s\"\n", shared_vars[i],
+                         shared_vars[i]);
+    if (l->ingest_endpoint)
+        forge_buf_puts(s, "export APPTAINERENV_FORGE_INGEST_ENDPOINT="
+                          "\"$FORGE_INGEST_ENDPOINT\"\n");
+    if (pairs)
+        forge_buf_puts(s, "for forge_p in ${forge_env[@]+\"${forge_env[@]}\"}; "
+                          "do\n    export \"APPTAINERENV_$forge_p\"\n"
+                          "done\nunset forge_env forge_p\n");
+    forge_buf_puts(s, "forge_task=");
+    forge_shell_quote(s, apptainer_task_wrapper);
+    forge_buf_puts(s, "\n\n");
+}
+
+/* enroot-pyxis: the env and secret_env pairs are already in the job's
+ * environment as FORGE_E_<NAME> (the credentials reader); each task unpacks
+ * them inside its container. */
+static void put_pyxis_env(forge_buf_t *s)
+{
+    forge_buf_puts(s, "# The container's environment: the job's, which Pyxis "
+                      "passes in, holding the\n# request's env as "
+                      "FORGE_E_<NAME>; forge_unpack exports each as NAME "
+                      "inside the\n# container. Never in srun's argv, which "
+                      "Slurm keeps as the step's SubmitLine.\n"
+                      "forge_unpack=");
+    forge_shell_quote(s, pyxis_task_wrapper);
+    forge_buf_puts(s, "\n\n");
+}
+
+/* ---- the srun step ---------------------------------------------------- */
+
+static void put_mounts_apptainer(forge_buf_t *s, const forge_launch_t *l,
+                                 const forge_config_t *cfg)
+{
+    for (size_t i = 0; i < l->mount_count; i++) {
+        char *host = forge_path_mount_source(cfg, &l->mounts[i]);
+        char *src = forge_path_to_cluster(cfg, host);
+        forge_buf_puts(s, " --bind");
+        forge_shell_argf(s, "%s:%s%s", src, l->mounts[i].target,
+                         l->mounts[i].read_only ? ":ro" : "");
+        free(host);
+        free(src);
+    }
+}
+
+static void put_mounts_pyxis(forge_buf_t *s, const forge_launch_t *l,
+                             const forge_config_t *cfg)
+{
+    forge_buf_t spec = FORGE_BUF_INIT;
+
+    for (size_t i = 0; i < l->mount_count; i++) {
+        char *host = forge_path_mount_source(cfg, &l->mounts[i]);
+        char *src = forge_path_to_cluster(cfg, host);
+        forge_buf_printf(&spec, "%s%s:%s%s", i ? "," : "", src,
+                         l->mounts[i].target,
+                         l->mounts[i].read_only ? ":ro" : "");
+        free(host);
+        free(src);
+    }
+    if (spec.len)
+        forge_shell_argf(s, "--container-mounts=%s", forge_buf_str(&spec));
+    forge_buf_free(&spec);
+}
+
+static void put_command(forge_buf_t *s, const forge_launch_t *l)
+{
+    for (size_t i = 0; i < l->command_count; i++)
+        forge_shell_arg(s, l->command[i]);
+}
+
+static void put_apptainer_task(forge_buf_t *s, const forge_launch_t *l,
+                               const forge_config_t *cfg,
+                               const forge_pool_t *pool, const char *image)
+{
+    char *roles = pool_roles(l, pool);
+
+    forge_buf_puts(s, " \\\n    /bin/bash -c \"$forge_task\" forge-task");
+    forge_shell_arg(s, pool->name);
+    forge_shell_arg(s, roles);
+    forge_buf_puts(s, " \\\n    apptainer exec --cleanenv");
+    if (pool->gpus_per_node > 0)
+        forge_buf_puts(s, " --nv");
+    put_mounts_apptainer(s, l, cfg);
+    if (l->workdir) {
+        forge_buf_puts(s, " --pwd");
+        forge_shell_arg(s, l->workdir);
+    }
+    forge_buf_puts(s, " \\\n   ");
+    forge_shell_arg(s, image);
+    put_command(s, l);
+    free(roles);
+}
+
+static void put_pyxis_task(forge_buf_t *s, const forge_launch_t *l,
+                           const forge_config_t *cfg, const forge_pool_t *pool,
+                           const char *image)
+{
+    char *roles = pool_roles(l, pool);
+
+    forge_buf_puts(s, " \\\n   ");
+    forge_shell_argf(s, "--container-image=%s", image);
+    put_mounts_pyxis(s, l, cfg);
+    if (l->workdir)
+        forge_shell_argf(s, "--container-workdir=%s", l->workdir);
+    forge_buf_puts(s, " --no-container-mount-home \\\n"
+                      "    /bin/sh -c \"$forge_unpack\" forge-env");
+    forge_shell_arg(s, pool->name);
+    forge_shell_arg(s, roles);
+    forge_buf_puts(s, " \\\n   ");
+    put_command(s, l);
+    free(roles);
+}
+
+/* A het component's own <pool>.out / <pool>.err in the staging folder,
+ * where the archive (log_archive.h) expects them. */
+static void put_component_logs(forge_buf_t *s, const forge_config_t *cfg,
+                               const forge_launch_t *l,
+                               const forge_pool_t *pool)
+{
+    char *staging = forge_path_staging(cfg, l->launch_id, l->attempt);
+    char *cluster = forge_path_to_cluster(cfg, staging);
+
+    forge_buf_puts(s, " \\\n   ");
+    forge_shell_argf(s, "--output=%s/%s.out", cluster, pool->name);
+    forge_shell_argf(s, "--error=%s/%s.err", cluster, pool->name);
+    free(cluster);
+    free(staging);
+}
+
+static void put_srun(forge_buf_t *s, const forge_launch_t *l,
+                     const forge_config_t *cfg)
+{
+    char *host_image = forge_path_image(cfg, l);
+    char *image = forge_path_to_cluster(cfg, host_image);
+
+    forge_buf_puts(s, "# One step across every pool; its exit status is the "
+                      "job's.\nexec srun");
+    for (size_t i = 0; i < l->pool_count; i++) {
+        const forge_pool_t *pool = &l->pools[i];
+        if (i > 0)
+            forge_buf_puts(s, " \\\n  : ");
+        else
+            forge_buf_puts(s, " ");
+        if (l->pool_count > 1)
+            forge_buf_printf(s, "--het-group=%zu ", i);
+        forge_buf_printf(s, "--nodes=%d --ntasks-per-node=%d", pool->nodes,
+                         pool->tasks_per_node);
+        if (pool->cpus_per_task)
+            forge_buf_printf(s, " --cpus-per-task=%d", pool->cpus_per_task);
+        forge_buf_puts(s, " --kill-on-bad-exit=1");
+        if (i > 0) /* the leader's step writes the batch's own logs */
+            put_component_logs(s, cfg, l, pool);
+        if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
+            put_apptainer_task(s, l, cfg, pool, image);
+        else
+            put_pyxis_task(s, l, cfg, pool, image);
+    }
+    forge_buf_putc(s, '\n');
+    free(host_image);
+    free(image);
+}
+
+char *forge_render_script(const forge_launch_t *launch,
+                          const forge_config_t *cfg)
+{
+    forge_buf_t s = FORGE_BUF_INIT;
+    size_t pairs = credential_pairs(launch);
+
+    put_header(&s, launch, cfg);
+    put_identity(&s, launch, cfg);
+    put_credentials(&s, cfg, pairs);
+    put_ingest(&s, launch);
+    if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
+        put_apptainer_env(&s, launch, pairs);
+    else
+        put_pyxis_env(&s);
+    put_srun(&s, launch, cfg);
+    return forge_buf_take(&s);
+}
+
+/* ---- the submit body -------------------------------------------------- */
+
+static void set_str(json_t *o, const char *key, const char *value)
+{
+    if (value)
+        json_object_set_new(o, key, json_string(value));
+}
+
+static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
+                         const forge_pool_t *pool, const char *constraint,
+                         const char *cluster_staging)
+{
+    json_t *job = json_object(), *env = json_array();
+    forge_buf_t b = FORGE_BUF_INIT;
+    char *name = forge_render_job_name(l->launch_id, l->attempt);
+    char *comment = forge_render_job_comment(l->launch_id, l->attempt);
+
+    set_str(job, "name", name);
+    set_str(job, "comment", comment);
+    set_str(job, "partition",
+            l->partition ? l->partition : cfg->slurm_partition);
+    set_str(job, "account", l->account ? l->account : cfg->slurm_account);
+    set_str(job, "qos", l->qos ? l->qos : cfg->slurm_qos);
+    set_str(job, "constraints", constraint);
+    forge_buf_printf(&b, "%d", pool->nodes);
+    set_str(job, "nodes", forge_buf_str(&b));
+    json_object_set_new(job, "tasks_per_node",
+                        json_integer(pool->tasks_per_node));
+    if (pool->cpus_per_task)
+        json_object_set_new(job, "cpus_per_task",
+                            json_integer(pool->cpus_per_task));
+    if (pool->gpus_per_node) {
+        forge_buf_truncate(&b, 0);
+        forge_buf_printf(&b, "gres/gpu:%d", pool->gpus_per_node);
+        set_str(job, "tres_per_node", forge_buf_str(&b));
+    }
+    if (pool->mem_per_node_mb)
+        json_object_set_new(job, "memory_per_node",
+                            json_integer(pool->mem_per_node_mb));
+    json_object_set_new(job, "time_limit",
+                        json_integer(l->time_limit_minutes
+                                         ? l->time_limit_minutes
+                                         : cfg->slurm_default_time_limit_min));
+    set_str(job, "current_working_directory", cluster_staging);
+    forge_buf_truncate(&b, 0);
+    forge_buf_printf(&b, "%s/%s.out", cluster_staging, pool->name);
+    set_str(job, "standard_output", forge_buf_str(&b));
+    forge_buf_truncate(&b, 0);
+    forge_buf_printf(&b, "%s/%s.err", cluster_staging, pool->name);
+    set_str(job, "standard_error", forge_buf_str(&b));
+    /* slurmctld demands a non-empty environment for every component. */
+    json_array_append_new(env,
+                          json_string("PATH=/usr/local/sbin:/usr/local/"
+                                      "bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    forge_buf_truncate(&b, 0);
+    forge_buf_printf(&b, "FORGE_LAUNCH_ID=%s", l->launch_id);
+    json_array_append_new(env, json_string(forge_buf_str(&b)));
+    json_object_set_new(job, "environment", env);
+    forge_buf_free(&b);
+    free(name);
+    free(comment);
+    return job;
+}
+
+forge_rc_t forge_render_payload(const forge_launch_t *launch,
+                                const forge_config_t *cfg,
+                                const forge_series_catalog_t *catalog,
+                                const char *script, json_t **out,
+                                forge_error_t *err)
+{
+    char *staging = forge_path_staging(cfg, launch->launch_id, launch->attempt);
+    char *cluster_staging = forge_path_to_cluster(cfg, staging);
+    json_t *jobs = json_array(), *body = json_object();
+    forge_rc_t rc = FORGE_OK;
+
+    *out = NULL;
+    for (size_t i = 0; i < launch->pool_count && !rc; i++) {
+        const forge_pool_t *pool = &launch->pools[i];
+        const forge_series_t *s = forge_series_find(catalog, pool->series);
+        if (!s || !s->constraint) {
+            rc = forge_error_set(
+                err, s ? FORGE_ESERIES_UNCONSTRAINED : FORGE_ESERIES_UNKNOWN,
+                "$.pools",
+                "pool %s: series %s is not "
+                "usable",
+                pool->name, pool->series);
+            break;
+        }
+        json_array_append_new(
+            jobs, component(launch, cfg, pool, s->constraint, cluster_staging));
+    }
+    if (!rc) {
+        json_object_set_new(json_array_get(jobs, 0), "script",
+                            json_string(script));
+        if (launch->pool_count == 1)
+            json_object_set(body, "job", json_array_get(jobs, 0));
+        else
+            json_object_set(body, "jobs", jobs);
+        *out = body;
+        body = NULL;
+    }
+    json_decref(body);
+    json_decref(jobs);
+    free(staging);
+    free(cluster_staging);
+    return rc;
+}

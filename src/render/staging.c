@@ -1,0 +1,163 @@
+/*
+ * staging.c - creating and removing staging folders (staging.h) on
+ * safe_fs.h: the storage root is opened once per call, everything else is
+ * reached beneath it without following links, owners and modes are set on
+ * descriptors, files are written to a temporary and renamed (a link
+ * planted at job.sh or credentials is replaced, never written through; a
+ * reader never sees a half-written file).
+ */
+#include "render/staging.h"
+#include "core/buf.h"
+#include "render/paths.h"
+#include "render/render.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
+                                       forge_fs_owner_t *owner,
+                                       forge_error_t *err)
+{
+    struct stat st;
+    int fd;
+    forge_rc_t rc;
+
+    *owner = FORGE_FS_KEEP;
+    if (geteuid() != 0)
+        return FORGE_OK;
+    if ((rc = forge_fs_open_root(cfg->storage_root, &fd, err)))
+        return rc;
+    if (fstat(fd, &st) != 0)
+        rc = forge_error_set(err, FORGE_EIO, "FORGE_STORAGE_ROOT", "%s: %s",
+                             cfg->storage_root, strerror(errno));
+    else
+        *owner = (forge_fs_owner_t){st.st_uid, st.st_gid};
+    close(fd);
+    return rc;
+}
+
+forge_rc_t forge_staging_owner(const forge_config_t *cfg,
+                               const forge_tenant_t *tenant,
+                               forge_fs_owner_t *owner, forge_error_t *err)
+{
+    if (!tenant)
+        return forge_staging_default_owner(cfg, owner, err);
+    *owner = geteuid() == 0 ? (forge_fs_owner_t){tenant->uid, tenant->gid}
+                            : FORGE_FS_KEEP;
+    return FORGE_OK;
+}
+
+/* The credentials file, or none (and none left from an earlier try). */
+static forge_rc_t write_credentials(int dfd, const char *rel,
+                                    const forge_launch_t *launch,
+                                    forge_fs_owner_t owner, forge_error_t *err)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    forge_rc_t rc = FORGE_OK;
+
+    if (forge_render_credentials(launch, &b))
+        rc = forge_fs_write_file(dfd, rel, FORGE_CREDENTIALS_FILE, b.data,
+                                 b.len, 0600, owner, err);
+    else if (unlinkat(dfd, FORGE_CREDENTIALS_FILE, 0) != 0 && errno != ENOENT)
+        rc = forge_error_set(err, FORGE_EIO, "staging", "remove %s/%s: %s", rel,
+                             FORGE_CREDENTIALS_FILE, strerror(errno));
+    if (b.data)
+        memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
+    forge_buf_free(&b);
+    return rc;
+}
+
+forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
+                                 const forge_launch_t *launch,
+                                 forge_fs_owner_t owner, const char *script,
+                                 char **path, forge_error_t *err)
+{
+    const forge_fs_level_t levels[] = {
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* staging */
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
+        {0700, owner, FORGE_FS_OWNER_OR_US},    /* <attempt> */
+    };
+    char *rel = forge_path_staging_rel(launch->launch_id, launch->attempt);
+    int root = -1, dfd = -1;
+    forge_rc_t rc;
+
+    *path = NULL;
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
+        (rc = forge_fs_mkdirs(root, "", rel, levels, 3, &dfd, err)) ||
+        (rc = forge_fs_write_file(dfd, rel, FORGE_STAGING_SCRIPT, script,
+                                  strlen(script), 0600, owner, err)) ||
+        (rc = write_credentials(dfd, rel, launch, owner, err)))
+        goto out;
+    *path = forge_path_staging(cfg, launch->launch_id, launch->attempt);
+out:
+    if (dfd >= 0)
+        close(dfd);
+    if (root >= 0)
+        close(root);
+    free(rel);
+    return rc;
+}
+
+/* The folder <attempt> in staging/<launch_id> (ifd), gone. */
+static forge_rc_t remove_attempt(int ifd, const char *id_rel,
+                                 const char *attempt, forge_error_t *err)
+{
+    struct stat st;
+
+    if (fstatat(ifd, attempt, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? FORGE_OK
+                               : forge_error_set(err, FORGE_EIO, "staging",
+                                                 "stat %s/%s: %s", id_rel,
+                                                 attempt, strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        /* Unlinking a link never touches what it leads to. */
+        if (unlinkat(ifd, attempt, 0) != 0 && errno != ENOENT)
+            return forge_error_set(err, FORGE_EIO, "staging",
+                                   "remove %s/%s: %s", id_rel, attempt,
+                                   strerror(errno));
+        return forge_error_set(err, FORGE_EUNSAFE_PATH, "staging",
+                               "%s/%s was a symbolic link: unlinked, not "
+                               "followed",
+                               id_rel, attempt);
+    }
+    return forge_fs_remove(ifd, id_rel, attempt, err);
+}
+
+forge_rc_t forge_staging_remove(const forge_config_t *cfg,
+                                const char *launch_id, int attempt,
+                                forge_error_t *err)
+{
+    const int dir = O_RDONLY | O_DIRECTORY;
+    char id_rel[128], name[16];
+    int root = -1, sfd = -1, ifd = -1;
+    forge_rc_t rc;
+
+    snprintf(id_rel, sizeof(id_rel), "staging/%s", launch_id);
+    snprintf(name, sizeof(name), "%d", attempt);
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
+        (rc = forge_fs_open(root, "", "staging", dir, 0, &sfd, NULL, err)) ||
+        sfd < 0 ||
+        (rc = forge_fs_open(sfd, "staging", launch_id, dir, 0, &ifd, NULL,
+                            err)) ||
+        ifd < 0)
+        goto out;
+    rc = remove_attempt(ifd, id_rel, name, err);
+    /* staging/<launch_id> too once empty (another attempt may be in it). */
+    if (!rc && unlinkat(sfd, launch_id, AT_REMOVEDIR) != 0 &&
+        errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+        rc = forge_error_set(err, FORGE_EIO, "staging", "remove %s: %s", id_rel,
+                             strerror(errno));
+out:
+    if (ifd >= 0)
+        close(ifd);
+    if (sfd >= 0)
+        close(sfd);
+    if (root >= 0)
+        close(root);
+    return rc;
+}

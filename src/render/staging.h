@@ -1,0 +1,68 @@
+/*
+ * staging.h - a launch's staging folder on the shared storage
+ * ($FORGE_STORAGE_ROOT/staging/<launch_id>/<attempt>/): created before the
+ * submit with the batch script (a record of what was submitted) and the
+ * 0600 `credentials` file (render.h's forge_render_credentials: the ingest
+ * token and the request's environment); removed after the logs are
+ * archived or before an interrupted submit is retried.
+ *
+ * Jobs write on this storage too, so everything goes through safe_fs.h:
+ * beneath a descriptor of the storage root, no link followed in any
+ * component. Layout (W: the worker's user, J: the job's, passed in):
+ *   staging/                      W, 0711 (jobs traverse, never list/create)
+ *   staging/<launch_id>/          W, 0711
+ *   staging/<launch_id>/<attempt>/ J, 0700 (an existing one only if J's or
+ *                                 W's: a retry)
+ *   .../job.sh, .../credentials   J, 0600
+ * `staging` and `staging/<launch_id>` found owned by someone else (older
+ * deployments gave them to the storage's owner) are repaired with a
+ * warning. A link or foreign folder anywhere is FORGE_EUNSAFE_PATH: the
+ * launch is refused, nothing is written through it. When the worker does
+ * not run as root nothing is chowned.
+ */
+#ifndef FORGE_STAGING_H
+#define FORGE_STAGING_H
+
+#include "core/config.h"
+#include "request/request.h"
+#include "core/safe_fs.h"
+#include "request/tenants.h"
+
+#define FORGE_STAGING_SCRIPT "job.sh"
+
+/* Whom a launch's staging folder is given to until tenants name a user:
+ * the storage root's owner when the worker runs as root (the jobs run as
+ * that user), else FORGE_FS_KEEP. */
+forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
+                                       forge_fs_owner_t *owner,
+                                       forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Whose a launch's staging folder is: its tenant's uid:gid (tenants.h),
+ * or without tenants (tenant NULL) forge_staging_default_owner's. Only a
+ * worker running as root gives files away: FORGE_FS_KEEP otherwise. */
+forge_rc_t forge_staging_owner(const forge_config_t *cfg,
+                               const forge_tenant_t *tenant,
+                               forge_fs_owner_t *owner,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Creates (or refreshes) the staging folder of launch for owner. *path:
+ * host-side folder (new) on success. */
+forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
+                                 const forge_launch_t *launch,
+                                 forge_fs_owner_t owner, const char *script,
+                                 char **path,
+                                 forge_error_t *err) FORGE_WARN_UNUSED;
+
+/*
+ * Removes the staging folder of (launch_id, attempt) and everything in it,
+ * by descriptors (forge_fs_remove: links unlinked, never followed), then
+ * staging/<launch_id> if that is left empty. FORGE_OK when it did not
+ * exist. A link at `staging` or `staging/<launch_id>` is FORGE_EUNSAFE_PATH
+ * and nothing is touched; a link at the folder's own place is unlinked
+ * (that never touches its target) and reported as FORGE_EUNSAFE_PATH too.
+ */
+forge_rc_t forge_staging_remove(const forge_config_t *cfg,
+                                const char *launch_id, int attempt,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif

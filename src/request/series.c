@@ -1,0 +1,147 @@
+/*
+ * series.c - reading the GPU series catalogue (series.h).
+ */
+#include "request/series.h"
+#include "core/util.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CATALOG_MAX_BYTES (1024 * 1024)
+#define CONSTRAINT_MAX    256
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 64 ||
+        !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+          (s[0] >= '0' && s[0] <= '9')))
+        return false;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789._-") == n;
+}
+
+/* Slurm constraint expression characters: features, & | ( ) ! * : . - _ */
+static bool valid_constraint(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n > 0 && n <= CONSTRAINT_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_.&|()!*:-[]") == n;
+}
+
+static forge_rc_t parse_entry(const char *name, json_t *v, forge_series_t *s,
+                              forge_error_t *err)
+{
+    json_t *c = json_object_get(v, "slurm_constraint");
+    json_t *g = json_object_get(v, "gpus_per_node");
+
+    if (!valid_name(name))
+        return forge_error_set(err, FORGE_ESCHEMA, "$.series",
+                               "series name \"%.64s\" must match "
+                               "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+                               name);
+    if (!json_is_object(v))
+        return forge_error_set(err, FORGE_ESCHEMA, "$.series",
+                               "series %s must be an object", name);
+    if (c && !json_is_null(c) &&
+        (!json_is_string(c) || !valid_constraint(json_string_value(c))))
+        return forge_error_set(err, FORGE_ESCHEMA, "$.series",
+                               "series %s: slurm_constraint must be a Slurm "
+                               "constraint expression (or null)",
+                               name);
+    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+        json_integer_value(g) > 64)
+        return forge_error_set(err, FORGE_ESCHEMA, "$.series",
+                               "series %s: gpus_per_node is required, 0..64",
+                               name);
+    s->name = forge_xstrdup(name);
+    s->constraint =
+        json_is_string(c) ? forge_xstrdup(json_string_value(c)) : NULL;
+    s->gpus_per_node = (int)json_integer_value(g);
+    return FORGE_OK;
+}
+
+forge_rc_t forge_series_parse(const char *buf, size_t len,
+                              forge_series_catalog_t **out, forge_error_t *err)
+{
+    forge_series_catalog_t *cat = NULL;
+    json_error_t jerr;
+    json_t *root, *series, *v;
+    const char *name;
+    forge_rc_t rc = FORGE_ESCHEMA;
+
+    *out = NULL;
+    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return forge_error_set(err, FORGE_EINVALID_JSON, "$",
+                               "line %d column %d: %s", jerr.line, jerr.column,
+                               jerr.text);
+    series = json_object_get(root, "series");
+    if (!json_is_object(series)) {
+        forge_error_set(err, FORGE_ESCHEMA, "$.series",
+                        "the catalogue needs a \"series\" object");
+        goto out;
+    }
+    cat = forge_xcalloc(1, sizeof(*cat));
+    cat->series =
+        forge_xcalloc(json_object_size(series) + 1, sizeof(*cat->series));
+    rc = FORGE_OK;
+    json_object_foreach(series, name, v)
+    {
+        if ((rc = parse_entry(name, v, &cat->series[cat->count], err)))
+            goto out;
+        cat->count++;
+    }
+    *out = cat;
+    cat = NULL;
+out:
+    forge_series_catalog_destroy(cat);
+    json_decref(root);
+    return rc;
+}
+
+forge_rc_t forge_series_load(const char *path, forge_series_catalog_t **out,
+                             forge_error_t *err)
+{
+    forge_error_t inner = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    forge_rc_t rc;
+
+    *out = NULL;
+    if ((rc = forge_read_file(path, CATALOG_MAX_BYTES, &buf, &len)))
+        return forge_error_set(err, rc, "FORGE_GPU_SERIES_FILE",
+                               "cannot read the GPU series catalogue %s", path);
+    rc = forge_series_parse(buf, len, out, &inner);
+    free(buf);
+    if (rc)
+        return forge_error_set(err, rc, "FORGE_GPU_SERIES_FILE", "%s: %s: %s",
+                               path, inner.field, inner.message);
+    return FORGE_OK;
+}
+
+const forge_series_t *forge_series_find(const forge_series_catalog_t *cat,
+                                        const char *name)
+{
+    for (size_t i = 0; cat && i < cat->count; i++)
+        if (!strcmp(cat->series[i].name, name))
+            return &cat->series[i];
+    return NULL;
+}
+
+void forge_series_catalog_destroy(forge_series_catalog_t *cat)
+{
+    if (!cat)
+        return;
+    for (size_t i = 0; i < cat->count; i++) {
+        free(cat->series[i].name);
+        free(cat->series[i].constraint);
+    }
+    free(cat->series);
+    free(cat);
+}

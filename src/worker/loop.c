@@ -1,0 +1,793 @@
+/*
+ * loop.c - the consume loop. Threads and ownership:
+ *   - this file runs on one thread, the loop's: it alone touches Kafka
+ *     (kafka.h), the launch table (owner.h) and the records in it;
+ *   - slurmrestd calls and file work run on three runners (runner.h):
+ *     `slurm` for submits and cancels, `poller` for poll ticks, `archiver`
+ *     (FORGE_ARCHIVE_THREADS threads) for archives and cleanups. Work goes
+ *     out with forge_runner_post and comes back through forge_runner_take;
+ *     nothing slow ever runs here, so heartbeats and max.poll.interval.ms
+ *     are safe, and a 1 GiB log never delays a poll tick.
+ *
+ * publish.c writes events and records into the transaction;
+ * poll.c applies a poll tick's answer to the records;
+ * finish.c archives and cleans after a terminal state.
+ *
+ * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
+ * BATCH_MS), one transaction carries the events, the state records and the
+ * offsets of the requests handled. Slurm sits outside the transaction: a
+ * submit is posted only after the transaction recording its intent
+ * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
+ * the job's tag (runner.c). On an aborted transaction the loop drops its
+ * in-memory state and restores every owned partition from the state topic.
+ *
+ * Ownership of work already posted (generation.h has the whole story): a
+ * restore begins a new generation of the partition, a revoke ends it, and
+ * the `slurm` runner refuses, right before it would touch Slurm or a
+ * staging folder, work whose generation has passed; its results, and
+ * those of work that ran before the change, find no entry here and are
+ * dropped. A cancel of a launch whose submit is already posted withdraws
+ * it in the runner (forge_runner_withdraw), so it never POSTs.
+ */
+#include "worker/worker.h"
+#include "worker/worker_int.h"
+#include "kafka/dlq.h"
+#include "launch/events.h"
+#include "kafka/kafka.h"
+#include "core/log.h"
+#include "launch/owner.h"
+#include "request/prepare.h"
+#include "worker/runner.h"
+#include "core/testpoint.h"
+#include "core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_MESSAGES       200
+#define BATCH_MS             50
+#define RETRY_BASE_MS        2000
+#define RETRY_MAX_MS         60000
+#define RESTORE_RETRY_MS     1000
+#define RESTORE_RETRY_MAX_MS 30000
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
+                   const forge_error_t *error)
+{
+    forge_error_t err = {0};
+    forge_dlq_record_t d;
+
+    forge_dlq_record(&d, w->cfg->topic_dlq, w->cfg->topic_requests, m, error,
+                     (size_t)w->cfg->dlq_max_bytes);
+    if (forge_kafka_produce_record(w->kafka, &d.record, &err))
+        forge_log_error("%s", err.message);
+    forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
+                   "(%s)%s",
+                   (int)m->partition, (long long)m->offset, error->message,
+                   d.record.value_len < m->value_len
+                       ? "; its value is cut to FORGE_DLQ_MAX_BYTES"
+                       : "");
+}
+
+static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
+                       const forge_error_t *error)
+{
+    int attempt = 1;
+    char *id = forge_request_salvage_id(m->value, m->value_len, &attempt);
+    forge_entry_t *e;
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
+                  error};
+
+    if (!id) {
+        to_dlq(w, m, error);
+        return;
+    }
+    e = forge_owner_find(w->owner, id);
+    if (e && e->rec->attempt >= attempt) {
+        /* a replay or a stale attempt: already decided */
+    } else if (e && !forge_state_is_terminal(e->rec->state)) {
+        forge_worker_publish_unstored(w, id, attempt, m->partition, error);
+    } else {
+        e = forge_owner_put(w->owner,
+                            forge_launch_record_new(id, attempt, NULL, 0), NULL,
+                            m->partition);
+        forge_worker_publish_event(w, e, &c, true);
+    }
+    free(id);
+}
+
+static void on_launch(worker_t *w, const forge_kafka_message_t *m,
+                      forge_prepared_t *p)
+{
+    const forge_launch_t *l = &p->request->launch;
+    forge_entry_t *e = forge_owner_find(w->owner, l->launch_id);
+    change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL};
+    forge_launch_record_t *rec;
+
+    if (e && e->rec->attempt >= l->attempt)
+        return; /* duplicate or replay: (launch_id, attempt) is known */
+    if (e && !forge_state_is_terminal(e->rec->state)) {
+        forge_error_t err = {0};
+        forge_error_set(&err, FORGE_ESCHEMA, "$.attempt",
+                        "attempt %d of %s is still live; a new attempt is "
+                        "taken once it has ended",
+                        e->rec->attempt, l->launch_id);
+        forge_worker_publish_unstored(w, l->launch_id, l->attempt, m->partition,
+                                      &err);
+        return;
+    }
+    rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
+                                  m->value_len);
+    e = forge_owner_put(w->owner, rec, p->request, m->partition);
+    p->request = NULL; /* stolen by the entry */
+    if (forge_worker_publish_event(w, e, &accepted, true) == 0) {
+        e->busy = true; /* the intent commits first, then the submit */
+        forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_SUBMIT, e));
+    }
+}
+
+/* Takes back a submit of e not yet posted (its intent is in the same
+ * uncommitted batch). True when there was one. */
+static bool withdraw_submit(worker_t *w, forge_entry_t *e)
+{
+    for (forge_work_t **link = &w->deferred; *link; link = &(*link)->next) {
+        forge_work_t *work = *link;
+        if (work->kind == FORGE_WORK_CANCEL ||
+            forge_worker_entry_of(w, work) != e)
+            continue;
+        *link = work->next;
+        forge_work_free(work);
+        e->busy = false;
+        return true;
+    }
+    return false;
+}
+
+static void on_cancel(worker_t *w, const forge_cancel_t *c)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, c->launch_id);
+    change_t cancelled = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+
+    if (!e || (c->attempt && c->attempt != e->rec->attempt) ||
+        forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
+        return; /* unknown, another attempt, finished, or already asked */
+    e->rec->cancel_requested = true;
+    /* A submit not sent yet never will be; one posted already is withdrawn
+     * in the runner: it submits nothing unless it is past its POST. */
+    if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
+        forge_runner_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
+    if (e->rec->job_id == 0 && !e->busy && !e->submit_unknown) {
+        forge_worker_publish_event(
+            w, e, &cancelled, true); /* never submitted: nothing to cancel */
+    } else if (e->rec->job_id == 0 && !e->busy) {
+        /* a submit may have reached Slurm: the jobs its tag finds are
+         * cancelled first, then CANCELLED (on_withdrawn) */
+        forge_worker_write_record(w, e);
+        e->busy = true;
+        forge_worker_defer(w,
+                           forge_worker_new_work(FORGE_WORK_CLEAN_CANCEL, e));
+    } else {
+        forge_worker_write_record(w, e);
+        if (e->rec->job_id) { /* else: the submit result will cancel it */
+            e->cancel_sent_ms = forge_event_now_ms();
+            forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
+        }
+    }
+}
+
+static void on_message(worker_t *w, const forge_kafka_message_t *m)
+{
+    const forge_tenant_t *tenant;
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    if (forge_prepare(m->value, m->value_len, w->cfg, w->catalog, &p, &err) ||
+        forge_tenant_of(w->tenants, p->request, &tenant, &err))
+        on_invalid(w, m, &err);
+    else if (p->request->kind == FORGE_REQUEST_LAUNCH)
+        on_launch(w, m, p);
+    else
+        on_cancel(w, &p->request->cancel);
+    forge_prepared_destroy(p);
+    forge_kafka_mark_done(w->kafka, m->partition, m->offset);
+}
+
+/* ---- results from the runners -------------------------------------------- */
+
+static long long retry_delay_ms(int failures)
+{
+    long long d = RETRY_BASE_MS;
+
+    while (--failures > 0 && d < RETRY_MAX_MS)
+        d *= 2;
+    return d < RETRY_MAX_MS ? d : RETRY_MAX_MS;
+}
+
+/* A restored intent whose sealed request did not open: whatever job an
+ * interrupted submit left is cancelled by now (runner.c), and nothing is
+ * guessed: the launch fails, saying why. */
+static void fail_unreadable(worker_t *w, forge_entry_t *e)
+{
+    change_t c = {FORGE_STATE_FAILED, "request_unavailable", NULL,
+                  e->rec->request_error};
+    forge_log_field_t f[] = {{"launch_id", e->rec->launch_id}};
+
+    forge_log_fields(FORGE_LOG_ERROR, f, 1,
+                     "the request of an interrupted submit cannot be read "
+                     "back (%s): the launch fails",
+                     e->rec->request_error->message);
+    forge_worker_publish_event(w, e, &c, true);
+}
+
+static void on_submitted(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+    json_t *slurm;
+
+    if (!e) /* the partition moved: its new owner cleans and resubmits */
+        return;
+    e->busy = false;
+    if (work->status == FORGE_SLURM_OK) {
+        change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
+        e->rec->job_id = work->job_id;
+        free(e->rec->component_ids);
+        e->rec->component_ids = work->component_ids;
+        e->rec->component_count = work->component_count;
+        work->component_ids = NULL;
+        slurm = json_pack("{s:I, s:[], s:n, s:n, s:n, s:i}", "job_id",
+                          (json_int_t)work->job_id, "components", "exit_code",
+                          "signal", "state_reason", "restart_count", 0);
+        c.slurm = slurm;
+        forge_worker_publish_event(w, e, &c, true);
+        json_decref(slurm);
+        if (e->rec->cancel_requested) {
+            e->cancel_sent_ms = forge_event_now_ms();
+            forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
+        }
+    } else if (work->status == FORGE_SLURM_REJECTED && work->code) {
+        /* refused before Slurm saw it (the staging folder unsafe, the
+         * request's check): the reason is our own code */
+        forge_error_t err = {0};
+        change_t c = {FORGE_STATE_REJECTED, forge_rc_name(work->code), NULL,
+                      &err};
+        forge_error_set(&err, work->code, "$", "%s", work->message);
+        forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
+                       forge_rc_name(work->code), work->message);
+        forge_worker_publish_event(w, e, &c, true);
+    } else if (work->status == FORGE_SLURM_REJECTED && !work->request &&
+               e->rec->request_error) {
+        fail_unreadable(w, e);
+    } else if (work->status == FORGE_SLURM_REJECTED) {
+        forge_error_t err = {0};
+        change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
+        forge_error_set(&err, FORGE_ESCHEMA, "$", "Slurm refused the job: %s",
+                        work->message);
+        forge_worker_publish_event(w, e, &c, true);
+    } else {
+        e->submit_failures++;
+        e->retry_at_ms =
+            forge_event_now_ms() + retry_delay_ms(e->submit_failures);
+        forge_log_warn("submit of %s failed (%s): %s; retrying later",
+                       e->rec->launch_id, forge_slurm_status_name(work->status),
+                       work->message);
+    }
+}
+
+/* An intent cancelled before its submit was known, now cleaned (the jobs
+ * its tag found cancelled), or a submit withdrawn before its POST:
+ * CANCELLED; else tried again later. */
+static void on_withdrawn(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+    change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+
+    if (!e)
+        return;
+    e->busy = false;
+    if (work->status == FORGE_SLURM_OK) {
+        forge_worker_publish_event(w, e, &c, true);
+        return;
+    }
+    e->retry_at_ms =
+        forge_event_now_ms() + retry_delay_ms(++e->submit_failures);
+    forge_log_warn("cleaning the cancelled intent of %s failed (%s): %s; "
+                   "retrying later",
+                   e->rec->launch_id, forge_slurm_status_name(work->status),
+                   work->message);
+}
+
+/* Refused by the runner: made in a generation of its partition that has
+ * passed (generation.h). Nothing of it reached Slurm after that; the
+ * generation now current re-derives from its records what is left to do. */
+static void on_stale(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (e) /* the same entry, leaving with its partition */
+        e->busy = false;
+}
+
+static void on_cancelled(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (e)
+        e->busy = false;
+    if (work->status != FORGE_SLURM_OK && work->status != FORGE_SLURM_NOT_FOUND)
+        forge_log_warn("cancel of job %u failed (%s): %s", work->job_id,
+                       forge_slurm_status_name(work->status), work->message);
+}
+
+static void on_results(worker_t *w)
+{
+    forge_work_t *list = forge_runner_take(w->slurm), *next;
+
+    for (; list; list = next) {
+        next = list->next;
+        if (list->refused == FORGE_WORK_STALE)
+            on_stale(w, list);
+        else if (list->kind == FORGE_WORK_CANCEL)
+            on_cancelled(w, list);
+        else if (list->kind == FORGE_WORK_CLEAN_CANCEL ||
+                 list->refused == FORGE_WORK_WITHDRAWN)
+            on_withdrawn(w, list);
+        else
+            on_submitted(w, list);
+        forge_work_free(list);
+    }
+    for (list = forge_runner_take(w->poller); list; list = next) {
+        next = list->next;
+        forge_worker_on_polled(w, list);
+        forge_work_free(list);
+    }
+    for (list = forge_runner_take(w->archiver); list; list = next) {
+        next = list->next;
+        forge_worker_on_finished_work(w, list);
+        forge_work_free(list);
+    }
+}
+
+/* ---- the poll tick and the retry scan --------------------------------------
+ */
+
+typedef struct tick {
+    worker_t *w;
+    forge_work_t *poll;
+    long long now;
+} tick_t;
+
+static void tend_entry(void *ctx, forge_entry_t *e)
+{
+    tick_t *t = ctx;
+    forge_launch_record_t *r = e->rec;
+
+    if (!forge_owner_owns(t->w->owner, e->partition))
+        return;
+    if (forge_state_is_terminal(r->state)) {
+        forge_worker_tend_finished(t->w, e, t->now);
+        return;
+    }
+    if (r->job_id && r->cancel_requested && !e->busy &&
+        t->now - e->cancel_sent_ms >= FORGE_WORKER_CANCEL_RESEND_MS) {
+        e->cancel_sent_ms = t->now; /* not confirmed yet: ask again */
+        forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
+    }
+    if (r->job_id) { /* a live job: into this tick's batch */
+        forge_work_t *p = t->poll;
+        forge_poll_item_t *it;
+        p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
+        it = &p->items[p->item_count++];
+        memset(it, 0, sizeof(*it));
+        it->launch_id = forge_xstrdup(r->launch_id);
+        it->job_id = r->job_id;
+        it->component_count = r->component_count;
+        it->component_ids =
+            forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
+        memcpy(it->component_ids, r->component_ids,
+               r->component_count * sizeof(uint32_t));
+        it->known_states =
+            r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+    } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
+               t->now >= e->retry_at_ms && (r->request || r->request_error)) {
+        /* an intent without a job: restored after a crash, or a submit to
+         * retry. Clean whatever the tag finds first: never two jobs. A
+         * cancelled one too (its submit may have reached Slurm), and then
+         * nothing is submitted. */
+        e->busy = true;
+        forge_worker_defer(t->w,
+                           forge_worker_new_work(r->cancel_requested
+                                                     ? FORGE_WORK_CLEAN_CANCEL
+                                                     : FORGE_WORK_CLEAN_SUBMIT,
+                                                 e));
+    }
+}
+
+static void tick(worker_t *w)
+{
+    tick_t t = {w, forge_xcalloc(1, sizeof(forge_work_t)),
+                forge_event_now_ms()};
+
+    t.poll->kind = FORGE_WORK_POLL;
+    t.poll->epoch = w->poll_epoch;
+    forge_owner_each(w->owner, tend_entry, &t);
+    /* how late the loop came to this tick: the e2e tests read it */
+    forge_log_debug("poll tick: %zu live jobs, %lld ms late",
+                    t.poll->item_count,
+                    w->next_poll_ms ? t.now - w->next_poll_ms : 0);
+    if (t.poll->item_count && !w->poll_in_flight) {
+        w->poll_in_flight = true;
+        w->poll_posted_ms = t.now;
+        forge_runner_post(w->poller, t.poll);
+    } else {
+        forge_work_free(t.poll);
+    }
+    w->next_poll_ms = t.now + w->cfg->poll_interval_ms;
+}
+
+/* ---- partitions: restore, revoke, commit -----------------------------------
+ */
+
+typedef struct restoring {
+    worker_t *w;
+    int32_t partition;
+    size_t records;
+    size_t unopened;     /* records whose sealed request did not open */
+    forge_error_t first; /* why, for the first of them */
+} restoring_t;
+
+static void on_state_record(void *ctx, const char *key, size_t key_len,
+                            const char *value, size_t len)
+{
+    restoring_t *r = ctx;
+    forge_launch_record_t *rec = NULL;
+    forge_request_t *req = NULL;
+    forge_entry_t *e;
+    forge_error_t err = {0};
+
+    (void)key;
+    (void)key_len;
+    if (!value) /* a tombstone: nothing to carry on */
+        return;
+    if (forge_launch_record_decode(value, len, r->w->sealer, &rec, &err)) {
+        forge_log_warn("state record skipped: %s", err.message);
+        return;
+    }
+    if (rec->request_error && !r->unopened++)
+        r->first = *rec->request_error;
+    if (rec->request &&
+        forge_request_parse(rec->request, rec->request_len, &req, &err))
+        req = NULL; /* kept for its record; events go without labels */
+    e = forge_owner_put(r->w->owner, rec, req, r->partition); /* later wins */
+    e->submit_unknown = e->rec->job_id == 0;
+    r->records++;
+}
+
+static void restore(worker_t *w, int32_t p);
+
+/* The partition stays paused, nothing taken from it, and its restore is
+ * tried again after a backoff (1 s, doubling, at most 30 s): a broker that
+ * was away for a moment costs a moment, not the partition. */
+static void restore_failed(worker_t *w, int32_t p)
+{
+    int n = forge_owner_restore_failures(w->owner, p);
+    long long delay = RESTORE_RETRY_MS << (n < 5 ? n : 5);
+
+    if (delay > RESTORE_RETRY_MAX_MS)
+        delay = RESTORE_RETRY_MAX_MS;
+    n = forge_owner_restore_failed(w->owner, p, forge_event_now_ms() + delay);
+    forge_log_error("partition %d: the state topic's end was not reached "
+                    "(attempt %d); the partition stays paused, restored "
+                    "again in %lld ms",
+                    (int)p, n, delay);
+}
+
+/* Restores in a row hold the loop at most forge_kafka_restore_pass_ms (a
+ * quarter of max.poll.interval.ms: the group must be polled in time), each
+ * at most forge_kafka_restore_timeout_ms: one starts only if it can end
+ * within the pass. */
+static bool restore_fits(const worker_t *w, long long pass_start)
+{
+    return forge_event_now_ms() - pass_start +
+               forge_kafka_restore_timeout_ms(w->kafka) <=
+           forge_kafka_restore_pass_ms(w->kafka);
+}
+
+/* Restores that failed, once their backoff has passed, and those that
+ * waited for a pass; as many as fit this one. */
+static void retry_restores(worker_t *w)
+{
+    long long start = forge_event_now_ms();
+    int32_t p;
+
+    while (restore_fits(w, start) &&
+           (p = forge_owner_restore_due(w->owner, forge_event_now_ms())) >= 0)
+        restore(w, p);
+}
+
+/* The partition as it was before it was restored: paused (nothing taken
+ * from it until its records are back), its launches forgotten. */
+static void unrestore(worker_t *w, int32_t p)
+{
+    forge_kafka_pause(w->kafka, p);
+    w->poll_epoch++; /* the poller forgets what it saw: records rewind */
+    forge_owner_drop(w->owner, p);
+    forge_owner_assign(w->owner, p);
+}
+
+/* Restores parts in turn, as many as fit this pass (restore_fits); the
+ * rest wait, paused, for the next pass of the loop (retry_restores). */
+static void restore_each(worker_t *w, const int32_t *parts, size_t n)
+{
+    long long start = forge_event_now_ms();
+
+    for (size_t i = 0; i < n; i++) {
+        if (restore_fits(w, start)) {
+            restore(w, parts[i]);
+            continue;
+        }
+        unrestore(w, parts[i]);
+        forge_owner_restore_later(w->owner, parts[i], forge_event_now_ms());
+        forge_log_info("partition %d: restore waits for the loop's next pass",
+                       (int)parts[i]);
+    }
+}
+
+static void restore(worker_t *w, int32_t p)
+{
+    restoring_t r = {w, p, 0, 0, {0}};
+
+    forge_log_info("partition %d: restoring", (int)p);
+    unrestore(w, p);
+    if (FORGE_TESTPOINT_RESTORE_FAIL() ||
+        FORGE_TESTPOINT_RESTORE_STALLS(
+            forge_kafka_restore_timeout_ms(w->kafka)) ||
+        forge_kafka_restore(w->kafka, p, on_state_record, &r,
+                            forge_kafka_restore_timeout_ms(w->kafka)) != 0) {
+        restore_failed(w, p);
+        return;
+    }
+    forge_owner_set_ready(w->owner, p);
+    forge_kafka_resume(w->kafka, p);
+    forge_log_info("partition %d restored (%zu records)", (int)p, r.records);
+    if (r.unopened)
+        forge_log_error("partition %d: %zu records carry a request this worker "
+                        "cannot open (first: %s); those launches go on "
+                        "without it, and an interrupted submit among them "
+                        "fails (request_unavailable)",
+                        (int)p, r.unopened, r.first.message);
+}
+
+static void on_assigned(void *ctx, const int32_t *parts, size_t n)
+{
+    worker_t *w = ctx;
+
+    w->joined = true;
+    restore_each(w, parts, n);
+}
+
+/* Deferred work of a transaction that did not commit, or of partitions
+ * that left: dropped; the retry scan re-derives it from the records. */
+static void drop_deferred(worker_t *w)
+{
+    while (w->deferred) {
+        forge_work_t *work = w->deferred;
+        w->deferred = work->next;
+        forge_worker_discard(w, work);
+    }
+}
+
+static void post_deferred(worker_t *w)
+{
+    forge_work_t *list = NULL;
+
+    while (w->deferred) { /* reverse: post in the order they were made */
+        forge_work_t *work = w->deferred;
+        w->deferred = work->next;
+        work->next = list;
+        list = work;
+    }
+    while (list) {
+        forge_work_t *work = list;
+        forge_entry_t *e = forge_worker_entry_of(w, work);
+        list = work->next;
+        if (e && (work->kind == FORGE_WORK_SUBMIT ||
+                  work->kind == FORGE_WORK_CLEAN_SUBMIT))
+            e->submit_unknown = true; /* from now on, it may reach Slurm */
+        forge_runner_post(work->kind == FORGE_WORK_ARCHIVE ||
+                                  work->kind == FORGE_WORK_CLEANUP
+                              ? w->archiver
+                              : w->slurm,
+                          work);
+    }
+}
+
+static forge_kafka_outcome_t commit(worker_t *w)
+{
+    forge_kafka_outcome_t out = forge_kafka_commit(w->kafka);
+    size_t n;
+    int32_t *parts;
+
+    if (out == FORGE_KAFKA_COMMITTED) {
+        post_deferred(w);
+    } else if (out == FORGE_KAFKA_ABORTED) {
+        drop_deferred(w);
+        parts = forge_owner_partitions(w->owner, &n);
+        restore_each(w, parts, n); /* memory back to what committed */
+        free(parts);
+    } else {
+        w->fatal = true;
+    }
+    return out;
+}
+
+static bool among(int32_t p, const int32_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (parts[i] == p)
+            return true;
+    return false;
+}
+
+/* Deferred work of leaving partitions: their next owner's. */
+static void drop_deferred_of(worker_t *w, const int32_t *parts, size_t n)
+{
+    forge_work_t **link = &w->deferred;
+
+    while (*link) {
+        forge_work_t *work = *link;
+        forge_entry_t *e = forge_worker_entry_of(w, work);
+        if (e && !among(e->partition, parts, n)) {
+            link = &work->next;
+            continue;
+        }
+        *link = work->next;
+        forge_worker_discard(w, work);
+    }
+}
+
+/* Partitions are leaving. Submits, cancels and archives in flight finish
+ * first (up to FORGE_WORKER_SETTLE_MS, more than one submit's worst case), so
+ * their job ids go into this last transaction and the next owner takes each
+ * launch over as it stands, instead of finding a bare intent and cancelling
+ * a job that was fine. Whatever is still out after the bound is settled by
+ * the next owner through the comment tag. */
+static int on_flush(void *ctx, const int32_t *parts, size_t n)
+{
+    worker_t *w = ctx;
+    long long until =
+        forge_event_now_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
+
+    if (!forge_runner_settle(w->slurm, until - forge_event_now_ms()))
+        forge_log_warn("partitions leave with Slurm calls in flight: their "
+                       "next owner settles them by the jobs' tags");
+    /* Archives too, in the time left: their events go out with this
+     * commit. One not done in time is redone by the next owner, and the
+     * archive in place first stays (log_archive.c never replaces one). */
+    if (!forge_runner_settle(w->archiver, until - forge_event_now_ms()))
+        forge_log_warn("partitions leave with archives in progress: their "
+                       "next owner archives again");
+    on_results(w);
+    for (size_t i = 0; i < n; i++) /* what is still out: stale from here */
+        forge_owner_release(w->owner, parts[i]);
+    drop_deferred_of(w, parts, n);
+    return commit(w) == FORGE_KAFKA_COMMITTED ? 0 : -1;
+}
+
+static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
+{
+    worker_t *w = ctx;
+
+    for (size_t i = 0; i < n; i++) {
+        forge_owner_drop(w->owner, parts[i]);
+        forge_log_info("partition %d %s", (int)parts[i],
+                       lost ? "lost: dropped without commit"
+                            : "revoked: committed and dropped");
+    }
+}
+
+/* ---- the loop
+ * ---------------------------------------------------------------- */
+
+static void consume_batch(worker_t *w, int timeout_ms)
+{
+    long long until = forge_event_now_ms() + BATCH_MS;
+    forge_kafka_message_t m;
+
+    for (int n = 0; n < BATCH_MESSAGES; n++) {
+        if (!forge_kafka_poll(w->kafka, n ? 0 : timeout_ms, &m))
+            break;
+        if (forge_owner_owns(w->owner, m.partition))
+            on_message(w, &m);
+        if (forge_event_now_ms() >= until)
+            break;
+    }
+}
+
+/* Ready: the group has assigned this worker, and every partition it owns
+ * is restored; owning none, it is a standby (more workers than
+ * partitions). Said in the log at each change. */
+static void report_ready(worker_t *w)
+{
+    size_t owned = forge_owner_partition_count(w->owner);
+    int now = !w->joined || !forge_owner_ready(w->owner) ? 0 : owned ? 1 : 2;
+
+    if (now == 1 && w->readiness != 1)
+        forge_log_info("ready: every owned partition is restored (%zu)", owned);
+    else if (now == 2 && w->readiness != 2)
+        forge_log_info("ready: standby, this worker owns no partition");
+    w->readiness = now;
+}
+
+static void drain(worker_t *w)
+{
+    long long until = forge_event_now_ms() + FORGE_WORKER_DRAIN_MS;
+
+    forge_log_info("stopping: no new requests; finishing submits in flight");
+    /* A poll tick in progress stops between two calls, the call under way
+     * interrupted: whoever owns its jobs next polls them. */
+    forge_runner_interrupt(w->poller);
+    forge_kafka_pause_all(w->kafka);
+    while (!w->fatal && forge_runner_in_flight(w->slurm) &&
+           forge_event_now_ms() < until) {
+        forge_kafka_message_t m;
+        (void)forge_kafka_poll(w->kafka, 100, &m); /* heartbeats */
+        on_results(w);
+        commit(w);
+    }
+    on_results(w);
+    if (!w->fatal)
+        commit(w);
+    w->drained = true;
+}
+
+int forge_worker_run(const forge_config_t *cfg,
+                     const forge_series_catalog_t *catalog,
+                     const forge_tenants_t *tenants,
+                     const forge_sealer_t *sealer, volatile sig_atomic_t *stop)
+{
+    worker_t w = {.cfg = cfg,
+                  .catalog = catalog,
+                  .tenants = tenants,
+                  .sealer = sealer,
+                  .owner = forge_owner_new()};
+    forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
+    forge_error_t err = {0};
+    int rc = 78;
+
+    if (forge_runner_start(cfg, catalog, tenants, "slurm", &w.slurm, &err) ||
+        forge_runner_start(cfg, catalog, tenants, "poller", &w.poller, &err) ||
+        forge_runner_start_files(cfg, tenants, "archiver",
+                                 FORGE_ARCHIVE_THREADS, &w.archiver, &err) ||
+        forge_kafka_new(cfg, &h, &w.kafka, &err)) {
+        forge_log_error("cannot start: %s", err.message);
+        goto out;
+    }
+    forge_runner_set_generations(w.slurm, forge_owner_generations(w.owner));
+    forge_log_info("forge-worker %s running: group %s, topic %s",
+                   cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
+    while (!*stop && !w.fatal) {
+        consume_batch(&w, 100);
+        on_results(&w);
+        if (forge_event_now_ms() >= w.next_poll_ms)
+            tick(&w);
+        commit(&w);
+        retry_restores(&w);
+        report_ready(&w);
+    }
+    if (!w.fatal)
+        drain(&w);
+    rc = w.fatal ? 1 : 0;
+out:
+    forge_kafka_destroy(w.kafka); /* leaves the group: revoke + flush */
+    drop_deferred(&w);
+    forge_runner_stop(w.slurm);
+    forge_runner_stop(w.poller);
+    forge_runner_stop(w.archiver); /* an archive in progress finishes */
+    forge_owner_destroy(w.owner);
+    forge_log_info("stopped (exit %d)", rc);
+    return rc;
+}

@@ -1,0 +1,145 @@
+/*
+ * publish.c - the worker's writes into the current transaction:
+ * status events (forge.launch.status, keyed by launch_id), launch records
+ * (the state topic, same partition as the launch's requests), and the
+ * deferred work that may only start once they commit. Loop thread only.
+ */
+#include "launch/events.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "worker/worker_int.h"
+#include "core/testpoint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void forge_worker_defer(worker_t *w, forge_work_t *work)
+{
+    work->next = w->deferred;
+    w->deferred = work;
+}
+
+forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
+                                    const forge_entry_t *e)
+{
+    forge_work_t *work = forge_xcalloc(1, sizeof(*work));
+
+    work->kind = kind;
+    work->launch_id = forge_xstrdup(e->rec->launch_id);
+    work->attempt = e->rec->attempt;
+    work->partition = e->partition;
+    work->generation = e->generation; /* checked before Slurm (runner.h) */
+    if (e->rec->request) {
+        work->request = forge_xstrndup(e->rec->request, e->rec->request_len);
+        work->request_len = e->rec->request_len;
+    }
+    work->job_id = e->rec->job_id;
+    return work;
+}
+
+forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, work->launch_id);
+
+    return e && e->rec->attempt == work->attempt &&
+                   e->generation == work->generation
+               ? e
+               : NULL;
+}
+
+int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
+{
+    json_t *o = NULL;
+    char *text;
+    forge_error_t err = {0};
+    int rc;
+
+    if (forge_launch_record_encode(e->rec, w->sealer, &o, &err)) {
+        /* never in clear, and never a transaction without it */
+        forge_log_error("the record of %s cannot be sealed: %s",
+                        e->rec->launch_id, err.message);
+        forge_kafka_fail_txn(w->kafka);
+        return -1;
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
+                             e->rec->launch_id, text, strlen(text), &err);
+    if (rc)
+        forge_log_error("%s", err.message);
+    free(text);
+    json_decref(o);
+    return rc;
+}
+
+int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
+                               bool store)
+{
+    forge_state_t from = e->rec->state;
+    const forge_launch_t *l =
+        e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
+    forge_status_event_t ev = {0};
+    forge_error_t err = {0};
+    json_t *o;
+    char *text;
+    int rc;
+
+    if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
+        return 0; /* not a legal move: nothing to say */
+    ev.launch_id = e->rec->launch_id;
+    ev.attempt = e->rec->attempt;
+    ev.seq = e->rec->seq;
+    ev.state = c->to;
+    ev.previous = from;
+    ev.reason = c->reason;
+    ev.worker_id = w->cfg->worker_id;
+    ev.labels = l ? l->labels : NULL;
+    ev.label_count = l ? l->label_count : 0;
+    ev.slurm = c->slurm;
+    if (c->error) {
+        ev.error_code = forge_rc_name(c->error->code);
+        ev.error_field = c->error->field;
+        ev.error_message = c->error->message;
+    }
+    ev.at_ms = e->rec->updated_at_ms;
+    FORGE_TESTPOINT_EVENT_STATE(forge_state_name(c->to));
+    o = forge_event_status(&ev);
+    text = json_dumps(o, JSON_COMPACT);
+    rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,
+                             e->rec->launch_id, text, strlen(text), &err);
+    if (rc)
+        forge_log_error("%s", err.message);
+    free(text);
+    json_decref(o);
+    {
+        forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
+                                 {"state", forge_state_name(c->to)}};
+        forge_log_fields(FORGE_LOG_INFO, f, 2, "launch %s",
+                         forge_state_name(c->to));
+    }
+    return rc || !store ? rc : forge_worker_write_record(w, e);
+}
+
+void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
+                                   int attempt, int32_t partition,
+                                   const forge_error_t *error)
+{
+    forge_entry_t tmp = {0};
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
+                  error};
+
+    tmp.rec = forge_launch_record_new(launch_id, attempt, NULL, 0);
+    tmp.partition = partition;
+    forge_worker_publish_event(w, &tmp, &c, false);
+    forge_launch_record_free(tmp.rec);
+}
+
+void forge_worker_discard(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (work->kind == FORGE_WORK_ARCHIVE)
+        w->archives_out--;
+    if (e)
+        e->busy = false;
+    forge_work_free(work);
+}

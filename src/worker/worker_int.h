@@ -1,0 +1,96 @@
+/*
+ * worker_int.h - what the worker's files share (loop.c: the loop,
+ * requests, partitions; publish.c: events and records into the
+ * transaction; poll.c: a poll tick's answer onto the records;
+ * finish.c: archive and cleanup after a terminal state). All of it
+ * runs on the consume loop's thread (see loop.c).
+ */
+#ifndef FORGE_WORKER_INT_H
+#define FORGE_WORKER_INT_H
+
+#include "kafka/kafka.h"
+#include "launch/owner.h"
+#include "launch/platform_state.h"
+#include "worker/runner.h"
+#include "worker/worker.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Archive items out at once (deferred or on the archiver's threads); more
+ * finished launches wait in their records until a slot frees: back-pressure
+ * without dropping anything. */
+#define FORGE_ARCHIVE_THREADS 2
+#define FORGE_ARCHIVE_SLOTS   4
+
+typedef struct worker {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    const forge_tenants_t *tenants; /* NULL: no tenants */
+    const forge_sealer_t *sealer;   /* the state records' requests */
+    forge_kafka_t *kafka;
+    forge_owner_t *owner;
+    forge_runner_t *slurm;    /* submits, cancels */
+    forge_runner_t *poller;   /* poll ticks */
+    forge_runner_t *archiver; /* archives and cleanups (file work) */
+    size_t archives_out;      /* ARCHIVE items deferred or posted */
+    forge_work_t *deferred;   /* posted once the transaction commits */
+    bool poll_in_flight;
+    long long poll_posted_ms; /* when the tick in flight was posted */
+    unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
+    long long next_poll_ms;
+    bool joined;   /* the group has assigned this worker at least once */
+    int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
+    bool drained;  /* shutting down: the drain already waited */
+    bool fatal;
+} worker_t;
+
+typedef struct forge_change {
+    forge_state_t to;
+    const char *reason;
+    const json_t *slurm;
+    const forge_error_t *error;
+} change_t;
+
+/* Work posted once the current transaction commits (stolen). */
+void forge_worker_defer(worker_t *w, forge_work_t *work);
+
+/* A new work item for e's launch (request bytes copied). */
+forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
+                                    const forge_entry_t *e);
+
+/* The entry a work item is for, if this worker still has that attempt in
+ * the generation of its partition the work was made in (generation.h):
+ * an entry rebuilt since (a revoke and re-assign, an aborted transaction's
+ * rewind) never takes a result of work posted before. */
+forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work);
+
+/* A work item leaving without a result (dropped): its slot freed, its
+ * entry no longer busy. */
+void forge_worker_discard(worker_t *w, forge_work_t *work);
+
+/* e's record into the state topic (same partition as its requests). */
+int forge_worker_write_record(worker_t *w, const forge_entry_t *e);
+
+/* One status event for a legal move of e, with e's record (store) or
+ * without (an unstored REJECTED). 0 also when the move is not legal
+ * (nothing is said). */
+int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
+                               bool store);
+
+/* REJECTED for an attempt that conflicts with a live one: an event, but no
+ * record (the live attempt's record stays the launch's). */
+void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
+                                   int attempt, int32_t partition,
+                                   const forge_error_t *error);
+
+/* A poll tick's answer (poll.c): each launch's outcome onto its
+ * record, or nothing when the tick failed. */
+void forge_worker_on_polled(worker_t *w, forge_work_t *tick);
+
+/* After a terminal state (finish.c): from the poll tick's scan, and
+ * the archiver's results. */
+void forge_worker_tend_finished(worker_t *w, forge_entry_t *e, long long now);
+void forge_worker_on_finished_work(worker_t *w, forge_work_t *work);
+
+#endif
