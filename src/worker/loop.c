@@ -762,8 +762,11 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_runner_start(cfg, catalog, tenants, "poller", &w.poller, &err) ||
         forge_runner_start_files(cfg, tenants, "archiver",
                                  FORGE_ARCHIVE_THREADS, &w.archiver, &err) ||
-        forge_kafka_new(cfg, &h, &w.kafka, &err)) {
+        forge_kafka_new(cfg, &h, stop, &w.kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
+        /* 78 is "the configuration is wrong": not for a broker's answer */
+        if (err.code == FORGE_EIO)
+            rc = *stop ? 0 : 1;
         goto out;
     }
     forge_runner_set_generations(w.slurm, forge_owner_generations(w.owner));
