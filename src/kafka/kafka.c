@@ -41,6 +41,7 @@
  */
 #include "kafka/kafka.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "kafka/kafka_guard.h"
 #include "core/log.h"
 #include "core/testpoint.h"
@@ -50,7 +51,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TXN_TIMEOUT_MS     30000 /* one transactional call at most */
 #define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
@@ -83,21 +83,6 @@ struct forge_kafka {
     bool produce_failed; /* this transaction lost a message: abort it */
     txn_budget_t budget;
 };
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
 
 static int at_most(int a, int b)
 {
@@ -154,13 +139,13 @@ static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
  * call resumes) until budget_ms has passed. NULL once aborted. */
 static rd_kafka_error_t *abort_within(forge_kafka_t *k, int budget_ms)
 {
-    long long until = monotonic_ms() + budget_ms;
+    long long until = forge_clock_ms() + budget_ms;
     rd_kafka_error_t *e;
 
     for (;;) {
-        long long left = until - monotonic_ms();
+        long long left = until - forge_clock_ms();
         e = rd_kafka_abort_transaction(k->producer, left > 0 ? (int)left : 1);
-        if (!e || !rd_kafka_error_is_retriable(e) || monotonic_ms() >= until)
+        if (!e || !rd_kafka_error_is_retriable(e) || forge_clock_ms() >= until)
             return e;
         rd_kafka_error_destroy(e);
     }
@@ -596,7 +581,7 @@ static rd_kafka_error_t *forced_abort(forge_kafka_t *k)
  * coordinator that does not answer would. */
 static rd_kafka_error_t *stalled_attempt(int timeout_ms)
 {
-    sleep_ms(timeout_ms);
+    forge_clock_sleep_ms(timeout_ms);
     return rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
                               "commit stalled on purpose by a test point");
 }
@@ -634,32 +619,32 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
 static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
                                          bool *abandoned)
 {
-    long long start = monotonic_ms(), until = start + k->budget.attempts_ms;
+    long long start = forge_clock_ms(), until = start + k->budget.attempts_ms;
     int backoff = TXN_BACKOFF_MS, attempts = 0;
     rd_kafka_error_t *e = NULL;
     bool retriable = false;
 
     for (;;) {
-        long long left = until - monotonic_ms();
+        long long left = until - forge_clock_ms();
         if (e)
             rd_kafka_error_destroy(e);
         e = commit_once(k, left > 1 ? at_most((int)left, TXN_TIMEOUT_MS) : 2,
                         stalled, &retriable, abandoned);
         attempts++;
-        left = until - monotonic_ms();
+        left = until - forge_clock_ms();
         if (!e || !retriable || left <= backoff)
             break;
         forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
                        rd_kafka_error_string(e), attempts, backoff);
-        sleep_ms(backoff);
+        forge_clock_sleep_ms(backoff);
         backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
     }
     if (e && retriable)
         forge_log_warn("commit: still failing after %d attempt(s) in %lld ms "
                        "(budget %d ms, a quarter of max.poll.interval.ms %d "
                        "ms): the transaction is aborted and rewound",
-                       attempts, monotonic_ms() - start, k->budget.attempts_ms,
-                       k->budget.max_poll_ms);
+                       attempts, forge_clock_ms() - start,
+                       k->budget.attempts_ms, k->budget.max_poll_ms);
     return e;
 }
 
@@ -741,7 +726,7 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
 {
     rd_kafka_t *r = reader(k);
     rd_kafka_topic_partition_list_t *l;
-    long long until = monotonic_ms() + timeout_ms;
+    long long until = forge_clock_ms() + timeout_ms;
     int rc = -1;
 
     if (!r)
@@ -750,7 +735,7 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
     rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, partition)
         ->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
-    while (monotonic_ms() < until) {
+    while (forge_clock_ms() < until) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 100);
         if (!m)
             continue;
