@@ -123,6 +123,18 @@ fail:
     return NULL;
 }
 
+/* rd_kafka_new, which takes conf only when it succeeds: conf is destroyed
+ * here when it fails, so the caller never owns it afterwards. */
+static rd_kafka_t *new_handle(rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                              char *errstr, size_t size)
+{
+    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, size);
+
+    if (!rk)
+        rd_kafka_conf_destroy(conf);
+    return rk;
+}
+
 static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
                                 const char *topic, size_t *n)
 {
@@ -226,7 +238,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_opaque(conf, k);
     if (!(k->consumer =
-              rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr))))
+              new_handle(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr))))
         return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                                "consumer: %s", errstr);
     rd_kafka_poll_set_consumer(k->consumer);
@@ -265,7 +277,7 @@ static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
         goto out;
     }
     if (!(k->producer =
-              rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+              new_handle(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
         forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                         "producer: %s", errstr);
         goto out;
@@ -703,7 +715,7 @@ static rd_kafka_t *reader(forge_kafka_t *k)
         forge_log_error("restore reader: %s", err.message);
         return NULL;
     }
-    k->reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    k->reader = new_handle(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!k->reader)
         forge_log_error("restore reader: %s", errstr);
     return k->reader;
