@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the stack's component scripts: where caches and runtime files live,
 # and small helpers. Sourced, never run.
 #
