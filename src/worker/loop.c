@@ -33,7 +33,6 @@
 #include "worker/worker_int.h"
 #include "kafka/dlq.h"
 #include "core/clock.h"
-#include "launch/events.h"
 #include "kafka/kafka.h"
 #include "core/log.h"
 #include "launch/owner.h"
