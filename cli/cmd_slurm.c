@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_slurm.c - `forge-worker ping` (slurmrestd and Kafka health, one JSON
  * object) and `forge-worker submit [--wait] FILE|-` (validate, render,

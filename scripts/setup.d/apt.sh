@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages the build and the tests need on the host (bookworm).
 # Why each one is here:
 #   build-essential cmake pkg-config   the C17 build

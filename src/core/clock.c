@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.c - the monotonic clock (clock.h says which times use it and which
  * stay on the wall clock): milliseconds, absolute sleeps that a signal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h - the monotonic clock every deadline is measured on, and the
  * sleeps and condition-variable waits that go with it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testpoint.c - the test-only failure points of testpoint.h. Empty unless
  * the build defines FORGE_TEST_HOOKS. The abort counter is touched by the

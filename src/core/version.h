@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.h - what `forge-worker --version` reports: this build's version,
  * the librdkafka it runs with (checked against the minimum at start), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_guard.c - a librdkafka call that may never return, waited for with
  * a deadline (kafka_guard.h says which call and why).

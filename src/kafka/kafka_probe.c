@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_probe.c - broker reachability through one metadata request
  * (kafka_probe.h).

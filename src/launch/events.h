@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.h - the worker's out messages as CloudEvents 1.0 in structured
  * JSON mode (docs/CONTRACT.md section 2, schemas/status-changed.v1.json and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * owner.h - what this worker owns: the partitions of the requests topic
  * assigned to it (and whether each is restored yet), and the launches keyed

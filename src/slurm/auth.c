@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/auth.c - token file watching and HS256 minting (auth.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/http.c - one slurmrestd call with auth, classification and bounded
  * retries (client_int.h).

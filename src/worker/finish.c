@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * finish.c - what follows a terminal state, in this order, each
  * step idempotent so that the next owner redoes whatever a crash cut off:

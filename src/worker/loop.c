@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loop.c - the consume loop. Threads and ownership:
  *   - this file runs on one thread, the loop's: it alone touches Kafka

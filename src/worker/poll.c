@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * poll.c - a poll tick's answer onto the launches' records: a
  * changed job's details mapped to the platform's state (slurm/verdict.h)

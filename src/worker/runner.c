@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runner.c - threads with an inbox and an outbox (runner.h): one thread
  * with a slurmrestd client, or several for file work (archives, cleanup),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_clock.c - the monotonic clock (src/core/clock.c): it is
  * CLOCK_MONOTONIC (not the wall clock, which a step moves), it never goes

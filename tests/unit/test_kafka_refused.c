@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_kafka_refused.c - a configuration librdkafka refuses when the
  * client is made (rd_kafka_new, not rd_kafka_conf_set: settings that

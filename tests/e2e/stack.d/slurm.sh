@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
 # on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
 # and slurmrestd with JWT auth on 127.0.0.1:16820. Only `apptainer` is fake
