@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_archive.c - how fast forge_archive_logs turns a staging folder into
  * logs.tar.gz, next to the baseline of `tar czf` (GNU tar piping to gzip)

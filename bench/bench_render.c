@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_render.c - how fast one request goes from bytes to a submit body
  * (forge_prepare: parse, validate, check, render script and payload), next

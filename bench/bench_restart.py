@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """
 bench_restart.py - what a restart and a SIGTERM cost a worker that owns many
 live jobs, against the real local stack (tests/e2e/stack up). A benchmark,

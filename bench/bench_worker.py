@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """
 bench_worker.py - the worker's throughput and event latency against the
 real local stack (tests/e2e/stack up), each next to a baseline measured in

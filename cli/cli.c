@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.c - helpers shared by forge-worker's commands (cli.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h - what the command functions of forge-worker share: exit codes,
  * configuration loading with exit 78, and reading a FILE|- argument.

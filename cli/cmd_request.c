@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_request.c - `forge-worker validate` and `forge-worker render`: one
  * request through the same forge_prepare() path the worker uses, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_run.c - `forge-worker run`: configuration (exit 78 naming a bad
  * variable, the state keys' files included), the slurmrestd API version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_slurm.c - `forge-worker ping` (slurmrestd and Kafka health, one JSON
  * object) and `forge-worker submit [--wait] FILE|-` (validate, render,
@@ -6,6 +7,7 @@
  * to try a request without Kafka.
  */
 #include "cli.h"
+#include "core/clock.h"
 #include "kafka/kafka_probe.h"
 #include "core/log.h"
 #include "request/prepare.h"
@@ -113,7 +115,7 @@ static forge_state_t follow(forge_slurm_client_t *c, const forge_config_t *cfg,
                             const forge_launch_t *l, uint32_t job_id)
 {
     forge_state_t state = FORGE_STATE_SUBMITTED;
-    time_t missing_since = 0;
+    long long missing_since = 0; /* monotonic ms (core/clock.h) */
 
     while (!forge_state_is_terminal(state)) {
         forge_slurm_job_list_t jobs = {NULL, 0};
@@ -125,8 +127,9 @@ static forge_state_t follow(forge_slurm_client_t *c, const forge_config_t *cfg,
         if (st == FORGE_SLURM_NOT_FOUND)
             st = forge_slurm_job_accounting(c, job_id, &jobs, &res);
         if (st == FORGE_SLURM_NOT_FOUND) {
-            missing_since = missing_since ? missing_since : time(NULL);
-            if (time(NULL) - missing_since >= cfg->lost_grace_s) {
+            long long now = forge_clock_ms();
+            missing_since = missing_since ? missing_since : now;
+            if (now - missing_since >= (long long)cfg->lost_grace_s * 1000) {
                 print_state(l->launch_id, l->attempt, FORGE_STATE_LOST, state,
                             "not_found", NULL);
                 return FORGE_STATE_LOST;

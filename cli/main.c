@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - forge-worker's command line: picks a command from the table and
  * runs it. The commands live in cmd_*.c; everything they do is in src/.

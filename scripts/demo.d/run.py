@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """
 The demo's platform side (scripts/demo starts the stack and two workers,
 then runs this): sends the sample requests of deploy/samples/ to the

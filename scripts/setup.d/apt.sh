@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages the build and the tests need on the host (bookworm).
 # Why each one is here:
 #   build-essential cmake pkg-config   the C17 build
@@ -12,6 +13,7 @@
 #   libmicrohttpd-dev      the scripted local HTTP server of the slurmrestd fault tests
 #   python3-jsonschema python3-yaml   the schemas checked against their examples
 #   curl jq                the stack scripts' readiness probes and the demo
+#   ShellCheck (shellcheck)   every shell script linted (scripts/check-shell)
 #   openjdk-17-jdk-headless maven   the Kafka 4 broker from Maven jars
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,4 +23,4 @@ stack_apt_install build-essential cmake pkg-config \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
 	libarchive-dev libcriterion-dev libmicrohttpd-dev python3-jsonschema python3-yaml \
-	curl jq openjdk-17-jdk-headless maven
+	curl jq shellcheck openjdk-17-jdk-headless maven

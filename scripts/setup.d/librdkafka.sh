@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # librdkafka >= 2.11.1 for the worker (Kafka 4 brokers need it; Debian bookworm
 # ships 2.0.2). Idempotent and cached:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The end-to-end tests' Python (tests/e2e/worker): a virtual environment
 # under $FORGE_CACHE_DIR/venv on Debian's python3, with the pinned packages
 # of tests/e2e/worker/requirements.txt (confluent-kafka: a Kafka client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log_archive.c - logs.tar.gz from a staging folder (log_archive.h). libarchive
  * writes the tar+gzip stream (pax restricted format, gzip without its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log_archive.h - a finished launch's logs, from its staging folder on the
  * shared storage into $FORGE_STORAGE_ROOT/artifacts/<launch_id>/<attempt>/

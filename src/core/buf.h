@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.h - a growable byte buffer (curl's dynbuf in spirit) for building log
  * lines, scripts and request bodies. Always NUL-terminated, so data can be

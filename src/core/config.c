@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - the table of FORGE_* variables and the rules that read them.
  *

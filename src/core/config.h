@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - every FORGE_* environment variable of the contract (docs/
  * CONTRACT.md section 5) read once into one immutable struct.

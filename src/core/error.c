@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.c - names of forge-worker's error codes and the first-error-wins
  * recorder behind forge_error_set().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.h - forge-worker's own error codes and the caller-owned error record
  * that carries *where* a failure happened (a JSON path for a request, a

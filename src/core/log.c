@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c - the process-wide logger of log.h: formatting, redaction, output.
  *

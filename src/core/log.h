@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h - forge-worker's log lines: JSON lines (default) or text, four
  * levels, and redaction of secrets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * safe_fs.c - no-link file operations beneath a directory descriptor
  * (safe_fs.h). Owns the two ways of resolving beneath a descriptor (openat2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * safe_fs.h - file operations on the shared storage, where jobs write too.
  *

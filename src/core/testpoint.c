@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testpoint.c - the test-only failure points of testpoint.h. Empty unless
  * the build defines FORGE_TEST_HOOKS. The abort counter is touched by the
@@ -9,6 +10,7 @@
 #include "core/testpoint.h"
 
 #ifdef FORGE_TEST_HOOKS
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <signal.h>
@@ -150,7 +152,6 @@ bool forge_testpoint_restore_stalls(int timeout_ms)
     const char *colon = want ? strchr(want, ':') : NULL;
     long from = colon ? strtol(want, NULL, 10) : 1;
     long n = want ? strtol(colon ? colon + 1 : want, NULL, 10) : 0;
-    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
 
     seen++;
     if (seen < from || seen >= from + n)
@@ -158,7 +159,7 @@ bool forge_testpoint_restore_stalls(int timeout_ms)
     forge_log_warn("test point: restore %ld stalls %d ms, then fails, on "
                    "purpose",
                    seen, timeout_ms);
-    nanosleep(&ts, NULL);
+    forge_clock_sleep_ms(timeout_ms);
     return true;
 }
 #else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testpoint.h - named places where the end-to-end tests make a worker fail
  * on purpose, to prove what a real crash or a broker error would do:

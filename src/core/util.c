@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.c - aborting allocators (the out-of-memory policy of util.h) and
  * small string helpers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.h - the out-of-memory policy and the few string helpers every module
  * shares.

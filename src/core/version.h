@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.h - what `forge-worker --version` reports: this build's version,
  * the librdkafka it runs with (checked against the minimum at start), and the
@@ -11,7 +12,7 @@
 #include <stdio.h>
 
 /* The lowest librdkafka that can join groups and commit transactions on a
- * Kafka 4 broker (docs/kafka.md). */
+ * Kafka 4 broker (README.md, "What gets installed, and why"). */
 #define FORGE_RDKAFKA_MIN_VERSION     0x020b01ff
 #define FORGE_RDKAFKA_MIN_VERSION_STR "2.11.1"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dlq.c - the DLQ record of a message with no usable launch_id (dlq.h):
  * original key and bytes, cut to FORGE_DLQ_MAX_BYTES only when they would

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dlq.h - what a request message with no usable launch_id becomes: one
  * record of the DLQ topic (docs/CONTRACT.md section 1), built here and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka.c - consumer, transactional producer, restore reader (kafka.h).
  *
@@ -41,6 +42,7 @@
  */
 #include "kafka/kafka.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "kafka/kafka_guard.h"
 #include "core/log.h"
 #include "core/testpoint.h"
@@ -50,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TXN_TIMEOUT_MS     30000 /* one transactional call at most */
 #define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
@@ -83,21 +84,6 @@ struct forge_kafka {
     bool produce_failed; /* this transaction lost a message: abort it */
     txn_budget_t budget;
 };
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
 
 static int at_most(int a, int b)
 {
@@ -138,6 +124,18 @@ fail:
     return NULL;
 }
 
+/* rd_kafka_new, which takes conf only when it succeeds: conf is destroyed
+ * here when it fails, so the caller never owns it afterwards. */
+static rd_kafka_t *new_handle(rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                              char *errstr, size_t size)
+{
+    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, size);
+
+    if (!rk)
+        rd_kafka_conf_destroy(conf);
+    return rk;
+}
+
 static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
                                 const char *topic, size_t *n)
 {
@@ -154,13 +152,13 @@ static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
  * call resumes) until budget_ms has passed. NULL once aborted. */
 static rd_kafka_error_t *abort_within(forge_kafka_t *k, int budget_ms)
 {
-    long long until = monotonic_ms() + budget_ms;
+    long long until = forge_clock_ms() + budget_ms;
     rd_kafka_error_t *e;
 
     for (;;) {
-        long long left = until - monotonic_ms();
+        long long left = until - forge_clock_ms();
         e = rd_kafka_abort_transaction(k->producer, left > 0 ? (int)left : 1);
-        if (!e || !rd_kafka_error_is_retriable(e) || monotonic_ms() >= until)
+        if (!e || !rd_kafka_error_is_retriable(e) || forge_clock_ms() >= until)
             return e;
         rd_kafka_error_destroy(e);
     }
@@ -241,7 +239,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_opaque(conf, k);
     if (!(k->consumer =
-              rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr))))
+              new_handle(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr))))
         return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                                "consumer: %s", errstr);
     rd_kafka_poll_set_consumer(k->consumer);
@@ -318,7 +316,7 @@ static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
         goto out;
     }
     if (!(k->producer =
-              rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+              new_handle(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
         forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                         "producer: %s", errstr);
         goto out;
@@ -629,7 +627,7 @@ static rd_kafka_error_t *forced_abort(forge_kafka_t *k)
  * coordinator that does not answer would. */
 static rd_kafka_error_t *stalled_attempt(int timeout_ms)
 {
-    sleep_ms(timeout_ms);
+    forge_clock_sleep_ms(timeout_ms);
     return rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
                               "commit stalled on purpose by a test point");
 }
@@ -667,32 +665,32 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
 static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
                                          bool *abandoned)
 {
-    long long start = monotonic_ms(), until = start + k->budget.attempts_ms;
+    long long start = forge_clock_ms(), until = start + k->budget.attempts_ms;
     int backoff = TXN_BACKOFF_MS, attempts = 0;
     rd_kafka_error_t *e = NULL;
     bool retriable = false;
 
     for (;;) {
-        long long left = until - monotonic_ms();
+        long long left = until - forge_clock_ms();
         if (e)
             rd_kafka_error_destroy(e);
         e = commit_once(k, left > 1 ? at_most((int)left, TXN_TIMEOUT_MS) : 2,
                         stalled, &retriable, abandoned);
         attempts++;
-        left = until - monotonic_ms();
+        left = until - forge_clock_ms();
         if (!e || !retriable || left <= backoff)
             break;
         forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
                        rd_kafka_error_string(e), attempts, backoff);
-        sleep_ms(backoff);
+        forge_clock_sleep_ms(backoff);
         backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
     }
     if (e && retriable)
         forge_log_warn("commit: still failing after %d attempt(s) in %lld ms "
                        "(budget %d ms, a quarter of max.poll.interval.ms %d "
                        "ms): the transaction is aborted and rewound",
-                       attempts, monotonic_ms() - start, k->budget.attempts_ms,
-                       k->budget.max_poll_ms);
+                       attempts, forge_clock_ms() - start,
+                       k->budget.attempts_ms, k->budget.max_poll_ms);
     return e;
 }
 
@@ -751,7 +749,7 @@ static rd_kafka_t *reader(forge_kafka_t *k)
         forge_log_error("restore reader: %s", err.message);
         return NULL;
     }
-    k->reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    k->reader = new_handle(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!k->reader)
         forge_log_error("restore reader: %s", errstr);
     return k->reader;
@@ -774,7 +772,7 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
 {
     rd_kafka_t *r = reader(k);
     rd_kafka_topic_partition_list_t *l;
-    long long until = monotonic_ms() + timeout_ms;
+    long long until = forge_clock_ms() + timeout_ms;
     int rc = -1;
 
     if (!r)
@@ -783,7 +781,7 @@ int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
     rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, partition)
         ->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
-    while (monotonic_ms() < until) {
+    while (forge_clock_ms() < until) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 100);
         if (!m)
             continue;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka.h - librdkafka stays behind this wall. One consumer (the requests
  * topic, a consumer group with cooperative-sticky assignment, manual

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_guard.c - a librdkafka call that may never return, waited for with
  * a deadline (kafka_guard.h says which call and why).
@@ -19,6 +20,7 @@
  * `abandoned_now` counts producers given up whose call is still out.
  */
 #include "kafka/kafka_guard.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -26,7 +28,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define HANG_MS (3600 * 1000) /* the test point's "never" */
 
@@ -70,14 +71,6 @@ static void release(guard_call_t *c)
     free(c);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
-}
-
 static void *run_call(void *arg)
 {
     guard_call_t *c = arg;
@@ -85,7 +78,7 @@ static void *run_call(void *arg)
     bool abandoned;
 
     if (c->hang)
-        sleep_ms(HANG_MS);
+        forge_clock_sleep_ms(HANG_MS);
     e = rd_kafka_send_offsets_to_transaction(c->producer, c->offsets, c->md,
                                              c->timeout_ms);
     pthread_mutex_lock(&c->mu);
@@ -107,33 +100,15 @@ static void *run_call(void *arg)
     return NULL;
 }
 
-static struct timespec deadline_after(int ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 static guard_call_t *call_new(rd_kafka_t *producer,
                               const rd_kafka_topic_partition_list_t *offsets,
                               rd_kafka_consumer_group_metadata_t *md,
                               int timeout_ms, bool hang)
 {
     guard_call_t *c = forge_xcalloc(1, sizeof(*c));
-    pthread_condattr_t attr;
 
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    forge_clock_cond_init(&c->cv);
     c->refs = 2;
     c->producer = producer;
     c->offsets = rd_kafka_topic_partition_list_copy(offsets);
@@ -149,7 +124,7 @@ rd_kafka_error_t *forge_kafka_guard_send_offsets(
     bool hang, bool *abandoned)
 {
     guard_call_t *c = call_new(producer, offsets, md, timeout_ms, hang);
-    struct timespec until = deadline_after(timeout_ms + grace_ms);
+    struct timespec until = forge_clock_deadline(timeout_ms + grace_ms);
     rd_kafka_error_t *e = NULL;
     pthread_attr_t attr;
     pthread_t thread;

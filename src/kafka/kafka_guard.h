@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_guard.h - a librdkafka call that may never return, run where the
  * caller can stop waiting for it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_probe.c - broker reachability through one metadata request
  * (kafka_probe.h).
@@ -40,8 +41,9 @@ void forge_kafka_probe(const forge_config_t *cfg, int timeout_ms,
         return;
     }
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
+    if (!rk) { /* librdkafka takes conf only when it succeeds */
         snprintf(out->error, sizeof(out->error), "%s", errstr);
+        rd_kafka_conf_destroy(conf);
         return;
     }
     err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);

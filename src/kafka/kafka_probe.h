@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_probe.h - "are the brokers reachable?": one metadata request with a
  * deadline, for `forge-worker ping` and readiness. Uses a short-lived

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.c - building status_changed and logs_archived CloudEvents
  * (events.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.h - the worker's out messages as CloudEvents 1.0 in structured
  * JSON mode (docs/CONTRACT.md section 2, schemas/status-changed.v1.json and
@@ -55,7 +56,9 @@ char *forge_event_status_id(const char *launch_id, int attempt, long seq);
 /* RFC 3339 UTC with milliseconds: "2026-12-02T17:54:39.123Z". out >= 32. */
 void forge_event_time(long long at_ms, char *out, size_t size);
 
-/* Milliseconds since the epoch, now. */
+/* Milliseconds since the epoch, now: the wall clock, for what goes into an
+ * event, a record or a log (core/clock.h says which times are which; every
+ * deadline is on its monotonic clock). */
 long long forge_event_now_ms(void);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * generation.c - the partitions' generations (generation.h: the ownership
  * story). One atomic slot per partition and one counter. The loop's

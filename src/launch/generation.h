@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * generation.h - which generation of each requests partition this worker
  * holds now, readable from any thread: how work that outlived its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * launch.c - launch records: state machine steps, digest, and the JSON
  * form kept in the state topic (launch.h). The encoding carries a version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * launch.h - a launch's durable record: what the worker must know to carry
  * on after a crash or a rebalance (docs/CONTRACT.md section 1: the state

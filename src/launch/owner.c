@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * owner.c - owned partitions and the launch table (owner.h): a fixed
  * bucket array with chaining (FNV-1a), a small partition array, and the

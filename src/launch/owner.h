@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * owner.h - what this worker owns: the partitions of the requests topic
  * assigned to it (and whether each is restored yet), and the launches keyed
@@ -40,9 +41,10 @@ typedef struct forge_entry {
      * transaction, another owner before), or a submit was posted. A cancel
      * then cleans the tag before it says CANCELLED. */
     bool submit_unknown;
+    /* times on the monotonic clock (core/clock.h) */
     long long retry_at_ms; /* a failed submit waits until then */
     int submit_failures;
-    long long cancel_sent_ms; /* when a cancel was last posted */
+    long long cancel_sent_ms; /* when a cancel was last posted; 0: never */
     struct forge_entry *next; /* bucket chain */
 } forge_entry_t;
 
@@ -77,7 +79,9 @@ bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
 /* Every assigned partition is restored (the worker's readiness). */
 bool forge_owner_ready(const forge_owner_t *o);
 
-/* A restore of p that did not reach the state topic's end: p stays
+/* Times here are on the monotonic clock (core/clock.h).
+ *
+ * A restore of p that did not reach the state topic's end: p stays
  * restoring (paused, nothing taken from it) and is due again at retry_at.
  * Returns how many restores of p failed in a row (cleared once ready). */
 int forge_owner_restore_failed(forge_owner_t *o, int32_t p, long long retry_at);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * platform_state.c - the platform's launch states (platform_state.h): their
  * names, which are terminal, and the table of legal transitions

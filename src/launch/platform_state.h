@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * platform_state.h - the platform's launch states (docs/CONTRACT.md section
  * 3) and which transitions between them are legal. Shared by the Slurm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seal.c - AES-256-GCM sealing with the state keys (seal.h): the key files
  * and their checks, the key ids, seal and open, and the strict base64 the

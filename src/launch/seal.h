@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seal.h - what the worker keeps in Kafka that must not be read there: the
  * request in a launch's state record (its ingest token, its env and

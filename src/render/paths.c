@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paths.c - host and cluster paths of a launch's files (paths.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paths.h - where a launch's files are, on this host and on the cluster.
  *

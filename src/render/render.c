@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render.c - batch script and submit body of a launch (render.h).
  *

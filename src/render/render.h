@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render.h - a valid LaunchRequest and this worker's configuration into (a)
  * the batch script and (b) the complete slurmrestd submit body.

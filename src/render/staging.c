@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * staging.c - creating and removing staging folders (staging.h) on
  * safe_fs.h: the storage root is opened once per call, everything else is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * staging.h - a launch's staging folder on the shared storage
  * ($FORGE_STORAGE_ROOT/staging/<launch_id>/<attempt>/): created before the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prepare.c - parse → check → render for one request (prepare.h).
  */

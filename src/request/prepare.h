@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prepare.h - one launch's path from bytes to a submit body, in one place:
  * parse (request.h) → check against configuration (request_check.h) →

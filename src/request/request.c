@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.c - parsing and document-level validation of LaunchRequest and
  * CancelRequest (request.h).

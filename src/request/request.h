@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.h - LaunchRequest and CancelRequest (docs/CONTRACT.md section 2,
  * schemas/ *.json): parsing and the rules that need nothing but the document.

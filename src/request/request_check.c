@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request_check.c - configuration-dependent rules of a LaunchRequest
  * (request_check.h). One function per rule, run in document order so the

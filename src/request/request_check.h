@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request_check.h - the LaunchRequest rules that need this worker's
  * configuration: the image is a regular file beneath the runtime root and

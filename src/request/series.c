@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * series.c - reading the GPU series catalogue (series.h).
  */

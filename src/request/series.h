@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * series.h - the GPU series catalogue (FORGE_GPU_SERIES_FILE,
  * schemas/gpu-series.v1.json): which Slurm constraint pins each series.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tenants.c - the site's tenants file (tenants.h): parsing with every rule
  * of schemas/tenants.v1.json, and which tenant a launch runs as.

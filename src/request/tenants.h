@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tenants.h - the site's tenants (FORGE_TENANTS_FILE, schemas/tenants.v1.json):
  * which Slurm user each tenant's jobs run as, and that user's uid and gid on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/auth.c - token file watching and HS256 minting (auth.h).
  */
@@ -205,6 +206,8 @@ const char *forge_slurm_auth_token(forge_slurm_auth_t *a, bool force,
 {
     forge_rc_t rc = FORGE_OK;
 
+    /* wall time, not core/clock.h's: slurmrestd checks exp on its own
+     * wall clock */
     if (a->token_file && (force || token_file_changed(a)))
         rc = reread_token(a, force, err);
     else if (a->key_file && (force || time(NULL) >= a->expires))

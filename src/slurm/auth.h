@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/auth.h - the JWT a slurmrestd request carries: read from a token
  * file (re-read when the file changes - a file caught mid-rotation leaves

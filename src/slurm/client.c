@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/client.c - the client object, its options, and the small helpers
  * the operations share (client.h, client_int.h). The operations are in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/client.h - forge-worker's slurmrestd client: one object per thread
  * that talks to Slurm (connection reuse is per object; objects are not

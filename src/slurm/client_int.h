@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/client_int.h - the client object and the HTTP call every operation
  * goes through; shared by the files of src/slurm/ only.

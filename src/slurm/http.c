@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/http.c - one slurmrestd call with auth, classification and bounded
  * retries (client_int.h).
@@ -19,6 +20,7 @@
  * starts once the flag is set. The call then ends like a cut-off one.
  */
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
@@ -58,13 +60,11 @@ static bool interrupted(forge_slurm_client_t *c)
 /* Sleeps ms, or less when c is interrupted meanwhile. */
 static void sleep_ms(forge_slurm_client_t *c, long ms)
 {
-    while (ms > 0 && !interrupted(c)) {
-        long slice = ms < SLEEP_SLICE_MS ? ms : SLEEP_SLICE_MS;
-        struct timespec ts = {0, slice * 1000000L};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
-        ms -= slice;
-    }
+    long long until = forge_clock_ms() + ms;
+    long long left;
+
+    while ((left = until - forge_clock_ms()) > 0 && !interrupted(c))
+        forge_clock_sleep_ms(left < SLEEP_SLICE_MS ? left : SLEEP_SLICE_MS);
 }
 
 /* libcurl's progress callback: non-zero aborts the transfer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/ops.c - the operations of client.h on top of slurm_call(): request
  * paths and bodies, and reading the answers of API versions v0.0.41 to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/state.c - Slurm's job_state sets onto the platform's states
  * (slurm/state.h, docs/CONTRACT.md section 3): the names slurmrestd uses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/state.h - Slurm's job_state sets onto the platform's states
  * (docs/CONTRACT.md section 3). Pure, table-driven, no I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/verdict.c - job lists to platform states and to the `slurm` part
  * of events (verdict.h).

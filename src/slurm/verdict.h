@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slurm/verdict.h - from what slurmrestd reported about a job (all its het
  * components) to the platform's state: the bridge between client.h's job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * finish.c - what follows a terminal state, in this order, each
  * step idempotent so that the next owner redoes whatever a crash cut off:
@@ -21,6 +22,7 @@
  * crash between 2 and 3 finds `archived` and only cleans: one event, and
  * never a log deleted before it was archived. Loop thread only.
  */
+#include "core/clock.h"
 #include "launch/events.h"
 #include "core/log.h"
 #include "worker/worker_int.h"
@@ -114,7 +116,7 @@ void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
     if (work->code == FORGE_EUNSAFE_PATH) {
         on_refused(w, e, work);
     } else if (work->status != FORGE_SLURM_OK) {
-        e->retry_at_ms = forge_event_now_ms() + FINISH_RETRY_MS;
+        e->retry_at_ms = forge_clock_ms() + FINISH_RETRY_MS;
         forge_log_warn("%s of %s failed: %s; retrying later",
                        work->kind == FORGE_WORK_ARCHIVE ? "archive" : "cleanup",
                        work->launch_id, work->message);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loop.c - the consume loop. Threads and ownership:
  *   - this file runs on one thread, the loop's: it alone touches Kafka
@@ -32,7 +33,7 @@
 #include "worker/worker.h"
 #include "worker/worker_int.h"
 #include "kafka/dlq.h"
-#include "launch/events.h"
+#include "core/clock.h"
 #include "kafka/kafka.h"
 #include "core/log.h"
 #include "launch/owner.h"
@@ -173,7 +174,7 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
     } else {
         forge_worker_write_record(w, e);
         if (e->rec->job_id) { /* else: the submit result will cancel it */
-            e->cancel_sent_ms = forge_event_now_ms();
+            e->cancel_sent_ms = forge_clock_ms();
             forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
         }
     }
@@ -245,7 +246,7 @@ static void on_submitted(worker_t *w, forge_work_t *work)
         forge_worker_publish_event(w, e, &c, true);
         json_decref(slurm);
         if (e->rec->cancel_requested) {
-            e->cancel_sent_ms = forge_event_now_ms();
+            e->cancel_sent_ms = forge_clock_ms();
             forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
         }
     } else if (work->status == FORGE_SLURM_REJECTED && work->code) {
@@ -269,8 +270,7 @@ static void on_submitted(worker_t *w, forge_work_t *work)
         forge_worker_publish_event(w, e, &c, true);
     } else {
         e->submit_failures++;
-        e->retry_at_ms =
-            forge_event_now_ms() + retry_delay_ms(e->submit_failures);
+        e->retry_at_ms = forge_clock_ms() + retry_delay_ms(e->submit_failures);
         forge_log_warn("submit of %s failed (%s): %s; retrying later",
                        e->rec->launch_id, forge_slurm_status_name(work->status),
                        work->message);
@@ -292,8 +292,7 @@ static void on_withdrawn(worker_t *w, forge_work_t *work)
         forge_worker_publish_event(w, e, &c, true);
         return;
     }
-    e->retry_at_ms =
-        forge_event_now_ms() + retry_delay_ms(++e->submit_failures);
+    e->retry_at_ms = forge_clock_ms() + retry_delay_ms(++e->submit_failures);
     forge_log_warn("cleaning the cancelled intent of %s failed (%s): %s; "
                    "retrying later",
                    e->rec->launch_id, forge_slurm_status_name(work->status),
@@ -372,7 +371,8 @@ static void tend_entry(void *ctx, forge_entry_t *e)
         return;
     }
     if (r->job_id && r->cancel_requested && !e->busy &&
-        t->now - e->cancel_sent_ms >= FORGE_WORKER_CANCEL_RESEND_MS) {
+        (!e->cancel_sent_ms ||
+         t->now - e->cancel_sent_ms >= FORGE_WORKER_CANCEL_RESEND_MS)) {
         e->cancel_sent_ms = t->now; /* not confirmed yet: ask again */
         forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
     }
@@ -408,8 +408,7 @@ static void tend_entry(void *ctx, forge_entry_t *e)
 
 static void tick(worker_t *w)
 {
-    tick_t t = {w, forge_xcalloc(1, sizeof(forge_work_t)),
-                forge_event_now_ms()};
+    tick_t t = {w, forge_xcalloc(1, sizeof(forge_work_t)), forge_clock_ms()};
 
     t.poll->kind = FORGE_WORK_POLL;
     t.poll->epoch = w->poll_epoch;
@@ -478,7 +477,7 @@ static void restore_failed(worker_t *w, int32_t p)
 
     if (delay > RESTORE_RETRY_MAX_MS)
         delay = RESTORE_RETRY_MAX_MS;
-    n = forge_owner_restore_failed(w->owner, p, forge_event_now_ms() + delay);
+    n = forge_owner_restore_failed(w->owner, p, forge_clock_ms() + delay);
     forge_log_error("partition %d: the state topic's end was not reached "
                     "(attempt %d); the partition stays paused, restored "
                     "again in %lld ms",
@@ -491,7 +490,7 @@ static void restore_failed(worker_t *w, int32_t p)
  * within the pass. */
 static bool restore_fits(const worker_t *w, long long pass_start)
 {
-    return forge_event_now_ms() - pass_start +
+    return forge_clock_ms() - pass_start +
                forge_kafka_restore_timeout_ms(w->kafka) <=
            forge_kafka_restore_pass_ms(w->kafka);
 }
@@ -500,11 +499,11 @@ static bool restore_fits(const worker_t *w, long long pass_start)
  * waited for a pass; as many as fit this one. */
 static void retry_restores(worker_t *w)
 {
-    long long start = forge_event_now_ms();
+    long long start = forge_clock_ms();
     int32_t p;
 
     while (restore_fits(w, start) &&
-           (p = forge_owner_restore_due(w->owner, forge_event_now_ms())) >= 0)
+           (p = forge_owner_restore_due(w->owner, forge_clock_ms())) >= 0)
         restore(w, p);
 }
 
@@ -522,7 +521,7 @@ static void unrestore(worker_t *w, int32_t p)
  * rest wait, paused, for the next pass of the loop (retry_restores). */
 static void restore_each(worker_t *w, const int32_t *parts, size_t n)
 {
-    long long start = forge_event_now_ms();
+    long long start = forge_clock_ms();
 
     for (size_t i = 0; i < n; i++) {
         if (restore_fits(w, start)) {
@@ -530,7 +529,7 @@ static void restore_each(worker_t *w, const int32_t *parts, size_t n)
             continue;
         }
         unrestore(w, parts[i]);
-        forge_owner_restore_later(w->owner, parts[i], forge_event_now_ms());
+        forge_owner_restore_later(w->owner, parts[i], forge_clock_ms());
         forge_log_info("partition %d: restore waits for the loop's next pass",
                        (int)parts[i]);
     }
@@ -659,15 +658,15 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
 {
     worker_t *w = ctx;
     long long until =
-        forge_event_now_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
+        forge_clock_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
 
-    if (!forge_runner_settle(w->slurm, until - forge_event_now_ms()))
+    if (!forge_runner_settle(w->slurm, until - forge_clock_ms()))
         forge_log_warn("partitions leave with Slurm calls in flight: their "
                        "next owner settles them by the jobs' tags");
     /* Archives too, in the time left: their events go out with this
      * commit. One not done in time is redone by the next owner, and the
      * archive in place first stays (log_archive.c never replaces one). */
-    if (!forge_runner_settle(w->archiver, until - forge_event_now_ms()))
+    if (!forge_runner_settle(w->archiver, until - forge_clock_ms()))
         forge_log_warn("partitions leave with archives in progress: their "
                        "next owner archives again");
     on_results(w);
@@ -694,7 +693,7 @@ static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
 
 static void consume_batch(worker_t *w, int timeout_ms)
 {
-    long long until = forge_event_now_ms() + BATCH_MS;
+    long long until = forge_clock_ms() + BATCH_MS;
     forge_kafka_message_t m;
 
     for (int n = 0; n < BATCH_MESSAGES; n++) {
@@ -702,7 +701,7 @@ static void consume_batch(worker_t *w, int timeout_ms)
             break;
         if (forge_owner_owns(w->owner, m.partition))
             on_message(w, &m);
-        if (forge_event_now_ms() >= until)
+        if (forge_clock_ms() >= until)
             break;
     }
 }
@@ -724,7 +723,7 @@ static void report_ready(worker_t *w)
 
 static void drain(worker_t *w)
 {
-    long long until = forge_event_now_ms() + FORGE_WORKER_DRAIN_MS;
+    long long until = forge_clock_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
     /* A poll tick in progress stops between two calls, the call under way
@@ -732,7 +731,7 @@ static void drain(worker_t *w)
     forge_runner_interrupt(w->poller);
     forge_kafka_pause_all(w->kafka);
     while (!w->fatal && forge_runner_in_flight(w->slurm) &&
-           forge_event_now_ms() < until) {
+           forge_clock_ms() < until) {
         forge_kafka_message_t m;
         (void)forge_kafka_poll(w->kafka, 100, &m); /* heartbeats */
         on_results(w);
@@ -775,7 +774,7 @@ int forge_worker_run(const forge_config_t *cfg,
     while (!*stop && !w.fatal) {
         consume_batch(&w, 100);
         on_results(&w);
-        if (forge_event_now_ms() >= w.next_poll_ms)
+        if (forge_clock_ms() >= w.next_poll_ms)
             tick(&w);
         commit(&w);
         retry_restores(&w);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * poll.c - a poll tick's answer onto the launches' records: a
  * changed job's details mapped to the platform's state (slurm/verdict.h)
@@ -6,6 +7,7 @@
  * (launch.h: slurm_states), the poller's memory after a restore. Loop
  * thread only (loop.c builds and posts the tick).
  */
+#include "core/clock.h"
 #include "launch/events.h"
 #include "core/log.h"
 #include "slurm/verdict.h"
@@ -100,6 +102,7 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
 
 void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
 {
+    /* wall time: missing_since_ms is kept in the record (core/clock.h) */
     long long now = forge_event_now_ms();
     size_t changed = 0;
 
@@ -115,5 +118,6 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     else /* the bench reads it (bench/bench_restart.py) */
         forge_log_debug("poll tick answered: %zu live jobs, %zu changed, "
                         "in %lld ms",
-                        tick->item_count, changed, now - w->poll_posted_ms);
+                        tick->item_count, changed,
+                        forge_clock_ms() - w->poll_posted_ms);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish.c - the worker's writes into the current transaction:
  * status events (forge.launch.status, keyed by launch_id), launch records

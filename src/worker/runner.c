@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runner.c - threads with an inbox and an outbox (runner.h): one thread
  * with a slurmrestd client, or several for file work (archives, cleanup),
@@ -18,6 +19,7 @@
  */
 #include "worker/runner.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "launch/generation.h"
 #include "core/log.h"
 #include "archive/log_archive.h"
@@ -641,7 +643,7 @@ static forge_runner_t *runner_new(const forge_config_t *cfg,
     r->name = forge_xstrdup(name);
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
-    pthread_cond_init(&r->finished, NULL);
+    forge_clock_cond_init(&r->finished);
     return r;
 }
 
@@ -731,18 +733,9 @@ forge_work_t *forge_runner_take(forge_runner_t *r)
 
 bool forge_runner_settle(forge_runner_t *r, long timeout_ms)
 {
-    struct timespec until;
+    struct timespec until = forge_clock_deadline(timeout_ms);
     bool settled;
 
-    if (timeout_ms < 0)
-        timeout_ms = 0;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&r->lock);
     while (r->done < r->in_flight && !r->stopping &&
            pthread_cond_timedwait(&r->finished, &r->lock, &until) == 0)

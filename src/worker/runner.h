@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runner.h - the work that must never run on the consume loop: slurmrestd
  * calls (submit, cancel, clean an interrupted submit, a poll tick) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.h - `forge-worker run`: the consume loop (docs/SOURCE_MAP.md: consume
  * → validate → render → submit → poll → map → publish), exactly once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the
@@ -36,6 +37,7 @@ typedef struct worker {
     size_t archives_out;      /* ARCHIVE items deferred or posted */
     forge_work_t *deferred;   /* posted once the transaction commits */
     bool poll_in_flight;
+    /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
     long long poll_posted_ms; /* when the tick in flight was posted */
     unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
     long long next_poll_ms;

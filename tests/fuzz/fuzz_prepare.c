@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_prepare.c - libFuzzer target over forge_prepare(): any bytes, in both
  * runtime profiles (each input is tried with an apptainer and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_slurm.h - shared by the tests/integration/test_slurm_*.c tests:
  * the stack's configuration, clients per API version, launches rendered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_lifecycle.c - launches through the real slurmrestd, for every
  * API version the cluster serves (FORGE_TEST_API_VERSIONS, see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_slow.c - SLOW (minutes, not seconds): what takes Slurm's own
  * clocks, against the real slurmrestd with API v0.0.43 only. The three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_smoke_kafka.c - the stack's broker is a real Kafka 4 and our
  * librdkafka can talk to it the way the worker will: a message produced

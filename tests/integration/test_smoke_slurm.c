@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_smoke_slurm.c - the stack's Slurm is real: a trivial job submitted
  * through slurmrestd with a JWT runs to COMPLETED, and what it wrote on the

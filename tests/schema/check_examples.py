@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks schemas/ against itself: the JSON Schemas, the AsyncAPI document and
 the example documents listed in schemas/examples/manifest.json.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Validates JSON documents against one of schemas/*.json (draft 2020-12,
 references resolved locally). Used by the C tests to hold what the worker
 produces (events) to the schemas:  validate.py SCHEMA FILE...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_http.c - the scriptable fake slurmrestd of support_http.h (what it
  * is for, and its threads, are written there).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_http.h - a scriptable fake slurmrestd for the client's fault tests:
  * an HTTP server (libmicrohttpd) on 127.0.0.1, ephemeral port, that answers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_storage.c - shell commands and tree removal for the storage
  * tests (support_storage.h).

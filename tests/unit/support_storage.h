@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_storage.h - what the unit tests of the shared-storage code share
  * (safe_fs, staging, log_archive, request_check, runner): shell commands

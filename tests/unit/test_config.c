@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c - every rule of src/core/config.c: defaults, each variable's
  * accepted and refused values, the cross-variable checks, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dlq.c - the DLQ record of a message with no usable launch_id: the
  * key and bytes kept exactly (NUL bytes and all) while they fit, the error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_events.c - status_changed CloudEvents: deterministic ids and bytes,
  * the contract's fields, and every event the builder makes is valid under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_launch.c - launch records: the state machine through them (seq +1
  * per legal move, nothing for an illegal one), the digest, and the state

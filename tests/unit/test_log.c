@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c - src/core/log.c: line formats, levels, and above all redaction: a
  * secret passed anywhere into a log call (message, argument, field key or

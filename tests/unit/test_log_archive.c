@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log_archive.c - src/archive/log_archive.c against real folders: what
  * goes into logs.tar.gz (the job's regular files, never the worker's own, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_owner.c - the launch table (src/launch/owner.c) and the secrets of the
  * requests it holds: registered for redaction (log.h) when a request enters

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_platform_state.c - src/launch/platform_state.c against docs/CONTRACT.md
  * section 3: every (from, to) pair of the 11 states checked against a matrix

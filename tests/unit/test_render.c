@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_render.c - golden files for each runtime profile x single/het
  * (tests/data/render/<case>/{request.json, profile, expected.sh,

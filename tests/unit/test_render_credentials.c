@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_render_credentials.c - the rendered script's credentials reader, run
  * for real: bash executes the whole rendered script (both runtime profiles)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_render_hostile.c - shell safety of the rendered batch script, end to
  * end: hostile request values (quotes, command substitution, separators,

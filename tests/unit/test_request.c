@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_request.c - request parsing and validation: both envelopes, every
  * error code of the contract with its JSON path, the configuration-dependent

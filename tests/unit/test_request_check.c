@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_request_check.c - mount sources and image paths resolved on the
  * file system, not matched as strings (issue 10): a link anywhere on the

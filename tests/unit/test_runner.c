@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_runner.c - what the runner makes of an unsafe shared storage (issue
  * 10), without Slurm: a submit whose staging folder is a planted link is

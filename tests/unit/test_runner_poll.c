@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_runner_poll.c - the poll runner against a scripted slurmrestd
  * (support_http.h: fault injection, late and missing answers, which the

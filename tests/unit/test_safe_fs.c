@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_safe_fs.c - src/core/safe_fs.c against real folders, every case
  * twice: suite safe_fs2 through openat2 (where the kernel has it), suite

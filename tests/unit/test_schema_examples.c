@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_schema_examples.c - the C validator agrees with the JSON Schemas on
  * every example in schemas/examples/manifest.json: a valid example prepares,

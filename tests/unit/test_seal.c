@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_seal.c - the state keys and AES-256-GCM sealing (src/launch/seal.c): a
  * round trip, the key id, a fresh IV per seal, what must not open (another

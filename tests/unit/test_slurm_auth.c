@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_auth.c - the client's credentials (slurm/auth.c) and what
  * reaches slurmrestd of them, read back from a fake slurmrestd

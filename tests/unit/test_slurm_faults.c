@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_faults.c - the slurmrestd client against a misbehaving
  * slurmrestd (support_http.h: fault injection the real one cannot do): 500

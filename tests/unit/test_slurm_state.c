@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_state.c - src/slurm/state.c against docs/CONTRACT.md section 3:
  * every Slurm base state alone, every flag alone and with the bases it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slurm_verdict.c - job lists to verdicts: an empty answer is no
  * verdict, het components aggregate, the batch script's exit code is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_staging.c - src/render/staging.c against real folders, as root (so
  * owners are real): the layout and its owners and modes (staging/ and

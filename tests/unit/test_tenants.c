@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tenants.c - the site's tenants file (src/request/tenants.c): every rule
  * of the document, and which tenant a launch runs as.

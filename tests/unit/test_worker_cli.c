@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_worker_cli.c - the forge-worker executable as an operator meets it:
  * --version names librdkafka >= 2.11.1 and the API versions; a bad

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # Shared by the stack's component scripts: where caches and runtime files live,
 # and small helpers. Sourced, never run.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The e2e stack's Kafka: one Apache Kafka 4 broker (KRaft, combined broker and
 # controller, node 1) bound to 127.0.0.1, run from the Maven Central jars that
 # tests/e2e/pom.xml pins.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
 # on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
 # and slurmrestd with JWT auth on 127.0.0.1:16820. Only `apptainer` is fake
@@ -304,7 +305,7 @@ launch_daemon() {
 # Processes in our chroot that are daemon $1 but not the one its pid file
 # names (a run whose pid files were lost): they would hold its port.
 stray_pids() {
-	local name=$1 comm=${1%%-*} node= tracked real p
+	local name=$1 comm=${1%%-*} node='' tracked real p
 	[ "$comm" != slurmd ] || node=${name#slurmd-}
 	tracked=$(daemon_pid "$name") || tracked=
 	real=$(readlink -f "$chroot_dir")
@@ -668,7 +669,7 @@ stop() {
 }
 
 start() {
-	local name=$1 before= pid strays
+	local name=$1 before='' pid strays
 	mkdir -p "$run"
 	if pid=$(daemon_pid "$name"); then
 		stack_log "slurm: $name runs (pid $pid)"
@@ -738,7 +739,9 @@ prepare | up | down)
 	"$verb"
 	;;
 stop | start | restart)
-	[ $# -eq 2 ] && [[ " ${daemons[*]} " == *" $2 "* ]] || usage
+	if [ $# -ne 2 ] || [[ " ${daemons[*]} " != *" $2 "* ]]; then
+		usage
+	fi
 	mkdir -p "$FORGE_CACHE_DIR"
 	exec 9>"$FORGE_CACHE_DIR/slurm-$suite.lock"
 	flock 9

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 chaos.py - the pieces of the chaos scenarios (test_chaos.py): a fleet of
 workers that can be killed and restarted, a driver that sends a mix of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures shared by the worker scenarios (harness.py has the pieces)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 harness.py - what the end-to-end scenarios need to drive real forge-worker
 processes through Kafka only, against the real stack (tests/e2e/stack up):

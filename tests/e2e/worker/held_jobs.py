@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 held_jobs.py - many live Slurm jobs for a worker to own, cheaply: real jobs
 submitted held (they stay PENDING, JobHeldUser, and take no resources from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 slurm_proxy.py - a proxy in front of the stack's real slurmrestd for the
 scenarios (and bench/) that must see or hold back the worker's Slurm calls:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 A transaction aborted after its messages reached the broker (test point
 FORGE_TEST_ABORT_TXN=1: the worker's first transaction, carrying the first

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Log archiving after a terminal state (issue 6): the archive holds exactly
 what the job wrote, the logs_archived event describes it, the staging folder

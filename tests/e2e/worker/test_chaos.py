@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 The fleet under infrastructure faults (issue 11): three workers of one
 group on fresh topics take a steady stream of launches (short successes,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 A commit that keeps failing with retriable errors holds the consume loop no
 longer than its budget, derived from the group's max.poll.interval.ms

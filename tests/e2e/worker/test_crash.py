@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 kill -9 of a worker between the committed intent (ACCEPTED) and the recorded
 job id, at the two test points of src/core/testpoint.h: before the Slurm call,

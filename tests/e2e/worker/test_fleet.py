@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 A fleet: two workers, a third joining while launches run, then one leaving
 on SIGTERM. Every launch ends with exactly one terminal event, no seq twice,

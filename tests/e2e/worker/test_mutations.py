@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Mutated input at volume (issue 11): hundreds of mutations of valid requests
 (deleted fields, wrong types, huge strings, invalid UTF-8, deep nesting,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 One worker, driven only through its topics: the launch kinds of issue 5's
 first proof (single pool, failing, heterogeneous, cancel of a running job,

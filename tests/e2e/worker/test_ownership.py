@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Work for a partition that is no longer the worker's never reaches Slurm
 (issue 11, src/launch/generation.h): submits queued in a worker's Slurm runner

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Replay: the requests topic re-read from the start, by a new consumer group
 and by the same group reset to the earliest offsets. The state topic already

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Restores never keep the loop from polling its group (src/worker/loop.c,
 restore_each): one restore takes at most min(M/8, 60 s) of the consumer's

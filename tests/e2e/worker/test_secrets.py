@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Secrets out of Kafka and out of the tails (issue 10): the state topic holds
 each launch's request sealed (no ingest token, no env value in clear in any

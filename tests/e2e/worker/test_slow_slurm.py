@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 A slurmrestd that answers every call in 10 s never costs the worker its
 group membership: the worker's max.poll.interval.ms is set to 8 s here, so

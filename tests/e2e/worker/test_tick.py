@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Poll ticks across a restart and a SIGTERM, with a worker that owns many
 live jobs: real Slurm jobs submitted held (held_jobs.py), owned through

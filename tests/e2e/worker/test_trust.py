@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 Shared storage as a trust boundary (issue 10), on the real stack: jobs are
 untrusted. A job of an attacking launch plants links where the worker (root)
