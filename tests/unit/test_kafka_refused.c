@@ -49,8 +49,9 @@ Test(kafka_refused, producer_refused_by_librdkafka)
     forge_kafka_handlers_t h = {NULL, NULL, no_handler, NULL};
     forge_kafka_t *k = (forge_kafka_t *)&cfg; /* set to NULL on failure */
     forge_error_t err = {0};
+    volatile sig_atomic_t stop = 0;
 
-    cr_assert_eq(forge_kafka_new(&cfg, &h, &k, &err), FORGE_ECONFIG);
+    cr_assert_eq(forge_kafka_new(&cfg, &h, &stop, &k, &err), FORGE_ECONFIG);
     cr_assert_null(k);
     cr_assert(strstr(err.message, "producer:") &&
                   strstr(err.message, "idempotence"),
