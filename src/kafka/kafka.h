@@ -71,6 +71,9 @@ typedef enum forge_kafka_outcome {
     FORGE_KAFKA_COMMITTED = 0,
     FORGE_KAFKA_ABORTED, /* rewound to the committed offsets: the caller
                             must drop in-memory changes and restore */
+    FORGE_KAFKA_WAITING, /* nothing committed: the producer waits for the
+                            broker (the caller drops the work deferred to
+                            this commit; ABORTED follows once it is back) */
     FORGE_KAFKA_FATAL,   /* fenced or broken: exit and let a supervisor
                             restart the worker */
 } forge_kafka_outcome_t;

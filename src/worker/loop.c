@@ -612,6 +612,8 @@ static forge_kafka_outcome_t commit(worker_t *w)
 
     if (out == FORGE_KAFKA_COMMITTED) {
         post_deferred(w);
+    } else if (out == FORGE_KAFKA_WAITING) {
+        drop_deferred(w); /* the records rewind once the producer is back */
     } else if (out == FORGE_KAFKA_ABORTED) {
         drop_deferred(w);
         parts = forge_owner_partitions(w->owner, &n);
@@ -752,7 +754,8 @@ int forge_worker_run(const forge_config_t *cfg,
                   .catalog = catalog,
                   .tenants = tenants,
                   .sealer = sealer,
-                  .owner = forge_owner_new()};
+                  .owner = forge_owner_new(),
+                  .ended = forge_ended_new()};
     forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
     forge_error_t err = {0};
     int rc = 78;
@@ -790,6 +793,7 @@ out:
     forge_runner_stop(w.poller);
     forge_runner_stop(w.archiver); /* an archive in progress finishes */
     forge_owner_destroy(w.owner);
+    forge_ended_free(w.ended);
     forge_log_info("stopped (exit %d)", rc);
     return rc;
 }

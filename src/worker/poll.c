@@ -69,9 +69,31 @@ static void on_poll_changed(worker_t *w, forge_entry_t *e,
     e->rec->missing_since_ms = 0;
     if (remember_states(e, it, v.state, moves))
         forge_worker_write_record(w, e);
+    if (moves && forge_state_is_terminal(v.state))
+        forge_ended_put(w->ended, it->job_id, v.state, c.reason, slurm,
+                        forge_clock_ms());
     if (moves)
         forge_worker_publish_event(w, e, &c, true);
     json_decref(slurm);
+}
+
+/* A job slurmctld no longer knows whose end a tick saw before the records
+ * rewound (ended.h): it ends as seen. True when it did. */
+static bool ended_as_seen(worker_t *w, forge_entry_t *e, uint32_t job_id)
+{
+    const forge_ended_job_t *end =
+        forge_ended_find(w->ended, job_id, forge_clock_ms());
+    change_t c;
+
+    if (!end || !forge_state_transition_legal(e->rec->state, end->state))
+        return false;
+    c = (change_t){end->state, end->reason, end->slurm, NULL};
+    forge_log_info("job %u is gone from slurmctld; its end was seen before "
+                   "the records rewound: %s",
+                   (unsigned)job_id, forge_state_name(end->state));
+    e->rec->missing_since_ms = 0;
+    forge_worker_publish_event(w, e, &c, true);
+    return true;
 }
 
 static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
@@ -84,7 +106,10 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
     if (it->outcome == FORGE_POLL_CHANGED) {
         on_poll_changed(w, e, it);
     } else if (it->outcome == FORGE_POLL_ABSENT) {
-        /* Missing is never "finished": wait out the grace, then LOST. */
+        /* Missing is never "finished" (unless its end was seen): wait out
+         * the grace, then LOST. */
+        if (ended_as_seen(w, e, it->job_id))
+            return;
         if (!e->rec->missing_since_ms) {
             e->rec->missing_since_ms = now;
             forge_worker_write_record(w, e);

@@ -24,6 +24,8 @@
 #define FORGE_ARCHIVE_THREADS 2
 #define FORGE_ARCHIVE_SLOTS   4
 
+#include "worker/ended.h"
+
 typedef struct worker {
     const forge_config_t *cfg;
     const forge_series_catalog_t *catalog;
@@ -36,6 +38,7 @@ typedef struct worker {
     forge_runner_t *archiver; /* archives and cleanups (file work) */
     size_t archives_out;      /* ARCHIVE items deferred or posted */
     forge_work_t *deferred;   /* posted once the transaction commits */
+    forge_ended_t *ended;     /* ends the ticks saw, kept across rewinds */
     bool poll_in_flight;
     /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
     long long poll_posted_ms; /* when the tick in flight was posted */

@@ -245,3 +245,50 @@ def test_worker_started_while_the_broker_is_down(stack, slurm, logdir):
         reader.close()
         if worker:
             worker.stop_quietly()
+
+
+def test_a_broker_outage_longer_than_slurm_remembers_an_end(stack, slurm,
+                                                            logdir):
+    """The broker is away for longer than slurmctld keeps an ended job
+    (MinJobAge, 60 s in the stack) and than the transaction may stay open
+    (transaction.timeout.ms, 20 s here), but within the group's session
+    (120 s here: the worker keeps its partitions): the job ends meanwhile.
+    The worker must live through it (its commit gives up, the producer that
+    cannot be initialised again waits for the broker; before, it exited 1),
+    and the launch must end as Slurm ended it, once: its end was seen during
+    the outage, and is not forgotten when the records rewind
+    (worker/ended.h; before, the job was "not found" by then and the launch
+    ended LOST). An outage longer than the session loses the partitions:
+    nobody watches their jobs meanwhile, and on a site without accounting a
+    job slurmctld forgot by then ends LOST (README, Polling)."""
+    topics = Topics(stack, "chaos-outage")
+    reader = StatusReader(stack, topics.status)
+    worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir, {
+        "FORGE_KAFKA_PROP_MAX_POLL_INTERVAL_MS": "120000",
+        "FORGE_KAFKA_PROP_TRANSACTION_TIMEOUT_MS": "20000",
+        "FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "120000"})
+    try:
+        worker.wait_ready()
+        lid = unique_id("outage")
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 8"]))
+        deadline = time.monotonic() + 120
+        while "RUNNING" not in reader.states(lid):
+            assert time.monotonic() < deadline, reader.states(lid)
+            time.sleep(0.5)
+        stack_verb("stop", "kafka")
+        try:
+            time.sleep(80)  # the job ends, then slurmctld forgets it
+            assert worker.proc.poll() is None, worker.tail()
+        finally:
+            stack_verb("start", "kafka")
+        done = reader.wait_terminal(lid, timeout=240)
+        assert done["data"]["state"] == "SUCCEEDED", reader.states(lid)
+        assert [e["data"]["state"] for e in reader.of(lid)].count(
+            "SUCCEEDED") == 1, reader.states(lid)
+        assert worker.logged("its end was seen before the records rewound")
+        assert worker.logged("producer replaced")
+        assert worker.proc.poll() is None, worker.tail()
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        reader.close()
+        worker.stop_quietly()

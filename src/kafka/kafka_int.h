@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kafka_int.h - what the files of src/kafka/ share behind kafka.h: the
+ * object, the commit budget, the configuration helpers. kafka.c: the
+ * consumer, rebalances, restores; txn.c: the transaction (produce, commit,
+ * abort, the budget); producer.c: the transactional producer's life (made,
+ * initialised, replaced, waiting for the broker). All of it runs on the
+ * consume loop's thread (kafka.h), kafka_guard.c's call thread aside.
+ */
+#ifndef FORGE_KAFKA_INT_H
+#define FORGE_KAFKA_INT_H
+
+#include "kafka/kafka.h"
+
+#include <librdkafka/rdkafka.h>
+
+#define TXN_TIMEOUT_MS     30000 /* one transactional call at most */
+#define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
+#define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
+#define REWIND_MAX_MS      10000
+#define RESTORE_MAX_MS     60000  /* one partition's restore */
+#define INIT_ATTEMPT_MS    10000  /* one init_transactions at start */
+#define WAIT_ATTEMPT_MS    1000   /* one, while a replacement waits */
+#define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
+#define GUARD_MAX_MS       5000   /* grace for a call that may not return */
+#define ABANDONED_MAX      4      /* producers given up on, still hanging */
+
+/* How long one commit may hold the loop (txn.c's top comment). */
+typedef struct txn_budget {
+    int max_poll_ms; /* the consumer's max.poll.interval.ms */
+    int attempts_ms; /* offsets + commit, retries included */
+    int abort_ms;    /* the abort, retries included */
+    int rewind_ms;   /* each of: committed offsets, seek */
+    int guard_ms;    /* past a guarded call's timeout: given up */
+} txn_budget_t;
+
+struct forge_kafka {
+    const forge_config_t *cfg; /* borrowed, outlives the object */
+    forge_kafka_handlers_t handlers;
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    rd_kafka_t *reader;       /* restores; created on first use */
+    rd_kafka_message_t *last; /* the message handed out by poll */
+    rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
+    bool in_txn;
+    bool produce_failed;    /* this transaction lost a message: abort it */
+    bool producer_waiting;  /* replaced, not initialised: the broker is away */
+    long long txn_began_ms; /* the open transaction's begin (clock.h) */
+    int txn_timeout_ms;     /* the producer's transaction.timeout.ms */
+    txn_budget_t budget;
+};
+
+static inline int at_most(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+/* Configuration (kafka.c). */
+forge_rc_t forge_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
+                                const char *value, forge_error_t *err);
+rd_kafka_conf_t *forge_kafka_conf_base(const forge_config_t *cfg,
+                                       forge_error_t *err);
+rd_kafka_t *forge_kafka_handle_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                                   char *errstr, size_t size);
+
+/* The transaction (txn.c). */
+rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);
+void forge_kafka_rewind(forge_kafka_t *k);
+
+/* The producer (producer.c). */
+forge_rc_t forge_kafka_producer_new(forge_kafka_t *k, int init_ms,
+                                    volatile sig_atomic_t *stop,
+                                    forge_error_t *err);
+bool forge_kafka_producer_broken(forge_kafka_t *k, const rd_kafka_error_t *e);
+forge_kafka_outcome_t forge_kafka_producer_replace(forge_kafka_t *k,
+                                                   rd_kafka_error_t *e,
+                                                   bool abandoned);
+forge_kafka_outcome_t forge_kafka_producer_wait(forge_kafka_t *k);
+
+#endif

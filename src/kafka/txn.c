@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * txn.c - the transaction: what goes into it (kafka.h's produce calls and
+ * input offsets), its commit within a budget, its abort and the consumer's
+ * rewind.
+ *
+ * Error tiers, as in librdkafka's examples/transactions.c: retriable →
+ * call again; txn_requires_abort → abort, rewind the consumer to the
+ * committed offsets, report ABORTED; fatal (fenced) → FATAL. Consumer
+ * errors are logged and consumption goes on.
+ *
+ * The commit budget: the loop that commits is the one that must poll the
+ * consumer within max.poll.interval.ms (M, read back from the consumer's
+ * configuration, librdkafka's default 300 s), or the group throws the
+ * worker out and its partitions move. So one forge_kafka_commit holds the
+ * loop for at most M/2, whatever the broker does:
+ *   - sending the offsets and committing, retriable errors retried (after
+ *     100 ms, doubling up to 1 s), each call given what is left: until M/4
+ *     has passed (`attempts_ms`);
+ *   - then, still failing, the transaction is aborted (librdkafka: a
+ *     commit_transaction that timed out may be retried or aborted; a timed
+ *     out call leaves it abortable), the abort itself retried while
+ *     retriable for at most min(M/8, 30 s) (`abort_ms`);
+ *   - then the consumer is rewound to the committed offsets: at most
+ *     min(M/16, 10 s) to read them and as long to seek (`rewind_ms`).
+ * The caller gets ABORTED and rewinds its memory (loop.c restore()), as
+ * after any abortable error: what did not commit is done again. An abort
+ * librdkafka refuses or cannot finish in its budget (the coordinator
+ * unreachable throughout, or a commit still flushing) costs the producer:
+ * a new one with the same transactional.id aborts what was left.
+ *
+ * What happens to a producer that cannot go on is producer.c's.
+ */
+#include "kafka/kafka_int.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/testpoint.h"
+#include "kafka/kafka_guard.h"
+
+#include <string.h>
+
+/* Aborts the open transaction, retrying a retriable failure (a timed out
+ * call resumes) until budget_ms has passed. NULL once aborted. */
+rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms)
+{
+    long long until = forge_clock_ms() + budget_ms;
+    rd_kafka_error_t *e;
+
+    for (;;) {
+        long long left = until - forge_clock_ms();
+        e = rd_kafka_abort_transaction(k->producer, left > 0 ? (int)left : 1);
+        if (!e || !rd_kafka_error_is_retriable(e) || forge_clock_ms() >= until)
+            return e;
+        rd_kafka_error_destroy(e);
+    }
+}
+
+static rd_kafka_error_t *begin(forge_kafka_t *k)
+{
+    rd_kafka_error_t *e;
+
+    if (k->in_txn)
+        return NULL;
+    if ((e = rd_kafka_begin_transaction(k->producer)))
+        return e;
+    k->in_txn = true;
+    k->txn_began_ms = forge_clock_ms();
+    return NULL;
+}
+
+forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
+                                      const forge_kafka_record_t *r,
+                                      forge_error_t *err)
+{
+    rd_kafka_headers_t *h;
+    rd_kafka_resp_err_t e;
+    rd_kafka_error_t *txn_error;
+
+    if (k->producer_waiting) { /* nothing commits until it is initialised */
+        k->produce_failed = true;
+        return forge_error_set(err, FORGE_EIO, r->topic,
+                               "produce to %s: the producer waits for the "
+                               "broker",
+                               r->topic);
+    }
+    if ((txn_error = begin(k))) { /* the next commit deals with it */
+        forge_error_set(err, FORGE_EIO, r->topic, "begin_transaction: %s",
+                        rd_kafka_error_string(txn_error));
+        rd_kafka_error_destroy(txn_error);
+        k->produce_failed = true;
+        return FORGE_EIO;
+    }
+    h = rd_kafka_headers_new(r->header_count);
+    for (size_t i = 0; i < r->header_count; i++)
+        rd_kafka_header_add(h, r->headers[i].name, -1, r->headers[i].value,
+                            (ssize_t)r->headers[i].len);
+    e = rd_kafka_producev(k->producer, RD_KAFKA_V_TOPIC(r->topic),
+                          RD_KAFKA_V_PARTITION(r->partition < 0
+                                                   ? RD_KAFKA_PARTITION_UA
+                                                   : r->partition),
+                          RD_KAFKA_V_KEY(r->key, r->key ? r->key_len : 0),
+                          RD_KAFKA_V_VALUE((void *)r->value, r->value_len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    if (e) {
+        rd_kafka_headers_destroy(h);
+        k->produce_failed = true; /* never commit a transaction missing it */
+        return forge_error_set(err, FORGE_EIO, r->topic, "produce to %s: %s",
+                               r->topic, rd_kafka_err2str(e));
+    }
+    return FORGE_OK;
+}
+
+forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
+                               int32_t partition, const char *key,
+                               const void *value, size_t len,
+                               forge_error_t *err)
+{
+    static const char type[] = "application/cloudevents+json";
+    forge_kafka_header_t h = {"content-type", type, sizeof(type) - 1};
+    forge_kafka_record_t r = {topic, partition, key, strlen(key),
+                              value, len,       &h,  1};
+
+    return forge_kafka_produce_record(k, &r, err);
+}
+
+void forge_kafka_fail_txn(forge_kafka_t *k)
+{
+    k->produce_failed = true;
+}
+
+void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset)
+{
+    rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
+        k->offsets, k->cfg->topic_requests, partition);
+
+    if (!p)
+        p = rd_kafka_topic_partition_list_add(
+            k->offsets, k->cfg->topic_requests, partition);
+    if (offset + 1 > p->offset)
+        p->offset = offset + 1;
+}
+
+bool forge_kafka_pending(const forge_kafka_t *k)
+{
+    return k->in_txn || k->produce_failed || k->producer_waiting ||
+           k->offsets->cnt > 0;
+}
+
+/* After an abort: every assigned partition back to its committed offset. */
+void forge_kafka_rewind(forge_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_error_t *e;
+
+    if (rd_kafka_assignment(k->consumer, &l) || !l)
+        return;
+    if (rd_kafka_committed(k->consumer, l, k->budget.rewind_ms) == 0) {
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset < 0)
+                l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+        if ((e = rd_kafka_seek_partitions(k->consumer, l, k->budget.rewind_ms)))
+            rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
+{
+    forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    if ((e = forge_kafka_abort_within(k, k->budget.abort_ms)))
+        return forge_kafka_producer_replace(k, e, false);
+    k->in_txn = false;
+    forge_kafka_rewind(k);
+    return FORGE_KAFKA_ABORTED;
+}
+
+/* Test builds only (testpoint.h): the transaction's messages reach the
+ * broker, then it is aborted, so a read_uncommitted reader sees what a
+ * read_committed one must never see. */
+static rd_kafka_error_t *forced_abort(forge_kafka_t *k)
+{
+    rd_kafka_flush(k->producer, TXN_TIMEOUT_MS);
+    return rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE,
+                              "aborted on purpose by a test point");
+}
+
+/* Test builds only (testpoint.h): an attempt that waits out its whole
+ * timeout and fails with a retriable timeout, as a commit to a transaction
+ * coordinator that does not answer would. */
+static rd_kafka_error_t *stalled_attempt(int timeout_ms)
+{
+    forge_clock_sleep_ms(timeout_ms);
+    return rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                              "commit stalled on purpose by a test point");
+}
+
+/* One attempt at the transaction's end: the offsets (guarded, the top
+ * comment), then the commit, together within timeout_ms. *retriable: the
+ * error may be retried; *abandoned: the producer was given up on. */
+static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
+                                     bool stalled, bool *retriable,
+                                     bool *abandoned)
+{
+    int guard_ms = at_most(k->budget.guard_ms, timeout_ms / 2);
+    rd_kafka_error_t *e = NULL;
+
+    if (stalled) {
+        *retriable = true;
+        return stalled_attempt(timeout_ms);
+    }
+    if (k->offsets->cnt)
+        e = forge_kafka_guard_send_offsets(
+            k->producer, k->offsets,
+            rd_kafka_consumer_group_metadata(k->consumer),
+            timeout_ms - guard_ms, guard_ms, FORGE_TESTPOINT_OFFSETS_HANG(),
+            abandoned);
+    if (!e)
+        e = rd_kafka_commit_transaction(k->producer, timeout_ms);
+    *retriable = e && !*abandoned && rd_kafka_error_is_retriable(e);
+    return e;
+}
+
+/* Sends the offsets and commits, retrying retriable errors within the
+ * budget's attempts_ms (the top comment). NULL when committed; an error
+ * otherwise (*abandoned: the producer was given up on), the caller aborts
+ * or replaces the producer. */
+static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
+                                         bool *abandoned)
+{
+    long long start = forge_clock_ms(), until = start + k->budget.attempts_ms;
+    int backoff = TXN_BACKOFF_MS, attempts = 0;
+    rd_kafka_error_t *e = NULL;
+    bool retriable = false;
+
+    for (;;) {
+        long long left = until - forge_clock_ms();
+        if (e)
+            rd_kafka_error_destroy(e);
+        e = commit_once(k, left > 1 ? at_most((int)left, TXN_TIMEOUT_MS) : 2,
+                        stalled, &retriable, abandoned);
+        attempts++;
+        left = until - forge_clock_ms();
+        if (!e || !retriable || left <= backoff)
+            break;
+        forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
+                       rd_kafka_error_string(e), attempts, backoff);
+        forge_clock_sleep_ms(backoff);
+        backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
+    }
+    if (e && retriable)
+        forge_log_warn("commit: still failing after %d attempt(s) in %lld ms "
+                       "(budget %d ms, a quarter of max.poll.interval.ms %d "
+                       "ms): the transaction is aborted and rewound",
+                       attempts, forge_clock_ms() - start,
+                       k->budget.attempts_ms, k->budget.max_poll_ms);
+    return e;
+}
+
+forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
+{
+    rd_kafka_error_t *e;
+    bool abandoned = false;
+    forge_kafka_outcome_t out = FORGE_KAFKA_COMMITTED;
+
+    if (!forge_kafka_pending(k))
+        return FORGE_KAFKA_COMMITTED;
+    if (k->producer_waiting) {
+        k->produce_failed = false;
+        rd_kafka_topic_partition_list_destroy(k->offsets);
+        k->offsets = rd_kafka_topic_partition_list_new(8);
+        return forge_kafka_producer_wait(k);
+    }
+    if (FORGE_TESTPOINT_PRODUCER_FATAL())
+        rd_kafka_test_fatal_error(k->producer,
+                                  RD_KAFKA_RESP_ERR_INVALID_TXN_STATE,
+                                  "raised by a test point");
+    if ((e = begin(k)))
+        ;                       /* dealt with below, as any failure to commit */
+    else if (k->produce_failed) /* a state record or event did not make it */
+        e = rd_kafka_error_new(RD_KAFKA_RESP_ERR__FAIL,
+                               "a message of this transaction could not be "
+                               "produced");
+    else if (FORGE_TESTPOINT_ABORT_TXN())
+        e = forced_abort(k);
+    else
+        e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
+    k->produce_failed = false;
+    if (e && (abandoned || forge_kafka_producer_broken(k, e)))
+        out = forge_kafka_producer_replace(k, e, abandoned);
+    else if (e)
+        out = abort_txn(k, e);
+    else
+        k->in_txn = false;
+    rd_kafka_topic_partition_list_destroy(k->offsets);
+    k->offsets = rd_kafka_topic_partition_list_new(8);
+    return out;
+}
