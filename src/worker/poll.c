@@ -29,7 +29,7 @@ static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
 /*
  * The Slurm states a poll saw (stolen from it) go into e's record when the
  * record's state is what they map to (to: the verdict): the poller's
- * memory after a restore (runner.h: known_states). They are written with
+ * memory after a restore (work.h: known_states). They are written with
  * the record's next write: the state change itself, or, for a record that
  * held none yet (written before the field existed), now, once; a change of
  * flags alone (COMPLETING, CONFIGURING...) waits for the next write rather
@@ -104,10 +104,10 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     size_t changed = 0;
 
     w->poll_in_flight = false;
-    for (size_t i = 0; tick->status == FORGE_SLURM_OK && i < tick->item_count;
-         i++) {
-        changed += tick->items[i].outcome == FORGE_POLL_CHANGED;
-        on_poll_item(w, &tick->items[i], now);
+    for (size_t i = 0;
+         tick->status == FORGE_SLURM_OK && i < tick->poll.item_count; i++) {
+        changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
+        on_poll_item(w, &tick->poll.items[i], now);
     }
     if (tick->status != FORGE_SLURM_OK)
         forge_log_warn("poll tick: %s (%s): nothing changes", tick->message,
@@ -115,5 +115,6 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     else /* the bench reads it (bench/bench_restart.py) */
         forge_log_debug("poll tick answered: %zu live jobs, %zu changed, "
                         "in %lld ms",
-                        tick->item_count, changed, now - w->poll_posted_ms);
+                        tick->poll.item_count, changed,
+                        now - w->poll_posted_ms);
 }

@@ -11,7 +11,8 @@
 #include "kafka/kafka.h"
 #include "launch/owner.h"
 #include "launch/platform_state.h"
-#include "worker/runner.h"
+#include "worker/pool.h"
+#include "worker/work.h"
 #include "worker/worker.h"
 
 #include <jansson.h>
@@ -30,14 +31,14 @@ typedef struct worker {
     const forge_sealer_t *sealer;   /* the state records' requests */
     forge_kafka_t *kafka;
     forge_owner_t *owner;
-    forge_runner_t *slurm;    /* submits, cancels */
-    forge_runner_t *poller;   /* poll ticks */
-    forge_runner_t *archiver; /* archives and cleanups (file work) */
-    size_t archives_out;      /* ARCHIVE items deferred or posted */
-    forge_work_t *deferred;   /* posted once the transaction commits */
+    forge_pool_t *slurm;    /* submits, cancels (submit.h) */
+    forge_pool_t *poller;   /* poll ticks (poller.h) */
+    forge_pool_t *archiver; /* archives and cleanups (archive_work.h) */
+    size_t archives_out;    /* ARCHIVE items deferred or posted */
+    forge_work_t *deferred; /* posted once the transaction commits */
     bool poll_in_flight;
     long long poll_posted_ms; /* when the tick in flight was posted */
-    unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
+    unsigned long poll_epoch; /* + 1 at every restore (work.h: epoch) */
     long long next_poll_ms;
     bool joined;   /* the group has assigned this worker at least once */
     int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
@@ -55,7 +56,8 @@ typedef struct forge_change {
 /* Work posted once the current transaction commits (stolen). */
 void forge_worker_defer(worker_t *w, forge_work_t *work);
 
-/* A new work item for e's launch (request bytes copied). */
+/* A new work item of `kind` for e's launch, its payload from e's record
+ * (the request bytes copied, or the job id). */
 forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
                                     const forge_entry_t *e);
 
