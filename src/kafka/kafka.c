@@ -57,7 +57,7 @@
 #define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
 #define REWIND_MAX_MS      10000
 #define RESTORE_MAX_MS     60000  /* one partition's restore */
-#define INIT_TIMEOUT_MS    60000  /* the first init_transactions */
+#define INIT_ATTEMPT_MS    10000  /* one init_transactions at start */
 #define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
 #define GUARD_MAX_MS       5000   /* grace for a call that may not return */
 #define ABANDONED_MAX      4      /* producers given up on, still hanging */
@@ -261,12 +261,50 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
     return FORGE_OK;
 }
 
+/* Errors of init_transactions that only say the coordinator is not there
+ * yet (a broker starting or restarting), besides the retriable ones. */
+static bool coordinator_away(const rd_kafka_error_t *e)
+{
+    rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+
+    return rd_kafka_error_is_retriable(e) ||
+           code == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+           code == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+           code == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+           code == RD_KAFKA_RESP_ERR__TRANSPORT ||
+           code == RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
+/* init_transactions within init_ms; with stop (the worker's start), a
+ * coordinator that is away is waited for, attempt after attempt, until
+ * *stop: a worker started while the broker restarts must not end as if
+ * it were misconfigured (exit 78, which its supervisor does not restart). */
+static forge_rc_t init_transactions(forge_kafka_t *k, int init_ms,
+                                    volatile sig_atomic_t *stop,
+                                    forge_error_t *err)
+{
+    for (int attempt = 1;; attempt++) {
+        rd_kafka_error_t *e = rd_kafka_init_transactions(k->producer, init_ms);
+        if (!e)
+            return FORGE_OK;
+        if (!stop || *stop || !coordinator_away(e)) {
+            forge_error_set(err, FORGE_EIO, "FORGE_KAFKA_BROKERS",
+                            "init_transactions: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            return FORGE_EIO;
+        }
+        forge_log_warn("init_transactions: %s (attempt %d): waiting for the "
+                       "broker",
+                       rd_kafka_error_string(e), attempt);
+        rd_kafka_error_destroy(e);
+    }
+}
+
 static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
-                               forge_error_t *err)
+                               volatile sig_atomic_t *stop, forge_error_t *err)
 {
     rd_kafka_conf_t *conf = base_conf(k->cfg, err);
     forge_buf_t txid = FORGE_BUF_INIT;
-    rd_kafka_error_t *e;
     char errstr[256];
     forge_rc_t rc = FORGE_ECONFIG;
 
@@ -285,13 +323,7 @@ static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
                         "producer: %s", errstr);
         goto out;
     }
-    if ((e = rd_kafka_init_transactions(k->producer, init_ms))) {
-        forge_error_set(err, FORGE_EIO, "FORGE_KAFKA_BROKERS",
-                        "init_transactions: %s", rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        goto out;
-    }
-    rc = FORGE_OK;
+    rc = init_transactions(k, init_ms, stop, err);
 out:
     forge_buf_free(&txid);
     return rc;
@@ -299,7 +331,8 @@ out:
 
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
-                           forge_kafka_t **out, forge_error_t *err)
+                           volatile sig_atomic_t *stop, forge_kafka_t **out,
+                           forge_error_t *err)
 {
     forge_kafka_t *k = forge_xcalloc(1, sizeof(*k));
     forge_rc_t rc;
@@ -308,7 +341,7 @@ forge_rc_t forge_kafka_new(const forge_config_t *cfg,
     k->cfg = cfg;
     k->handlers = *handlers;
     k->offsets = rd_kafka_topic_partition_list_new(8);
-    if ((rc = new_producer(k, INIT_TIMEOUT_MS, err)) ||
+    if ((rc = new_producer(k, INIT_ATTEMPT_MS, stop, err)) ||
         (rc = new_consumer(k, err))) {
         forge_kafka_destroy(k);
         return rc;
@@ -570,7 +603,7 @@ replace_producer(forge_kafka_t *k, rd_kafka_error_t *e, bool abandoned)
         rd_kafka_destroy(k->producer);
     k->producer = NULL;
     k->in_txn = false;
-    if (new_producer(k, k->budget.abort_ms, &err)) {
+    if (new_producer(k, k->budget.abort_ms, NULL, &err)) {
         forge_log_error("replacing the producer: %s", err.message);
         return FORGE_KAFKA_FATAL;
     }

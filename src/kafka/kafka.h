@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/error.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,9 +43,12 @@ typedef struct forge_kafka_message {
     size_t value_len;
 } forge_kafka_message_t;
 
+/* The consumer and the transactional producer. A broker away at start is
+ * waited for until *stop (kafka.c, init_transactions); FORGE_ECONFIG: the
+ * configuration is wrong; FORGE_EIO: the broker refused (or *stop). */
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
-                           forge_kafka_t **out,
+                           volatile sig_atomic_t *stop, forge_kafka_t **out,
                            forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Closes the consumer (leaving the group: the revoke handler runs), aborts

@@ -384,20 +384,7 @@ static void tend_entry(void *ctx, forge_entry_t *e)
         forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
     }
     if (r->job_id) { /* a live job: into this tick's batch */
-        forge_work_poll_t *p = &t->poll->poll;
-        forge_poll_item_t *it;
-        p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
-        it = &p->items[p->item_count++];
-        memset(it, 0, sizeof(*it));
-        it->launch_id = forge_xstrdup(r->launch_id);
-        it->job_id = r->job_id;
-        it->component_count = r->component_count;
-        it->component_ids =
-            forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
-        memcpy(it->component_ids, r->component_ids,
-               r->component_count * sizeof(uint32_t));
-        it->known_states =
-            r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+        forge_worker_poll_add(t->poll, r);
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
@@ -769,8 +756,11 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_poller_start(cfg, &w.poller, &err) ||
         forge_files_start(cfg, tenants, FORGE_ARCHIVE_THREADS, &w.archiver,
                           &err) ||
-        forge_kafka_new(cfg, &h, &w.kafka, &err)) {
+        forge_kafka_new(cfg, &h, stop, &w.kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
+        /* 78 is "the configuration is wrong": not for a broker's answer */
+        if (err.code == FORGE_EIO)
+            rc = *stop ? 0 : 1;
         goto out;
     }
     forge_log_info("forge-worker %s running: group %s, topic %s",

@@ -1,10 +1,12 @@
 /*
- * poll.c - a poll tick's answer onto the launches' records: a
+ * poll.c - a poll tick on the loop's side: each live job added to it from
+ * its record (loop.c builds and posts the tick; the poller thread,
+ * poller.c, asks Slurm), then its answer onto the launches' records: a
  * changed job's details mapped to the platform's state (slurm/verdict.h)
  * and published when it moved, a missing one waited for then LOST, and
  * the Slurm states the record's state was derived from kept in the record
  * (launch.h: slurm_states), the poller's memory after a restore. Loop
- * thread only (loop.c builds and posts the tick).
+ * thread only.
  */
 #include "launch/events.h"
 #include "core/log.h"
@@ -14,6 +16,23 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r)
+{
+    forge_work_poll_t *p = &tick->poll;
+    forge_poll_item_t *it;
+
+    p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
+    it = &p->items[p->item_count++];
+    memset(it, 0, sizeof(*it));
+    it->launch_id = forge_xstrdup(r->launch_id);
+    it->job_id = r->job_id;
+    it->component_count = r->component_count;
+    it->component_ids = forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
+    memcpy(it->component_ids, r->component_ids,
+           r->component_count * sizeof(uint32_t));
+    it->known_states = r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+}
 
 static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
 {

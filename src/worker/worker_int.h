@@ -1,9 +1,9 @@
 /*
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the
- * transaction; poll.c: a poll tick's answer onto the records;
- * finish.c: archive and cleanup after a terminal state). All of it
- * runs on the consume loop's thread (see loop.c).
+ * transaction; poll.c: a poll tick's items, and its answer onto the
+ * records; finish.c: archive and cleanup after a terminal state). All of
+ * it runs on the consume loop's thread (see loop.c).
  */
 #ifndef FORGE_WORKER_INT_H
 #define FORGE_WORKER_INT_H
@@ -85,6 +85,9 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
                                    int attempt, int32_t partition,
                                    const forge_error_t *error);
+
+/* The live job of r into a poll tick (poll.c), with what r knows of it. */
+void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r);
 
 /* A poll tick's answer (poll.c): each launch's outcome onto its
  * record, or nothing when the tick failed. */

@@ -215,6 +215,16 @@ daemon_pid() {
 	echo "$pid"
 }
 
+# Daemon $1's process still exists: it may not be the daemon yet (between
+# start_daemon's fork and the chroot's exec it is setsid, env or chroot, a
+# while on a loaded machine), but it has not exited.
+daemon_alive() {
+	local f="$run/$1.pid" pid
+	[ -s "$f" ] || return 1
+	pid=$(cat "$f")
+	[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+}
+
 # Every process whose root is our chroot: the daemons, slurmstepd, job steps.
 chroot_pids() {
 	local real p
@@ -534,7 +544,7 @@ wait_ready() {
 	local secs=$1 t0=$SECONDS resumed=0 d bad
 	while ((SECONDS - t0 < secs)); do
 		for d in "${daemons[@]}"; do
-			if ! daemon_pid "$d" >/dev/null; then
+			if ! daemon_alive "$d"; then
 				log_tails
 				die "$d exited during start"
 			fi
@@ -602,7 +612,7 @@ daemon_ready() {
 wait_daemon_ready() {
 	local name=$1 secs=$2 before=${3:-} t0=$SECONDS
 	while ((SECONDS - t0 < secs)); do
-		if ! daemon_pid "$name" >/dev/null; then
+		if ! daemon_alive "$name"; then
 			tail -n 15 "$run/$name.log" >&2
 			die "$name exited during start"
 		fi

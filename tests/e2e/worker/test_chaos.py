@@ -13,6 +13,9 @@ run) while one kind of fault hits them:
               FORGE_TEST_ABORT_TXN_RANDOM, per mille, for the sending span)
   combined    (long mode only) all of the above, interleaved
 
+and, on its own, a worker started while the broker is stopped must wait
+for it and then work (not exit).
+
 After it settles, from the status and logs topics (read_committed) and
 SlurmWatch: every launch has exactly one terminal event, its seq is 1..n,
 it ended as its kind must (a job that completed never ends LOST or FAILED),
@@ -39,7 +42,7 @@ import pytest
 from chaos import (Driver, Faults, Fleet, delete_topics, long_mode, new_rng,
                    plan, readers, settle_and_verify, sleep_watching,
                    stack_verb)
-from harness import Topics, _epoch
+from harness import StatusReader, Topics, Worker, _epoch, launch, unique_id
 
 LONG = long_mode()
 # (launches, seconds over which they are sent)
@@ -205,3 +208,39 @@ def test_combined(stack, slurm, logdir):
             killer.join()
         record_aborts(fleet, faults)
     run("combined", stack, slurm, logdir, faults_during, aborts_until(20))
+
+
+def test_worker_started_while_the_broker_is_down(stack, slurm, logdir):
+    """A worker (re)started while the broker restarts waits for it: before,
+    its first init_transactions gave up after 60 s and it exited 78, the
+    code that says "bad configuration", which its systemd unit does not
+    restart (RestartPreventExitStatus=78): the combined long scenario saw a
+    kill -9'd worker started again during a broker restart end that way."""
+    topics = Topics(stack, "chaos-start")
+    reader = StatusReader(stack, topics.status)
+    worker = None
+    try:
+        stack_verb("stop", "kafka")
+        try:
+            worker = Worker(stack, topics, unique_id("w"), unique_id("g"),
+                            logdir)
+            # attempts of 10 s: two of them fail while the broker is away
+            deadline = time.monotonic() + 60
+            while not worker.logged("waiting for the broker"):
+                assert worker.proc.poll() is None, worker.tail()
+                assert time.monotonic() < deadline, worker.tail()
+                time.sleep(0.5)
+            time.sleep(12)
+            assert worker.proc.poll() is None, worker.tail()
+        finally:
+            stack_verb("start", "kafka")
+        worker.wait_ready()
+        lid = unique_id("after")
+        topics.send(lid, launch(lid, ["/bin/true"]))
+        done = reader.wait_terminal(lid, timeout=120)
+        assert done["data"]["state"] == "SUCCEEDED", reader.states(lid)
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        reader.close()
+        if worker:
+            worker.stop_quietly()
