@@ -1,11 +1,8 @@
 /*
- * test_runner.c - what the Slurm thread (submit.h) and the file threads
- * (archive_work.h) make of an unsafe shared storage (issue 10), without
- * Slurm: a submit whose staging folder is a planted link is REJECTED with
- * FORGE_EUNSAFE_PATH before any slurmrestd call (the client points at a
- * port nobody listens on), a cleanup refused there is marked final (code
- * FORGE_EUNSAFE_PATH), an archive never reads or writes through a link,
- * and one that fails says so with its own code (FORGE_EARCHIVE: retried).
+ * test_submit.c - the Slurm thread (submit.h). What it makes of an unsafe
+ * shared storage (issue 10), without Slurm: a submit whose staging folder
+ * is a planted link is REJECTED with FORGE_EUNSAFE_PATH before any
+ * slurmrestd call (the client points at a port nobody listens on).
  *
  * And who may still act (issue 11, generation.h): work made in a partition
  * generation that has passed - before it was posted, or while it waited
@@ -16,7 +13,6 @@
  */
 #include "core/util.h"
 #include "launch/generation.h"
-#include "worker/archive_work.h"
 #include "worker/submit.h"
 #include "worker/work.h"
 
@@ -73,7 +69,7 @@ static void load(const char *url)
                     NULL};
     forge_error_t err = {0};
 
-    snprintf(tmp, sizeof(tmp), "/tmp/forge-runner-XXXXXX");
+    snprintf(tmp, sizeof(tmp), "/tmp/forge-submit-XXXXXX");
     cr_assert_not_null(mkdtemp(tmp));
     sh("mkdir -p $R/runtimes/images $O; touch $R/runtimes/images/a.sif; "
        "printf 'root secret' > $O/shadow; chmod 600 $O/shadow; "
@@ -98,19 +94,14 @@ static void fx_fini(void)
     support_rm_tree(tmp);
 }
 
-TestSuite(runner, .init = fx_init, .fini = fx_fini);
+TestSuite(submit, .init = fx_init, .fini = fx_fini);
 
 static forge_work_t *work(forge_work_kind_t kind)
 {
     forge_work_t *w = forge_work_new(kind, LAUNCH, 1, 0, 0);
 
-    if (kind == FORGE_WORK_ARCHIVE) {
-        w->files.request = forge_xstrdup(REQUEST);
-        w->files.request_len = strlen(REQUEST);
-    } else if (kind != FORGE_WORK_CLEANUP) {
-        w->submit.request = forge_xstrdup(REQUEST);
-        w->submit.request_len = strlen(REQUEST);
-    }
+    w->submit.request = forge_xstrdup(REQUEST);
+    w->submit.request_len = strlen(REQUEST);
     return w;
 }
 
@@ -128,17 +119,7 @@ static forge_work_t *run(forge_pool_t *pool, forge_work_t *w)
     return done;
 }
 
-static forge_work_t *run_files(forge_work_t *w)
-{
-    forge_pool_t *pool = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(forge_files_start(cfg, NULL, 1, &pool, &err), FORGE_OK, "%s",
-                 err.message);
-    return run(pool, w);
-}
-
-Test(runner, submit_into_a_planted_link_is_rejected_not_retried)
+Test(submit, submit_into_a_planted_link_is_rejected_not_retried)
 {
     forge_pool_t *r = NULL;
     forge_error_t err = {0};
@@ -152,67 +133,6 @@ Test(runner, submit_into_a_planted_link_is_rejected_not_retried)
     cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
     cr_assert_str_eq(w->message, "staging/" LAUNCH " is a symbolic link");
     sh("test $(ls -A $O) = shadow"); /* nothing written there */
-    forge_work_free(w);
-}
-
-Test(runner, archive_of_an_unreadable_staging_folder_says_why)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging/" LAUNCH "; ln -s $O $R/staging/" LAUNCH "/1");
-    w = run_files(work(FORGE_WORK_ARCHIVE));
-    cr_assert_eq(w->code, FORGE_OK, "%s", w->message);
-    cr_assert_str_eq(w->files.archive.unsafe,
-                     "staging/" LAUNCH "/1 is a symbolic link");
-    cr_assert_eq(w->files.archive.file_count, 0,
-                 "nothing read through the link");
-    sh("test $(ls -A $O) = shadow");
-    forge_work_free(w);
-}
-
-Test(runner, archive_never_follows_a_link_at_its_target)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging/" LAUNCH "/1; ln -s $O $R/artifacts");
-    w = run_files(work(FORGE_WORK_ARCHIVE));
-    cr_assert_eq(w->code, FORGE_OK, "%s", w->message);
-    sh("test $(ls -A $O) = shadow"); /* nothing written there */
-    sh("test -d $R/artifacts && test ! -L $R/artifacts");
-    forge_work_free(w);
-}
-
-Test(runner, cleanup_through_a_planted_link_is_final)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging; ln -s $O $R/staging/" LAUNCH);
-    w = run_files(work(FORGE_WORK_CLEANUP));
-    cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
-    sh("test -f $O/shadow");
-    forge_work_free(w);
-}
-
-Test(runner, archive_that_fails_says_so_with_its_own_code)
-{
-    forge_work_t *w;
-
-    /* a folder where its archive goes: it cannot be read, nor replaced */
-    sh("mkdir -p $R/staging/" LAUNCH "/1 $R/artifacts/" LAUNCH
-       "/1/logs.tar.gz");
-    w = run_files(work(FORGE_WORK_ARCHIVE));
-    cr_assert_eq(w->code, FORGE_EARCHIVE, "%s (%s)", forge_rc_name(w->code),
-                 w->message);
-    cr_assert_str_eq(forge_rc_name(w->code), "archive_failed");
-    cr_assert_neq(w->message[0], '\0', "the failure says why");
-    forge_work_free(w);
-}
-
-Test(runner, cleanup_of_a_folder_already_gone_is_done)
-{
-    forge_work_t *w = run_files(work(FORGE_WORK_CLEANUP));
-
-    cr_assert_eq(w->code, FORGE_OK, "%s", w->message);
     forge_work_free(w);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_runner_poll.c - the poller thread (poller.h) against a scripted
+ * test_poller.c - the poller thread (poller.h) against a scripted
  * slurmrestd (support_http.h: fault injection, late and missing answers,
  * which the real one cannot give on demand; the e2e tests in
  * tests/e2e/worker/test_tick.py do the same against the real one through
@@ -87,7 +87,7 @@ static void fx_fini(void)
     support_rm_tree(tmp);
 }
 
-TestSuite(runner_poll, .init = fx_init, .fini = fx_fini, .timeout = 120);
+TestSuite(poller, .init = fx_init, .fini = fx_fini, .timeout = 120);
 
 static forge_pool_t *poller(void)
 {
@@ -183,7 +183,7 @@ static forge_work_t *ran(forge_pool_t *r, forge_work_t *w)
 /* ---- stopping -------------------------------------------------------------
  */
 
-Test(runner_poll, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
+Test(poller, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
 {
     char *states = states_answer(JOBS, "PENDING");
     forge_pool_t *r = poller();
@@ -207,7 +207,7 @@ Test(runner_poll, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
     free(states);
 }
 
-Test(runner_poll, a_stop_interrupts_a_call_never_answered)
+Test(poller, a_stop_interrupts_a_call_never_answered)
 {
     forge_pool_t *r = poller();
     double t0;
@@ -277,7 +277,7 @@ static bool a_while(void)
     return now_s() - since > 0.5;
 }
 
-Test(runner_poll, an_interrupt_cuts_a_backoff_short)
+Test(poller, an_interrupt_cuts_a_backoff_short)
 {
     forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
     call_t c = {0};
@@ -294,7 +294,7 @@ Test(runner_poll, an_interrupt_cuts_a_backoff_short)
     forge_slurm_client_destroy(c.client);
 }
 
-Test(runner_poll, an_interrupt_cuts_a_connect_never_accepted)
+Test(poller, an_interrupt_cuts_a_connect_never_accepted)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t len = sizeof(a);
@@ -329,7 +329,7 @@ Test(runner_poll, an_interrupt_cuts_a_connect_never_accepted)
     close(listener);
 }
 
-Test(runner_poll, an_interrupted_client_sends_nothing)
+Test(poller, an_interrupted_client_sends_nothing)
 {
     forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
     call_t c = {0};
@@ -375,7 +375,7 @@ static char *first_sight(size_t n)
     return seen;
 }
 
-Test(runner_poll, a_job_whose_record_holds_its_states_costs_no_details_call)
+Test(poller, a_job_whose_record_holds_its_states_costs_no_details_call)
 {
     char *seen = first_sight(1), *states = states_answer(JOBS, "PENDING");
     char known[64];
@@ -404,7 +404,7 @@ Test(runner_poll, a_job_whose_record_holds_its_states_costs_no_details_call)
     free(seen);
 }
 
-Test(runner_poll, a_job_whose_states_moved_on_since_its_record_is_looked_at)
+Test(poller, a_job_whose_states_moved_on_since_its_record_is_looked_at)
 {
     char *seen = first_sight(1), *states = states_answer(1, "COMPLETED");
     char *d = details_answer(FIRST, "COMPLETED");
