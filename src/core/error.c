@@ -27,6 +27,7 @@ static const char *const rc_names[FORGE_RC__COUNT] = {
     [FORGE_EENV_REFUSED] = "env_refused",
     [FORGE_ETENANT_UNKNOWN] = "tenant_unknown",
     [FORGE_EUNSAFE_PATH] = "unsafe_storage",
+    [FORGE_EARCHIVE] = "archive_failed",
 };
 
 const char *forge_rc_name(forge_rc_t rc)

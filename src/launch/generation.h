@@ -16,8 +16,8 @@
  *     says it was lost (on_revoked).
  * Every entry of the launch table is stamped with its partition's
  * generation when it is made (owner.c), and every work item the loop
- * makes for an entry carries that partition and generation (runner.h).
- * The `slurm` runner's thread asks forge_generation_current() itself,
+ * makes for an entry carries that partition and generation (work.h).
+ * The Slurm thread (submit.h) asks forge_generation_current() itself,
  * right before each step that changes something outside the worker (a
  * submit's POST, a cancel, writing or removing a staging folder): work of
  * a generation that has passed is refused (FORGE_WORK_STALE), nothing of
@@ -26,7 +26,7 @@
  * never takes the result of work another generation posted. The
  * generation that is current re-derives whatever is left to do from its
  * records (an intent without a job id is cleaned by its tag, then
- * submitted: runner.c).
+ * submitted: submit.c).
  *
  * What no check can close: a call already on the wire when the partition
  * moves. Its job carries the launch's comment tag, and the next owner

@@ -26,7 +26,7 @@
  * transaction as the record saying so), then cleaned (staging deleted).
  *
  * slurm_states (optional, additive like the sealed request): the job's
- * Slurm states, as the poller writes them down (runner.c: "<job_id>:<state>,
+ * Slurm states, as the poller writes them down (poller.c: "<job_id>:<state>,
  * ...;" per job entry), that the record's state was derived from. A worker
  * that restores the record takes them for what it last saw, so an
  * unchanged job costs no details call; a record an aborted transaction

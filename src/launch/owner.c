@@ -58,7 +58,7 @@ static size_t bucket_of(const char *key)
 
 /* Secrets too short for the log's registry are refused there (they would
  * garble every line); the archive still redacts them in its own launch's
- * tail (runner.c). */
+ * tail (archive_work.c). */
 static void secret_add(void *ctx, const char *secret)
 {
     (void)ctx;

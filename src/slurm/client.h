@@ -97,7 +97,7 @@ const char *forge_slurm_client_version_name(const forge_slurm_client_t *c);
 
 /*
  * Interrupts c for good: the one call another thread may make on a client
- * (a runner stopping, runner.h). A call under way gives up within about a
+ * (a pool stopping, pool.h). A call under way gives up within about a
  * second, wherever it is (connecting, waiting for an answer, sleeping
  * before a retry: libcurl's progress callback runs at least every second),
  * and every later call returns at once without a request. Such a call says

@@ -70,21 +70,22 @@ static void publish_logs(worker_t *w, forge_entry_t *e,
 
 static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
 {
+    const forge_archive_t *a = &work->files.archive;
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
-                             {"archive", work->archive.path}};
+                             {"archive", a->path}};
 
-    publish_logs(w, e, &work->archive);
+    publish_logs(w, e, a);
     e->rec->archived = true;
     forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_worker_write_record(w, e);
-    if (work->archive.unsafe)
+    if (a->unsafe)
         forge_log_fields(FORGE_LOG_ERROR, f, 2,
                          "staging folder refused, nothing of it archived: %s",
-                         work->archive.unsafe);
+                         a->unsafe);
     forge_log_fields(FORGE_LOG_INFO, f, 2,
                      "logs archived (%llu bytes, %zu files, %zu missing)",
-                     (unsigned long long)work->archive.bytes,
-                     work->archive.file_count, work->archive.missing_count);
+                     (unsigned long long)a->bytes, a->file_count,
+                     a->missing_count);
     e->busy = true; /* cleaned once this transaction commits */
     forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_CLEANUP, e));
 }
@@ -115,11 +116,12 @@ void forge_worker_on_finished_work(worker_t *w, forge_work_t *work)
     e->busy = false;
     if (work->code == FORGE_EUNSAFE_PATH) {
         on_refused(w, e, work);
-    } else if (work->status != FORGE_SLURM_OK) {
+    } else if (work->code != FORGE_OK) { /* archive_failed, io, ... */
         e->retry_at_ms = forge_clock_ms() + FINISH_RETRY_MS;
-        forge_log_warn("%s of %s failed: %s; retrying later",
+        forge_log_warn("%s of %s failed (%s): %s; retrying later",
                        work->kind == FORGE_WORK_ARCHIVE ? "archive" : "cleanup",
-                       work->launch_id, work->message);
+                       work->launch_id, forge_rc_name(work->code),
+                       work->message);
     } else if (work->kind == FORGE_WORK_ARCHIVE) {
         on_archived(w, e, work);
     } else {

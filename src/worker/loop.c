@@ -3,12 +3,14 @@
  * loop.c - the consume loop. Threads and ownership:
  *   - this file runs on one thread, the loop's: it alone touches Kafka
  *     (kafka.h), the launch table (owner.h) and the records in it;
- *   - slurmrestd calls and file work run on three runners (runner.h):
- *     `slurm` for submits and cancels, `poller` for poll ticks, `archiver`
- *     (FORGE_ARCHIVE_THREADS threads) for archives and cleanups. Work goes
- *     out with forge_runner_post and comes back through forge_runner_take;
- *     nothing slow ever runs here, so heartbeats and max.poll.interval.ms
- *     are safe, and a 1 GiB log never delays a poll tick.
+ *   - slurmrestd calls and file work run on three pools of threads
+ *     (pool.h; the work: work.h): `slurm` for submits and cancels
+ *     (submit.h), `poller` for poll ticks (poller.h), `archiver`
+ *     (FORGE_ARCHIVE_THREADS threads) for archives and cleanups
+ *     (archive_work.h). Work goes out with forge_pool_post and comes back
+ *     through forge_pool_take; nothing slow ever runs here, so heartbeats
+ *     and max.poll.interval.ms are safe, and a 1 GiB log never delays a
+ *     poll tick.
  *
  * publish.c writes events and records into the transaction;
  * poll.c applies a poll tick's answer to the records;
@@ -19,16 +21,16 @@
  * offsets of the requests handled. Slurm sits outside the transaction: a
  * submit is posted only after the transaction recording its intent
  * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
- * the job's tag (runner.c). On an aborted transaction the loop drops its
+ * the job's tag (submit.c). On an aborted transaction the loop drops its
  * in-memory state and restores every owned partition from the state topic.
  *
  * Ownership of work already posted (generation.h has the whole story): a
  * restore begins a new generation of the partition, a revoke ends it, and
- * the `slurm` runner refuses, right before it would touch Slurm or a
+ * the Slurm thread refuses, right before it would touch Slurm or a
  * staging folder, work whose generation has passed; its results, and
  * those of work that ran before the change, find no entry here and are
  * dropped. A cancel of a launch whose submit is already posted withdraws
- * it in the runner (forge_runner_withdraw), so it never POSTs.
+ * it on the Slurm thread (forge_submit_withdraw), so it never POSTs.
  */
 #include "worker/worker.h"
 #include "worker/worker_int.h"
@@ -38,7 +40,9 @@
 #include "core/log.h"
 #include "launch/owner.h"
 #include "request/prepare.h"
-#include "worker/runner.h"
+#include "worker/archive_work.h"
+#include "worker/poller.h"
+#include "worker/submit.h"
 #include "core/testpoint.h"
 #include "core/util.h"
 
@@ -158,9 +162,9 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
         return; /* unknown, another attempt, finished, or already asked */
     e->rec->cancel_requested = true;
     /* A submit not sent yet never will be; one posted already is withdrawn
-     * in the runner: it submits nothing unless it is past its POST. */
+     * on the Slurm thread: it submits nothing unless it is past its POST. */
     if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
-        forge_runner_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
+        forge_submit_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
     if (e->rec->job_id == 0 && !e->busy && !e->submit_unknown) {
         forge_worker_publish_event(
             w, e, &cancelled, true); /* never submitted: nothing to cancel */
@@ -197,7 +201,7 @@ static void on_message(worker_t *w, const forge_kafka_message_t *m)
     forge_kafka_mark_done(w->kafka, m->partition, m->offset);
 }
 
-/* ---- results from the runners -------------------------------------------- */
+/* ---- results from the threads ------------------------------------------- */
 
 static long long retry_delay_ms(int failures)
 {
@@ -209,7 +213,7 @@ static long long retry_delay_ms(int failures)
 }
 
 /* A restored intent whose sealed request did not open: whatever job an
- * interrupted submit left is cancelled by now (runner.c), and nothing is
+ * interrupted submit left is cancelled by now (submit.c), and nothing is
  * guessed: the launch fails, saying why. */
 static void fail_unreadable(worker_t *w, forge_entry_t *e)
 {
@@ -234,13 +238,13 @@ static void on_submitted(worker_t *w, forge_work_t *work)
     e->busy = false;
     if (work->status == FORGE_SLURM_OK) {
         change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
-        e->rec->job_id = work->job_id;
+        e->rec->job_id = work->submit.job_id;
         free(e->rec->component_ids);
-        e->rec->component_ids = work->component_ids;
-        e->rec->component_count = work->component_count;
-        work->component_ids = NULL;
+        e->rec->component_ids = work->submit.component_ids;
+        e->rec->component_count = work->submit.component_count;
+        work->submit.component_ids = NULL;
         slurm = json_pack("{s:I, s:[], s:n, s:n, s:n, s:i}", "job_id",
-                          (json_int_t)work->job_id, "components", "exit_code",
+                          (json_int_t)e->rec->job_id, "components", "exit_code",
                           "signal", "state_reason", "restart_count", 0);
         c.slurm = slurm;
         forge_worker_publish_event(w, e, &c, true);
@@ -259,7 +263,7 @@ static void on_submitted(worker_t *w, forge_work_t *work)
         forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
                        forge_rc_name(work->code), work->message);
         forge_worker_publish_event(w, e, &c, true);
-    } else if (work->status == FORGE_SLURM_REJECTED && !work->request &&
+    } else if (work->status == FORGE_SLURM_REJECTED && !work->submit.request &&
                e->rec->request_error) {
         fail_unreadable(w, e);
     } else if (work->status == FORGE_SLURM_REJECTED) {
@@ -299,7 +303,7 @@ static void on_withdrawn(worker_t *w, forge_work_t *work)
                    work->message);
 }
 
-/* Refused by the runner: made in a generation of its partition that has
+/* Refused by the Slurm thread: made in a generation of its partition that has
  * passed (generation.h). Nothing of it reached Slurm after that; the
  * generation now current re-derives from its records what is left to do. */
 static void on_stale(worker_t *w, forge_work_t *work)
@@ -317,37 +321,40 @@ static void on_cancelled(worker_t *w, forge_work_t *work)
     if (e)
         e->busy = false;
     if (work->status != FORGE_SLURM_OK && work->status != FORGE_SLURM_NOT_FOUND)
-        forge_log_warn("cancel of job %u failed (%s): %s", work->job_id,
+        forge_log_warn("cancel of job %u failed (%s): %s", work->cancel.job_id,
                        forge_slurm_status_name(work->status), work->message);
+}
+
+static void on_slurm_result(worker_t *w, forge_work_t *work)
+{
+    if (work->refused == FORGE_WORK_STALE)
+        on_stale(w, work);
+    else if (work->kind == FORGE_WORK_CANCEL)
+        on_cancelled(w, work);
+    else if (work->kind == FORGE_WORK_CLEAN_CANCEL ||
+             work->refused == FORGE_WORK_WITHDRAWN)
+        on_withdrawn(w, work);
+    else
+        on_submitted(w, work);
+}
+
+/* Every finished item of pool, oldest first, to on_result; then freed. */
+static void take_each(worker_t *w, forge_pool_t *pool,
+                      void (*on_result)(worker_t *, forge_work_t *))
+{
+    forge_work_t *work;
+
+    while ((work = forge_pool_take(pool))) {
+        on_result(w, work);
+        forge_work_free(work);
+    }
 }
 
 static void on_results(worker_t *w)
 {
-    forge_work_t *list = forge_runner_take(w->slurm), *next;
-
-    for (; list; list = next) {
-        next = list->next;
-        if (list->refused == FORGE_WORK_STALE)
-            on_stale(w, list);
-        else if (list->kind == FORGE_WORK_CANCEL)
-            on_cancelled(w, list);
-        else if (list->kind == FORGE_WORK_CLEAN_CANCEL ||
-                 list->refused == FORGE_WORK_WITHDRAWN)
-            on_withdrawn(w, list);
-        else
-            on_submitted(w, list);
-        forge_work_free(list);
-    }
-    for (list = forge_runner_take(w->poller); list; list = next) {
-        next = list->next;
-        forge_worker_on_polled(w, list);
-        forge_work_free(list);
-    }
-    for (list = forge_runner_take(w->archiver); list; list = next) {
-        next = list->next;
-        forge_worker_on_finished_work(w, list);
-        forge_work_free(list);
-    }
+    take_each(w, w->slurm, on_slurm_result);
+    take_each(w, w->poller, forge_worker_on_polled);
+    take_each(w, w->archiver, forge_worker_on_finished_work);
 }
 
 /* ---- the poll tick and the retry scan --------------------------------------
@@ -377,20 +384,7 @@ static void tend_entry(void *ctx, forge_entry_t *e)
         forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_CANCEL, e));
     }
     if (r->job_id) { /* a live job: into this tick's batch */
-        forge_work_t *p = t->poll;
-        forge_poll_item_t *it;
-        p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
-        it = &p->items[p->item_count++];
-        memset(it, 0, sizeof(*it));
-        it->launch_id = forge_xstrdup(r->launch_id);
-        it->job_id = r->job_id;
-        it->component_count = r->component_count;
-        it->component_ids =
-            forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
-        memcpy(it->component_ids, r->component_ids,
-               r->component_count * sizeof(uint32_t));
-        it->known_states =
-            r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+        forge_worker_poll_add(t->poll, r);
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
@@ -408,19 +402,19 @@ static void tend_entry(void *ctx, forge_entry_t *e)
 
 static void tick(worker_t *w)
 {
-    tick_t t = {w, forge_xcalloc(1, sizeof(forge_work_t)), forge_clock_ms()};
+    tick_t t = {w, forge_work_new(FORGE_WORK_POLL, NULL, 0, -1, 0),
+                forge_clock_ms()};
 
-    t.poll->kind = FORGE_WORK_POLL;
-    t.poll->epoch = w->poll_epoch;
+    t.poll->poll.epoch = w->poll_epoch;
     forge_owner_each(w->owner, tend_entry, &t);
     /* how late the loop came to this tick: the e2e tests read it */
     forge_log_debug("poll tick: %zu live jobs, %lld ms late",
-                    t.poll->item_count,
+                    t.poll->poll.item_count,
                     w->next_poll_ms ? t.now - w->next_poll_ms : 0);
-    if (t.poll->item_count && !w->poll_in_flight) {
+    if (t.poll->poll.item_count && !w->poll_in_flight) {
         w->poll_in_flight = true;
         w->poll_posted_ms = t.now;
-        forge_runner_post(w->poller, t.poll);
+        forge_pool_post(w->poller, t.poll);
     } else {
         forge_work_free(t.poll);
     }
@@ -596,11 +590,11 @@ static void post_deferred(worker_t *w)
         if (e && (work->kind == FORGE_WORK_SUBMIT ||
                   work->kind == FORGE_WORK_CLEAN_SUBMIT))
             e->submit_unknown = true; /* from now on, it may reach Slurm */
-        forge_runner_post(work->kind == FORGE_WORK_ARCHIVE ||
-                                  work->kind == FORGE_WORK_CLEANUP
-                              ? w->archiver
-                              : w->slurm,
-                          work);
+        forge_pool_post(work->kind == FORGE_WORK_ARCHIVE ||
+                                work->kind == FORGE_WORK_CLEANUP
+                            ? w->archiver
+                            : w->slurm,
+                        work);
     }
 }
 
@@ -662,13 +656,13 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
     long long until =
         forge_clock_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
 
-    if (!forge_runner_settle(w->slurm, until - forge_clock_ms()))
+    if (!forge_pool_settle(w->slurm, until - forge_clock_ms()))
         forge_log_warn("partitions leave with Slurm calls in flight: their "
                        "next owner settles them by the jobs' tags");
     /* Archives too, in the time left: their events go out with this
      * commit. One not done in time is redone by the next owner, and the
      * archive in place first stays (log_archive.c never replaces one). */
-    if (!forge_runner_settle(w->archiver, until - forge_clock_ms()))
+    if (!forge_pool_settle(w->archiver, until - forge_clock_ms()))
         forge_log_warn("partitions leave with archives in progress: their "
                        "next owner archives again");
     on_results(w);
@@ -730,9 +724,9 @@ static void drain(worker_t *w)
     forge_log_info("stopping: no new requests; finishing submits in flight");
     /* A poll tick in progress stops between two calls, the call under way
      * interrupted: whoever owns its jobs next polls them. */
-    forge_runner_interrupt(w->poller);
+    forge_pool_interrupt(w->poller);
     forge_kafka_pause_all(w->kafka);
-    while (!w->fatal && forge_runner_in_flight(w->slurm) &&
+    while (!w->fatal && forge_pool_in_flight(w->slurm) &&
            forge_clock_ms() < until) {
         forge_kafka_message_t m;
         (void)forge_kafka_poll(w->kafka, 100, &m); /* heartbeats */
@@ -760,10 +754,11 @@ int forge_worker_run(const forge_config_t *cfg,
     forge_error_t err = {0};
     int rc = 78;
 
-    if (forge_runner_start(cfg, catalog, tenants, "slurm", &w.slurm, &err) ||
-        forge_runner_start(cfg, catalog, tenants, "poller", &w.poller, &err) ||
-        forge_runner_start_files(cfg, tenants, "archiver",
-                                 FORGE_ARCHIVE_THREADS, &w.archiver, &err) ||
+    if (forge_submit_start(cfg, catalog, tenants,
+                           forge_owner_generations(w.owner), &w.slurm, &err) ||
+        forge_poller_start(cfg, &w.poller, &err) ||
+        forge_files_start(cfg, tenants, FORGE_ARCHIVE_THREADS, &w.archiver,
+                          &err) ||
         forge_kafka_new(cfg, &h, stop, &w.kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
         /* 78 is "the configuration is wrong": not for a broker's answer */
@@ -771,7 +766,6 @@ int forge_worker_run(const forge_config_t *cfg,
             rc = *stop ? 0 : 1;
         goto out;
     }
-    forge_runner_set_generations(w.slurm, forge_owner_generations(w.owner));
     forge_log_info("forge-worker %s running: group %s, topic %s",
                    cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
     while (!*stop && !w.fatal) {
@@ -789,9 +783,9 @@ int forge_worker_run(const forge_config_t *cfg,
 out:
     forge_kafka_destroy(w.kafka); /* leaves the group: revoke + flush */
     drop_deferred(&w);
-    forge_runner_stop(w.slurm);
-    forge_runner_stop(w.poller);
-    forge_runner_stop(w.archiver); /* an archive in progress finishes */
+    forge_pool_stop(w.slurm);
+    forge_pool_stop(w.poller);
+    forge_pool_stop(w.archiver); /* an archive in progress finishes */
     forge_owner_destroy(w.owner);
     forge_ended_free(w.ended);
     forge_log_info("stopped (exit %d)", rc);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * poll.c - a poll tick's answer onto the launches' records: a
+ * poll.c - a poll tick on the loop's side: each live job added to it from
+ * its record (loop.c builds and posts the tick; the poller thread,
+ * poller.c, asks Slurm), then its answer onto the launches' records: a
  * changed job's details mapped to the platform's state (slurm/verdict.h)
  * and published when it moved, a missing one waited for then LOST, and
  * the Slurm states the record's state was derived from kept in the record
  * (launch.h: slurm_states), the poller's memory after a restore. Loop
- * thread only (loop.c builds and posts the tick).
+ * thread only.
  */
 #include "core/clock.h"
 #include "launch/events.h"
@@ -16,6 +18,23 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r)
+{
+    forge_work_poll_t *p = &tick->poll;
+    forge_poll_item_t *it;
+
+    p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
+    it = &p->items[p->item_count++];
+    memset(it, 0, sizeof(*it));
+    it->launch_id = forge_xstrdup(r->launch_id);
+    it->job_id = r->job_id;
+    it->component_count = r->component_count;
+    it->component_ids = forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
+    memcpy(it->component_ids, r->component_ids,
+           r->component_count * sizeof(uint32_t));
+    it->known_states = r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+}
 
 static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
 {
@@ -31,7 +50,7 @@ static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
 /*
  * The Slurm states a poll saw (stolen from it) go into e's record when the
  * record's state is what they map to (to: the verdict): the poller's
- * memory after a restore (runner.h: known_states). They are written with
+ * memory after a restore (work.h: known_states). They are written with
  * the record's next write: the state change itself, or, for a record that
  * held none yet (written before the field existed), now, once; a change of
  * flags alone (COMPLETING, CONFIGURING...) waits for the next write rather
@@ -132,10 +151,10 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     size_t changed = 0;
 
     w->poll_in_flight = false;
-    for (size_t i = 0; tick->status == FORGE_SLURM_OK && i < tick->item_count;
-         i++) {
-        changed += tick->items[i].outcome == FORGE_POLL_CHANGED;
-        on_poll_item(w, &tick->items[i], now);
+    for (size_t i = 0;
+         tick->status == FORGE_SLURM_OK && i < tick->poll.item_count; i++) {
+        changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
+        on_poll_item(w, &tick->poll.items[i], now);
     }
     if (tick->status != FORGE_SLURM_OK)
         forge_log_warn("poll tick: %s (%s): nothing changes", tick->message,
@@ -143,6 +162,6 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     else /* the bench reads it (bench/bench_restart.py) */
         forge_log_debug("poll tick answered: %zu live jobs, %zu changed, "
                         "in %lld ms",
-                        tick->item_count, changed,
+                        tick->poll.item_count, changed,
                         forge_clock_ms() - w->poll_posted_ms);
 }

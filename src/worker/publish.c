@@ -20,21 +20,28 @@ void forge_worker_defer(worker_t *w, forge_work_t *work)
     w->deferred = work;
 }
 
+/* e's request bytes (a copy), or NULL when its record holds none. */
+static char *request_of(const forge_entry_t *e, size_t *len)
+{
+    *len = e->rec->request ? e->rec->request_len : 0;
+    return e->rec->request
+               ? forge_xstrndup(e->rec->request, e->rec->request_len)
+               : NULL;
+}
+
 forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
                                     const forge_entry_t *e)
 {
-    forge_work_t *work = forge_xcalloc(1, sizeof(*work));
+    /* the generation is checked before Slurm (submit.h) */
+    forge_work_t *work = forge_work_new(
+        kind, e->rec->launch_id, e->rec->attempt, e->partition, e->generation);
 
-    work->kind = kind;
-    work->launch_id = forge_xstrdup(e->rec->launch_id);
-    work->attempt = e->rec->attempt;
-    work->partition = e->partition;
-    work->generation = e->generation; /* checked before Slurm (runner.h) */
-    if (e->rec->request) {
-        work->request = forge_xstrndup(e->rec->request, e->rec->request_len);
-        work->request_len = e->rec->request_len;
-    }
-    work->job_id = e->rec->job_id;
+    if (kind == FORGE_WORK_CANCEL)
+        work->cancel.job_id = e->rec->job_id;
+    else if (kind == FORGE_WORK_ARCHIVE)
+        work->files.request = request_of(e, &work->files.request_len);
+    else if (kind != FORGE_WORK_CLEANUP)
+        work->submit.request = request_of(e, &work->submit.request_len);
     return work;
 }
 

@@ -17,7 +17,7 @@
  * taking requests, stops a poll tick in progress between two calls (the
  * call under way interrupted), waits up to FORGE_WORKER_DRAIN_MS for
  * submits and cancels in flight, commits, leaves the group, and interrupts
- * whatever Slurm call is still out (runner.h). Returns the process exit
+ * whatever Slurm call is still out (submit.h). Returns the process exit
  * code: 0
  * after a clean drain, 1 on a fatal Kafka error, 78 when it could not
  * start (bad configuration it could not see before). The sealer (seal.h,

@@ -2,9 +2,9 @@
 /*
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the
- * transaction; poll.c: a poll tick's answer onto the records;
- * finish.c: archive and cleanup after a terminal state). All of it
- * runs on the consume loop's thread (see loop.c).
+ * transaction; poll.c: a poll tick's items, and its answer onto the
+ * records; finish.c: archive and cleanup after a terminal state). All of
+ * it runs on the consume loop's thread (see loop.c).
  */
 #ifndef FORGE_WORKER_INT_H
 #define FORGE_WORKER_INT_H
@@ -12,7 +12,8 @@
 #include "kafka/kafka.h"
 #include "launch/owner.h"
 #include "launch/platform_state.h"
-#include "worker/runner.h"
+#include "worker/pool.h"
+#include "worker/work.h"
 #include "worker/worker.h"
 
 #include <jansson.h>
@@ -33,16 +34,16 @@ typedef struct worker {
     const forge_sealer_t *sealer;   /* the state records' requests */
     forge_kafka_t *kafka;
     forge_owner_t *owner;
-    forge_runner_t *slurm;    /* submits, cancels */
-    forge_runner_t *poller;   /* poll ticks */
-    forge_runner_t *archiver; /* archives and cleanups (file work) */
-    size_t archives_out;      /* ARCHIVE items deferred or posted */
-    forge_work_t *deferred;   /* posted once the transaction commits */
-    forge_ended_t *ended;     /* ends the ticks saw, kept across rewinds */
+    forge_pool_t *slurm;    /* submits, cancels (submit.h) */
+    forge_pool_t *poller;   /* poll ticks (poller.h) */
+    forge_pool_t *archiver; /* archives and cleanups (archive_work.h) */
+    size_t archives_out;    /* ARCHIVE items deferred or posted */
+    forge_work_t *deferred; /* posted once the transaction commits */
+    forge_ended_t *ended;   /* ends the ticks saw, kept across rewinds */
     bool poll_in_flight;
     /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
     long long poll_posted_ms; /* when the tick in flight was posted */
-    unsigned long poll_epoch; /* + 1 at every restore (runner.h: epoch) */
+    unsigned long poll_epoch; /* + 1 at every restore (work.h: epoch) */
     long long next_poll_ms;
     bool joined;   /* the group has assigned this worker at least once */
     int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
@@ -60,7 +61,8 @@ typedef struct forge_change {
 /* Work posted once the current transaction commits (stolen). */
 void forge_worker_defer(worker_t *w, forge_work_t *work);
 
-/* A new work item for e's launch (request bytes copied). */
+/* A new work item of `kind` for e's launch, its payload from e's record
+ * (the request bytes copied, or the job id). */
 forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
                                     const forge_entry_t *e);
 
@@ -88,6 +90,9 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
                                    int attempt, int32_t partition,
                                    const forge_error_t *error);
+
+/* The live job of r into a poll tick (poll.c), with what r knows of it. */
+void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r);
 
 /* A poll tick's answer (poll.c): each launch's outcome onto its
  * record, or nothing when the tick failed. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_storage.h - what the unit tests of the shared-storage code share
- * (safe_fs, staging, log_archive, request_check, runner): shell commands
- * that plant links and files as a job would, and removing a test's folders
- * without following what was planted in them.
+ * (safe_fs, staging, log_archive, request_check, submit, archive_work):
+ * shell commands that plant links and files as a job would, and removing
+ * a test's folders without following what was planted in them.
  */
 #ifndef FORGE_SUPPORT_STORAGE_H
 #define FORGE_SUPPORT_STORAGE_H

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_runner.c - what the runner makes of an unsafe shared storage (issue
- * 10), without Slurm: a submit whose staging folder is a planted link is
- * REJECTED with FORGE_EUNSAFE_PATH before any slurmrestd call (the client
- * points at a port nobody listens on), and an archive or cleanup refused
- * there is marked final (code set), while one refused only at the archive's
- * target is retried (code unset).
+ * test_submit.c - the Slurm thread (submit.h). What it makes of an unsafe
+ * shared storage (issue 10), without Slurm: a submit whose staging folder
+ * is a planted link is REJECTED with FORGE_EUNSAFE_PATH before any
+ * slurmrestd call (the client points at a port nobody listens on).
  *
  * And who may still act (issue 11, generation.h): work made in a partition
  * generation that has passed - before it was posted, or while it waited
@@ -14,9 +12,10 @@
  * saw is read from a scripted fake slurmrestd (support_http.h), the one
  * way to hold a submit's answer back while the next item waits.
  */
-#include "launch/generation.h"
-#include "worker/runner.h"
 #include "core/util.h"
+#include "launch/generation.h"
+#include "worker/submit.h"
+#include "worker/work.h"
 
 #include "support_http.h"
 #include "support_storage.h"
@@ -71,7 +70,7 @@ static void load(const char *url)
                     NULL};
     forge_error_t err = {0};
 
-    snprintf(tmp, sizeof(tmp), "/tmp/forge-runner-XXXXXX");
+    snprintf(tmp, sizeof(tmp), "/tmp/forge-submit-XXXXXX");
     cr_assert_not_null(mkdtemp(tmp));
     sh("mkdir -p $R/runtimes/images $O; touch $R/runtimes/images/a.sif; "
        "printf 'root secret' > $O/shadow; chmod 600 $O/shadow; "
@@ -96,95 +95,45 @@ static void fx_fini(void)
     support_rm_tree(tmp);
 }
 
-TestSuite(runner, .init = fx_init, .fini = fx_fini);
+TestSuite(submit, .init = fx_init, .fini = fx_fini);
 
 static forge_work_t *work(forge_work_kind_t kind)
 {
-    forge_work_t *w = forge_xcalloc(1, sizeof(*w));
+    forge_work_t *w = forge_work_new(kind, LAUNCH, 1, 0, 0);
 
-    w->kind = kind;
-    w->launch_id = forge_xstrdup(LAUNCH);
-    w->attempt = 1;
-    w->request = forge_xstrdup(REQUEST);
-    w->request_len = strlen(REQUEST);
+    w->submit.request = forge_xstrdup(REQUEST);
+    w->submit.request_len = strlen(REQUEST);
     return w;
 }
 
-/* w run by r to the end (r stopped, the result returned). */
-static forge_work_t *run(forge_runner_t *r, forge_work_t *w)
+/* w run by pool to the end (pool stopped, the result returned). */
+static forge_work_t *run(forge_pool_t *pool, forge_work_t *w)
 {
     forge_work_t *done;
 
-    forge_runner_post(r, w);
-    cr_assert(forge_runner_settle(r, 10000), "the work did not finish");
-    done = forge_runner_take(r);
+    forge_pool_post(pool, w);
+    cr_assert(forge_pool_settle(pool, 10000), "the work did not finish");
+    done = forge_pool_take(pool);
     cr_assert_not_null(done);
-    cr_assert_null(done->next);
-    forge_runner_stop(r);
+    cr_assert_null(forge_pool_take(pool));
+    forge_pool_stop(pool);
     return done;
 }
 
-static forge_work_t *run_files(forge_work_t *w)
+Test(submit, submit_into_a_planted_link_is_rejected_not_retried)
 {
-    forge_runner_t *r = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(forge_runner_start_files(cfg, NULL, "files", 1, &r, &err),
-                 FORGE_OK, "%s", err.message);
-    return run(r, w);
-}
-
-Test(runner, submit_into_a_planted_link_is_rejected_not_retried)
-{
-    forge_runner_t *r = NULL;
+    forge_pool_t *r = NULL;
     forge_error_t err = {0};
     forge_work_t *w;
 
     sh("mkdir -p $R/staging; ln -s $O $R/staging/" LAUNCH);
-    cr_assert_eq(forge_runner_start(cfg, cat, NULL, "submit", &r, &err),
-                 FORGE_OK, "%s", err.message);
+    cr_assert_eq(forge_submit_start(cfg, cat, NULL, NULL, &r, &err), FORGE_OK,
+                 "%s", err.message);
     w = run(r, work(FORGE_WORK_SUBMIT));
     cr_assert_eq(w->status, FORGE_SLURM_REJECTED);
     cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
     cr_assert_str_eq(w->message, "staging/" LAUNCH " is a symbolic link");
     sh("test $(ls -A $O) = shadow"); /* nothing written there */
-    forge_work_free(w);
-}
-
-Test(runner, archive_of_an_unreadable_staging_folder_says_why)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging/" LAUNCH "; ln -s $O $R/staging/" LAUNCH "/1");
-    w = run_files(work(FORGE_WORK_ARCHIVE));
-    cr_assert_eq(w->status, FORGE_SLURM_OK, "%s", w->message);
-    cr_assert_str_eq(w->archive.unsafe,
-                     "staging/" LAUNCH "/1 is a symbolic link");
-    cr_assert_eq(w->archive.file_count, 0, "nothing read through the link");
-    sh("test $(ls -A $O) = shadow");
-    forge_work_free(w);
-}
-
-Test(runner, archive_never_follows_a_link_at_its_target)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging/" LAUNCH "/1; ln -s $O $R/artifacts");
-    w = run_files(work(FORGE_WORK_ARCHIVE));
-    cr_assert_eq(w->status, FORGE_SLURM_OK, "%s", w->message);
-    sh("test $(ls -A $O) = shadow"); /* nothing written there */
-    sh("test -d $R/artifacts && test ! -L $R/artifacts");
-    forge_work_free(w);
-}
-
-Test(runner, cleanup_through_a_planted_link_is_final)
-{
-    forge_work_t *w;
-
-    sh("mkdir -p $R/staging; ln -s $O $R/staging/" LAUNCH);
-    w = run_files(work(FORGE_WORK_CLEANUP));
-    cr_assert_eq(w->code, FORGE_EUNSAFE_PATH);
-    sh("test -f $O/shadow");
     forge_work_free(w);
 }
 
@@ -203,22 +152,22 @@ Test(runner, cleanup_through_a_planted_link_is_final)
 
 static support_http_t *srv;
 static forge_generations_t *gens;
-static forge_runner_t *slurm;
+static forge_pool_t *slurm;
 
 static void own_init(void)
 {
+    forge_error_t err = {0};
+
     srv = support_http_start();
     load(support_http_url(srv));
     gens = forge_generations_new();
-    forge_error_t err = {0};
-    cr_assert_eq(forge_runner_start(cfg, cat, NULL, "slurm", &slurm, &err),
+    cr_assert_eq(forge_submit_start(cfg, cat, NULL, gens, &slurm, &err),
                  FORGE_OK, "%s", err.message);
-    forge_runner_set_generations(slurm, gens);
 }
 
 static void own_fini(void)
 {
-    forge_runner_stop(slurm);
+    forge_pool_stop(slurm);
     support_http_stop(srv);
     forge_generations_destroy(gens);
     fx_fini();
@@ -231,32 +180,33 @@ TestSuite(ownership, .init = own_init, .fini = own_fini, .timeout = 60);
 static forge_work_t *work_in(forge_work_kind_t kind, const char *id, int32_t p,
                              uint64_t gen)
 {
-    forge_work_t *w = forge_xcalloc(1, sizeof(*w));
+    forge_work_t *w = forge_work_new(kind, id, 1, p, gen);
     char *req = forge_xstrdup(REQUEST);
     char *at = strstr(req, "\"" LAUNCH "\"");
 
     memcpy(at + 1, id, strlen(LAUNCH)); /* ids of LAUNCH's length */
-    w->kind = kind;
-    w->launch_id = forge_xstrdup(id);
-    w->attempt = 1;
-    w->request = req;
-    w->request_len = strlen(req);
-    w->partition = p;
-    w->generation = gen;
-    w->job_id = kind == FORGE_WORK_CANCEL ? 42 : 0;
+    if (kind == FORGE_WORK_CANCEL) {
+        w->cancel.job_id = 42;
+        free(req);
+    } else {
+        w->submit.request = req;
+        w->submit.request_len = strlen(req);
+    }
     return w;
 }
 
-/* Every posted item back (n of them), in the order they ran. */
+/* Every posted item back (n of them), in the order they ran, linked. */
 static forge_work_t *settle(size_t n)
 {
-    forge_work_t *done;
+    forge_work_t *done = NULL, **tail = &done, *w;
     size_t count = 0;
 
-    cr_assert(forge_runner_settle(slurm, 20000), "the work did not finish");
-    done = forge_runner_take(slurm);
-    for (forge_work_t *w = done; w; w = w->next)
+    cr_assert(forge_pool_settle(slurm, 20000), "the work did not finish");
+    while ((w = forge_pool_take(slurm))) {
+        *tail = w;
+        tail = &w->next;
         count++;
+    }
     cr_assert_eq(count, n);
     return done;
 }
@@ -298,21 +248,21 @@ Test(ownership, work_of_a_passed_generation_makes_no_call)
 
     /* the control: work of the generation held now does reach Slurm */
     support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
-    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L0", 0, old));
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L0", 0, old));
     done = settle(1);
     cr_assert_eq(done->refused, FORGE_WORK_DONE);
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
-    cr_assert_eq(done->job_id, 7);
+    cr_assert_eq(done->submit.job_id, 7);
     cr_assert_eq(seen("POST", "forge:L0:1"), 1);
     free_list(done);
 
     /* partition 0 rewound (an aborted transaction), then gone */
     forge_generation_begin(gens, 0);
-    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, old));
-    forge_runner_post(slurm, work_in(FORGE_WORK_CLEAN_SUBMIT, "L2", 0, old));
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, old));
+    forge_pool_post(slurm, work_in(FORGE_WORK_CLEAN_SUBMIT, "L2", 0, old));
     forge_generation_end(gens, 0);
-    forge_runner_post(slurm, work_in(FORGE_WORK_CLEAN_CANCEL, "L3", 0, old));
-    forge_runner_post(slurm, work_in(FORGE_WORK_CANCEL, "L4", 0, old));
+    forge_pool_post(slurm, work_in(FORGE_WORK_CLEAN_CANCEL, "L3", 0, old));
+    forge_pool_post(slurm, work_in(FORGE_WORK_CANCEL, "L4", 0, old));
     done = settle(4);
     cr_assert_eq(support_http_count(srv), 1, "only the control's submit");
     sh("test ! -e $R/staging/L1 && test ! -e $R/staging/L2");
@@ -332,8 +282,8 @@ static forge_work_t *behind_a_slow_submit(forge_work_kind_t kind,
     support_http_push(srv, SUBMIT, 200, SUBMITTED, HOLD_MS);
     support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
     support_http_default(srv, 200, NO_JOBS);
-    forge_runner_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, held));
-    forge_runner_post(slurm, work_in(kind, "L2", 1, moving));
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, held));
+    forge_pool_post(slurm, work_in(kind, "L2", 1, moving));
     wait_requests(1); /* L1's POST is out, its answer held: L2 waits */
     change(moving);
     return settle(2);
@@ -348,7 +298,7 @@ static void partition_1_moves(uint64_t gen)
 static void l2_cancelled(uint64_t gen)
 {
     (void)gen;
-    forge_runner_withdraw(slurm, "L2", 1);
+    forge_submit_withdraw(slurm, "L2", 1);
 }
 
 Test(ownership, queued_submit_of_a_partition_that_moved_never_posts)
@@ -385,7 +335,7 @@ Test(ownership, submit_withdrawn_while_queued_never_posts)
     cr_assert_eq(done->refused, FORGE_WORK_DONE, "L1 was not cancelled");
     cr_assert_eq(done->next->refused, FORGE_WORK_WITHDRAWN);
     cr_assert_eq(done->next->status, FORGE_SLURM_OK, "%s", done->next->message);
-    cr_assert_eq(done->next->job_id, 0);
+    cr_assert_eq(done->next->submit.job_id, 0);
     free_list(done);
 }
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_runner_poll.c - the poll runner against a scripted slurmrestd
- * (support_http.h: fault injection, late and missing answers, which the
- * real one cannot give on demand; the e2e tests in tests/e2e/worker/
- * test_tick.py do the same against the real one through a proxy):
+ * test_poller.c - the poller thread (poller.h) against a scripted
+ * slurmrestd (support_http.h: fault injection, late and missing answers,
+ * which the real one cannot give on demand; the e2e tests in
+ * tests/e2e/worker/test_tick.py do the same against the real one through
+ * a proxy):
  *
- *   - stopping: a runner stopped in the middle of a poll tick stops between
+ *   - stopping: a poller stopped in the middle of a poll tick stops between
  *     two calls, a call left unanswered is interrupted, and so is the
  *     client's connect, wait and backoff (forge_slurm_client_interrupt);
  *   - memory: a job whose record holds the states the tick sees
@@ -15,7 +16,8 @@
  * (the failures they catch take 30 s and more).
  */
 #include "core/buf.h"
-#include "worker/runner.h"
+#include "worker/poller.h"
+#include "worker/work.h"
 #include "core/util.h"
 
 #include "support_http.h"
@@ -86,15 +88,15 @@ static void fx_fini(void)
     support_rm_tree(tmp);
 }
 
-TestSuite(runner_poll, .init = fx_init, .fini = fx_fini, .timeout = 120);
+TestSuite(poller, .init = fx_init, .fini = fx_fini, .timeout = 120);
 
-static forge_runner_t *poller(void)
+static forge_pool_t *poller(void)
 {
-    forge_runner_t *r = NULL;
+    forge_pool_t *r = NULL;
     forge_error_t err = {0};
 
-    cr_assert_eq(forge_runner_start(cfg, NULL, NULL, "poller", &r, &err),
-                 FORGE_OK, "%s", err.message);
+    cr_assert_eq(forge_poller_start(cfg, &r, &err), FORGE_OK, "%s",
+                 err.message);
     return r;
 }
 
@@ -102,14 +104,13 @@ static forge_runner_t *poller(void)
  * (NULL: none). */
 static forge_work_t *tick(size_t n, const char *known)
 {
-    forge_work_t *w = forge_xcalloc(1, sizeof(*w));
+    forge_work_t *w = forge_work_new(FORGE_WORK_POLL, NULL, 0, 0, 0);
 
-    w->kind = FORGE_WORK_POLL;
-    w->epoch = 1;
-    w->items = forge_xcalloc(n, sizeof(*w->items));
-    w->item_count = n;
+    w->poll.epoch = 1;
+    w->poll.items = forge_xcalloc(n, sizeof(*w->poll.items));
+    w->poll.item_count = n;
     for (size_t i = 0; i < n; i++) {
-        forge_poll_item_t *it = &w->items[i];
+        forge_poll_item_t *it = &w->poll.items[i];
         char id[32];
         snprintf(id, sizeof(id), "L%zu", i);
         it->launch_id = forge_xstrdup(id);
@@ -169,13 +170,13 @@ static void wait_requests(size_t n)
 }
 
 /* The tick r ran to its end (settled, taken). */
-static forge_work_t *ran(forge_runner_t *r, forge_work_t *w)
+static forge_work_t *ran(forge_pool_t *r, forge_work_t *w)
 {
     forge_work_t *done;
 
-    forge_runner_post(r, w);
-    cr_assert(forge_runner_settle(r, 60000), "the tick did not finish");
-    done = forge_runner_take(r);
+    forge_pool_post(r, w);
+    cr_assert(forge_pool_settle(r, 60000), "the tick did not finish");
+    done = forge_pool_take(r);
     cr_assert_not_null(done);
     return done;
 }
@@ -183,10 +184,10 @@ static forge_work_t *ran(forge_runner_t *r, forge_work_t *w)
 /* ---- stopping -------------------------------------------------------------
  */
 
-Test(runner_poll, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
+Test(poller, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
 {
     char *states = states_answer(JOBS, "PENDING");
-    forge_runner_t *r = poller();
+    forge_pool_t *r = poller();
     size_t at_stop;
 
     /* Every job changed (no memory): one details call each, 100 ms apiece:
@@ -197,28 +198,28 @@ Test(runner_poll, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
         support_http_push(srv, DETAILS, 200, d, 100);
         free(d);
     }
-    forge_runner_post(r, tick(JOBS, NULL));
+    forge_pool_post(r, tick(JOBS, NULL));
     wait_requests(5);
     at_stop = support_http_count(srv);
-    forge_runner_stop(r);
+    forge_pool_stop(r);
     cr_assert_leq(support_http_count(srv), at_stop + 1,
                   "%zu calls after the stop (tick of %d jobs)",
                   support_http_count(srv) - at_stop, JOBS);
     free(states);
 }
 
-Test(runner_poll, a_stop_interrupts_a_call_never_answered)
+Test(poller, a_stop_interrupts_a_call_never_answered)
 {
-    forge_runner_t *r = poller();
+    forge_pool_t *r = poller();
     double t0;
 
     /* The configuration's timeouts (30 s a request, 4 attempts): without
      * the interrupt the stop would wait for all of them. */
     support_http_push_fault(srv, STATE, SUPPORT_HTTP_HANG, NULL);
-    forge_runner_post(r, tick(3, NULL));
+    forge_pool_post(r, tick(3, NULL));
     wait_requests(1);
     t0 = now_s();
-    forge_runner_stop(r);
+    forge_pool_stop(r);
     cr_assert_lt(now_s() - t0, 10.0, "the stop took %.1f s", now_s() - t0);
     cr_assert_eq(support_http_count(srv), 1);
 }
@@ -277,7 +278,7 @@ static bool a_while(void)
     return now_s() - since > 0.5;
 }
 
-Test(runner_poll, an_interrupt_cuts_a_backoff_short)
+Test(poller, an_interrupt_cuts_a_backoff_short)
 {
     forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
     call_t c = {0};
@@ -294,7 +295,7 @@ Test(runner_poll, an_interrupt_cuts_a_backoff_short)
     forge_slurm_client_destroy(c.client);
 }
 
-Test(runner_poll, an_interrupt_cuts_a_connect_never_accepted)
+Test(poller, an_interrupt_cuts_a_connect_never_accepted)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t len = sizeof(a);
@@ -329,7 +330,7 @@ Test(runner_poll, an_interrupt_cuts_a_connect_never_accepted)
     close(listener);
 }
 
-Test(runner_poll, an_interrupted_client_sends_nothing)
+Test(poller, an_interrupted_client_sends_nothing)
 {
     forge_slurm_options_t o = support_http_options(srv, jwt_path, NULL);
     call_t c = {0};
@@ -346,13 +347,13 @@ Test(runner_poll, an_interrupted_client_sends_nothing)
 /* ---- memory ---------------------------------------------------------------
  */
 
-/* The states the first tick saw of each job (new), from a runner that
+/* The states the first tick saw of each job (new), from a poller that
  * had no memory and no record's: every job changed, one details call
  * each. */
 static char *first_sight(size_t n)
 {
     char *states = states_answer(n, "PENDING"), *seen;
-    forge_runner_t *r = poller();
+    forge_pool_t *r = poller();
     forge_work_t *done;
 
     support_http_push(srv, STATE, 200, states, 0);
@@ -365,30 +366,30 @@ static char *first_sight(size_t n)
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(requests_to(DETAILS), n);
     for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(done->items[i].outcome, FORGE_POLL_CHANGED);
-        cr_assert_not_null(done->items[i].states);
+        cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_CHANGED);
+        cr_assert_not_null(done->poll.items[i].states);
     }
-    seen = forge_xstrdup(done->items[0].states);
+    seen = forge_xstrdup(done->poll.items[0].states);
     forge_work_free(done);
-    forge_runner_stop(r);
+    forge_pool_stop(r);
     free(states);
     return seen;
 }
 
-Test(runner_poll, a_job_whose_record_holds_its_states_costs_no_details_call)
+Test(poller, a_job_whose_record_holds_its_states_costs_no_details_call)
 {
     char *seen = first_sight(1), *states = states_answer(JOBS, "PENDING");
     char known[64];
-    forge_runner_t *r = poller(); /* a new worker: no memory of its own */
+    forge_pool_t *r = poller(); /* a new worker: no memory of its own */
     forge_work_t *w = tick(JOBS, NULL), *done;
     size_t before = requests_to(DETAILS);
 
     /* every record holds the states its job shows now */
     for (size_t i = 0; i < JOBS; i++) {
         snprintf(known, sizeof(known), "%u:PENDING,;", FIRST + (unsigned)i);
-        w->items[i].known_states = forge_xstrdup(known);
+        w->poll.items[i].known_states = forge_xstrdup(known);
     }
-    cr_assert_str_eq(w->items[0].known_states, seen,
+    cr_assert_str_eq(w->poll.items[0].known_states, seen,
                      "the signature's form changed: update the test");
     support_http_push(srv, STATE, 200, states, 0);
     done = ran(r, w);
@@ -397,18 +398,18 @@ Test(runner_poll, a_job_whose_record_holds_its_states_costs_no_details_call)
                  "%zu details calls for jobs whose records hold their states",
                  requests_to(DETAILS) - before);
     for (size_t i = 0; i < JOBS; i++)
-        cr_assert_eq(done->items[i].outcome, FORGE_POLL_UNCHANGED);
+        cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_UNCHANGED);
     forge_work_free(done);
-    forge_runner_stop(r);
+    forge_pool_stop(r);
     free(states);
     free(seen);
 }
 
-Test(runner_poll, a_job_whose_states_moved_on_since_its_record_is_looked_at)
+Test(poller, a_job_whose_states_moved_on_since_its_record_is_looked_at)
 {
     char *seen = first_sight(1), *states = states_answer(1, "COMPLETED");
     char *d = details_answer(FIRST, "COMPLETED");
-    forge_runner_t *r = poller();
+    forge_pool_t *r = poller();
     forge_work_t *done;
     size_t before = requests_to(DETAILS);
 
@@ -419,11 +420,11 @@ Test(runner_poll, a_job_whose_states_moved_on_since_its_record_is_looked_at)
     done = ran(r, tick(1, seen));
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(requests_to(DETAILS), before + 1);
-    cr_assert_eq(done->items[0].outcome, FORGE_POLL_CHANGED);
-    cr_assert_str_eq(done->items[0].states, "1001:COMPLETED,;");
-    cr_assert_str_eq(done->items[0].jobs.jobs[0].state[0], "COMPLETED");
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_str_eq(done->poll.items[0].states, "1001:COMPLETED,;");
+    cr_assert_str_eq(done->poll.items[0].jobs.jobs[0].state[0], "COMPLETED");
     forge_work_free(done);
-    forge_runner_stop(r);
+    forge_pool_stop(r);
     free(states);
     free(d);
     free(seen);

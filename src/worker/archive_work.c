@@ -1,0 +1,144 @@
+/*
+ * archive_work.c - the file threads (archive_work.h): an ARCHIVE builds
+ * the launch's logs.tar.gz from its staging folder, with a tail from which
+ * the launch's own secrets and every secret the worker knows are
+ * redacted; a CLEANUP removes the staging folder. Both on safe_fs: a
+ * staging folder refused at archive time gives an empty archive that says
+ * why (log_archive.h), a cleanup refused is final (FORGE_EUNSAFE_PATH);
+ * any other failure is retried later by the loop (finish.c).
+ *
+ * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
+ * a context that is read-only (configuration, tenants); each runs one
+ * item at a time, which is its own while it runs (work.h).
+ * forge_archive_logs and forge_staging_remove are thread-safe.
+ */
+#include "worker/archive_work.h"
+#include "archive/log_archive.h"
+#include "core/log.h"
+#include "core/testpoint.h"
+#include "core/util.h"
+#include "render/staging.h"
+#include "worker/work.h"
+
+#include <stdlib.h>
+
+typedef struct files {
+    const forge_config_t *cfg;
+    const forge_tenants_t *tenants; /* NULL: none */
+} files_t;
+
+typedef struct secret_list {
+    const char **items;
+    size_t count;
+} secret_list_t;
+
+static void append_secret(void *ctx, const char *secret)
+{
+    secret_list_t *l = ctx;
+
+    l->items[l->count++] = secret;
+}
+
+/* What the tail must not show: the launch's own secrets (whatever their
+ * length), then every secret the worker knows now (known: log.h's copy).
+ * New array of borrowed strings. */
+static const char **tail_secrets(const forge_request_t *req, char **known,
+                                 size_t nknown, size_t *n)
+{
+    size_t own = req && req->kind == FORGE_REQUEST_LAUNCH
+                     ? 1 + req->launch.secret_env_count
+                     : 0;
+    secret_list_t list = {forge_xcalloc(own + nknown + 1, sizeof(char *)), 0};
+
+    forge_request_each_secret(req, append_secret, &list);
+    for (size_t i = 0; i < nknown; i++)
+        append_secret(&list, known[i]);
+    *n = list.count;
+    return list.items;
+}
+
+/* The launch's request, or NULL (none, or one that does not parse: no
+ * pools, no secrets of its own). */
+static forge_request_t *launch_of(const forge_work_files_t *f)
+{
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+
+    if (!f->request ||
+        forge_request_parse(f->request, f->request_len, &req, &err) != 0)
+        return NULL;
+    if (req->kind == FORGE_REQUEST_LAUNCH)
+        return req;
+    forge_request_destroy(req);
+    return NULL;
+}
+
+static void do_archive(files_t *fs, forge_work_t *w)
+{
+    forge_request_t *req = launch_of(&w->files);
+    const char *pools[FORGE_POOLS_MAX], *user;
+    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
+    size_t nknown = 0;
+    char **known = forge_log_secrets_copy(&nknown);
+    const char **secrets = tail_secrets(req, known, nknown, &spec.secret_count);
+    forge_fs_owner_t owner;
+    forge_error_t err = {0};
+
+    for (size_t i = 0; req && i < req->launch.pool_count && i < FORGE_POOLS_MAX;
+         i++)
+        pools[spec.pool_count++] = req->launch.pools[i].name;
+    spec.secrets = secrets;
+    if (forge_work_files_owner(fs->cfg, fs->tenants, req, &owner, &user,
+                               &err) ||
+        forge_archive_logs(fs->cfg, &spec, owner, &w->files.archive, &err)) {
+        w->code = FORGE_EARCHIVE; /* retried later, whatever the cause */
+        forge_work_say(w, "%s", err.message);
+    } else {
+        FORGE_TESTPOINT_CRASH("archive.after");
+    }
+    free(secrets);
+    forge_log_secrets_free(known);
+    forge_request_destroy(req);
+}
+
+static void do_cleanup(files_t *fs, forge_work_t *w)
+{
+    forge_error_t err = {0};
+
+    FORGE_TESTPOINT_CRASH("cleanup.before");
+    if (forge_staging_remove(fs->cfg, w->launch_id, w->attempt, &err)) {
+        /* refused (FORGE_EUNSAFE_PATH): final; else retried later */
+        w->code = err.code ? err.code : FORGE_EIO;
+        forge_work_say(w, "%s", err.message);
+    }
+}
+
+static void run(void *ctx, void *item)
+{
+    forge_work_t *w = item;
+
+    w->status = FORGE_SLURM_OK; /* no Slurm here: the result is `code` */
+    if (w->kind == FORGE_WORK_ARCHIVE) {
+        do_archive(ctx, w);
+    } else if (w->kind == FORGE_WORK_CLEANUP) {
+        do_cleanup(ctx, w);
+    } else { /* not the file threads': a bug */
+        w->code = FORGE_EINVAL;
+        forge_work_say(w, "work of kind %d posted to the file threads",
+                       (int)w->kind);
+    }
+}
+
+static const forge_pool_handlers_t handlers = {run, forge_work_drop, NULL,
+                                               free};
+
+forge_rc_t forge_files_start(const forge_config_t *cfg,
+                             const forge_tenants_t *tenants, size_t threads,
+                             forge_pool_t **out, forge_error_t *err)
+{
+    files_t *fs = forge_xcalloc(1, sizeof(*fs));
+
+    fs->cfg = cfg;
+    fs->tenants = tenants;
+    return forge_pool_start("archiver", threads, &handlers, fs, out, err);
+}

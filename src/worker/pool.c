@@ -1,0 +1,248 @@
+/*
+ * pool.c - threads with an inbox and an outbox (pool.h), generic: what an
+ * item is and how it runs is the handler table's.
+ *
+ * Threads and ownership: `lock` guards the three lists (inbox, running,
+ * outbox), the counters and `stopping`; the threads wait on `wake`,
+ * forge_pool_settle on `finished` (a condition on the monotonic clock).
+ * An item is touched by one thread at a time: the poster's before
+ * forge_pool_post, one pool thread's while it runs (unlocked), the
+ * taker's after forge_pool_take; forge_pool_each_pending visits items of
+ * the inbox and the running list under the lock, where no thread can move
+ * them to the outbox or free them. The list nodes are the pool's own. The
+ * handlers' context is shared by the pool's threads (the handlers say how
+ * they share it) and outlives them.
+ */
+#include "worker/pool.h"
+#include "core/clock.h"
+#include "core/util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct node {
+    void *item;
+    struct node *next;
+} node_t;
+
+typedef struct queue {
+    node_t *head, *tail;
+} queue_t;
+
+struct forge_pool {
+    forge_pool_handlers_t h;
+    void *ctx;
+    pthread_t threads[FORGE_POOL_MAX_THREADS];
+    size_t thread_count;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t finished; /* an item reached the outbox */
+    queue_t inbox, outbox;
+    node_t *running; /* taken from the inbox, not yet in the outbox */
+    size_t in_flight;
+    size_t done; /* items in the outbox */
+    bool stopping;
+};
+
+static void push(queue_t *q, node_t *n)
+{
+    n->next = NULL;
+    if (q->tail)
+        q->tail->next = n;
+    else
+        q->head = n;
+    q->tail = n;
+}
+
+static node_t *pop(queue_t *q)
+{
+    node_t *n = q->head;
+
+    if (n && !(q->head = n->next))
+        q->tail = NULL;
+    return n;
+}
+
+static void unlink_running(forge_pool_t *p, const node_t *n)
+{
+    for (node_t **link = &p->running; *link; link = &(*link)->next)
+        if (*link == n) {
+            *link = n->next;
+            return;
+        }
+}
+
+/* The next item to run, moved to `running`; NULL once stopping. Called
+ * and returns with the lock held. */
+static node_t *next_item(forge_pool_t *p)
+{
+    node_t *n;
+
+    while (!p->inbox.head && !p->stopping)
+        pthread_cond_wait(&p->wake, &p->lock);
+    if (p->stopping)
+        return NULL;
+    n = pop(&p->inbox);
+    n->next = p->running;
+    p->running = n;
+    return n;
+}
+
+static void *thread_main(void *arg)
+{
+    forge_pool_t *p = arg;
+    node_t *n;
+
+    pthread_mutex_lock(&p->lock);
+    while ((n = next_item(p))) {
+        pthread_mutex_unlock(&p->lock);
+        p->h.run(p->ctx, n->item);
+        pthread_mutex_lock(&p->lock);
+        unlink_running(p, n);
+        push(&p->outbox, n);
+        p->done++;
+        pthread_cond_broadcast(&p->finished);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static forge_pool_t *pool_new(const forge_pool_handlers_t *h, void *ctx)
+{
+    forge_pool_t *p = forge_xcalloc(1, sizeof(*p));
+
+    p->h = *h;
+    p->ctx = ctx;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    forge_clock_cond_init(&p->finished);
+    return p;
+}
+
+forge_rc_t forge_pool_start(const char *name, size_t threads,
+                            const forge_pool_handlers_t *h, void *ctx,
+                            forge_pool_t **out, forge_error_t *err)
+{
+    forge_pool_t *p = pool_new(h, ctx);
+
+    *out = NULL;
+    if (threads == 0 || threads > FORGE_POOL_MAX_THREADS) {
+        forge_pool_stop(p);
+        return forge_error_set(err, FORGE_EINVAL, name, "%zu threads: 1 to %d",
+                               threads, FORGE_POOL_MAX_THREADS);
+    }
+    for (size_t i = 0; i < threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, thread_main, p) != 0) {
+            forge_pool_stop(p);
+            return forge_error_set(err, FORGE_EIO, name,
+                                   "pthread_create failed");
+        }
+        p->thread_count++;
+    }
+    *out = p;
+    return FORGE_OK;
+}
+
+void forge_pool_post(forge_pool_t *p, void *item)
+{
+    node_t *n = forge_xcalloc(1, sizeof(*n));
+
+    n->item = item;
+    pthread_mutex_lock(&p->lock);
+    push(&p->inbox, n);
+    p->in_flight++;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void *forge_pool_take(forge_pool_t *p)
+{
+    node_t *n;
+    void *item = NULL;
+
+    pthread_mutex_lock(&p->lock);
+    if ((n = pop(&p->outbox))) {
+        p->in_flight--;
+        p->done--;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (n) {
+        item = n->item;
+        free(n);
+    }
+    return item;
+}
+
+bool forge_pool_settle(forge_pool_t *p, long timeout_ms)
+{
+    struct timespec until = forge_clock_deadline(timeout_ms);
+    bool settled;
+
+    pthread_mutex_lock(&p->lock);
+    while (p->done < p->in_flight && !p->stopping &&
+           pthread_cond_timedwait(&p->finished, &p->lock, &until) == 0)
+        ;
+    settled = p->done >= p->in_flight;
+    pthread_mutex_unlock(&p->lock);
+    return settled;
+}
+
+size_t forge_pool_in_flight(forge_pool_t *p)
+{
+    size_t n;
+
+    pthread_mutex_lock(&p->lock);
+    n = p->in_flight;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+void forge_pool_each_pending(forge_pool_t *p, void (*visit)(void *, void *),
+                             void *ctx)
+{
+    pthread_mutex_lock(&p->lock);
+    for (node_t *n = p->inbox.head; n; n = n->next)
+        visit(ctx, n->item);
+    for (node_t *n = p->running; n; n = n->next)
+        visit(ctx, n->item);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void forge_pool_interrupt(forge_pool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->wake);
+    pthread_cond_broadcast(&p->finished);
+    pthread_mutex_unlock(&p->lock);
+    if (p->h.interrupt)
+        p->h.interrupt(p->ctx); /* the work in hand */
+}
+
+static void drop_all(forge_pool_t *p, queue_t *q)
+{
+    node_t *n;
+
+    while ((n = pop(q))) {
+        p->h.drop(n->item);
+        free(n);
+    }
+}
+
+void forge_pool_stop(forge_pool_t *p)
+{
+    if (!p)
+        return;
+    forge_pool_interrupt(p);
+    for (size_t i = 0; i < p->thread_count; i++)
+        pthread_join(p->threads[i], NULL);
+    drop_all(p, &p->inbox);
+    drop_all(p, &p->outbox);
+    if (p->h.destroy)
+        p->h.destroy(p->ctx);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->finished);
+    free(p);
+}

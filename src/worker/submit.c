@@ -1,0 +1,366 @@
+/*
+ * submit.c - the Slurm thread (submit.h): a submit (render, stage, POST;
+ * adopt by the comment tag when the outcome is unknown), the clean of an
+ * interrupted or cancelled submit, a cancel; and, before each step of
+ * them that changes something outside the worker, whether the work may
+ * still take it (may_act).
+ *
+ * Threads and ownership: everything here runs on the pool's one thread
+ * (pool.h), which owns the slurmrestd client, but for
+ * forge_slurm_client_interrupt, which a stop calls from the loop's thread.
+ * The work item is this thread's while it runs (work.h); the loop's
+ * thread only sets its `withdraw` flag (an atomic, through
+ * forge_submit_withdraw under the pool's lock). Ownership of launches
+ * (generation.h) is asked with atomics, never the loop's lock or tables:
+ * the loop may have moved on (a revoke, a rewind) while the item waited in
+ * the inbox or sat in a slow call. What is refused there is dropped, and
+ * said so.
+ */
+#include "worker/submit.h"
+#include "core/log.h"
+#include "core/testpoint.h"
+#include "core/util.h"
+#include "render/render.h"
+#include "render/staging.h"
+#include "request/prepare.h"
+#include "worker/work.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct submitter {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    const forge_tenants_t *tenants;         /* NULL: none */
+    const forge_generations_t *generations; /* NULL: nothing checked */
+    forge_slurm_client_t *client;
+} submitter_t;
+
+/* ---- ownership and intent --------------------------------------------- */
+
+/* The work may_act is asked about, as the log names it. */
+static const char *const work_names[] = {
+    [FORGE_WORK_SUBMIT] = "submit",
+    [FORGE_WORK_CLEAN_SUBMIT] = "clean and resubmit",
+    [FORGE_WORK_CLEAN_CANCEL] = "clean of a cancelled intent",
+    [FORGE_WORK_CANCEL] = "cancel",
+};
+
+/* Not once w's partition's generation has passed (FORGE_WORK_STALE: the
+ * loop drops it). */
+static bool still_held(submitter_t *s, forge_work_t *w)
+{
+    forge_log_field_t f[] = {{"launch_id", w->launch_id}};
+
+    if (!s->generations ||
+        forge_generation_current(s->generations, w->partition, w->generation))
+        return true;
+    w->refused = FORGE_WORK_STALE;
+    forge_log_fields(FORGE_LOG_INFO, f, 1,
+                     "%s of %s dropped before Slurm: partition %d is no "
+                     "longer held in the generation it was made in "
+                     "(it moved, or an aborted transaction rewound it)",
+                     work_names[w->kind], w->launch_id, (int)w->partition);
+    return false;
+}
+
+/* Right before a step that changes something outside the worker (the
+ * staging folder, a POST, a cancel): may w still take it? Not once its
+ * generation has passed, nor, for a submit (`submitting`), once its
+ * launch was withdrawn (FORGE_WORK_WITHDRAWN). Each refusal is logged
+ * once. */
+static bool may_act(submitter_t *s, forge_work_t *w, bool submitting)
+{
+    forge_log_field_t f[] = {{"launch_id", w->launch_id}};
+
+    if (w->refused != FORGE_WORK_DONE || !still_held(s, w))
+        return false;
+    if (!submitting || !atomic_load(&w->submit.withdraw))
+        return true;
+    w->refused = FORGE_WORK_WITHDRAWN;
+    forge_log_fields(FORGE_LOG_INFO, f, 1,
+                     "submit of %s withdrawn before its POST: the "
+                     "launch was cancelled",
+                     w->launch_id);
+    return false;
+}
+
+typedef struct withdrawal {
+    const char *launch_id;
+    int attempt;
+} withdrawal_t;
+
+static void withdraw_one(void *ctx, void *item)
+{
+    const withdrawal_t *d = ctx;
+    forge_work_t *w = item;
+
+    if ((w->kind == FORGE_WORK_SUBMIT || w->kind == FORGE_WORK_CLEAN_SUBMIT) &&
+        w->attempt == d->attempt && !strcmp(w->launch_id, d->launch_id))
+        atomic_store(&w->submit.withdraw, true);
+}
+
+void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
+                           int attempt)
+{
+    withdrawal_t d = {launch_id, attempt};
+
+    forge_pool_each_pending(slurm, withdraw_one, &d);
+}
+
+/* ---- submit ------------------------------------------------------------ */
+
+/* Jobs carrying this launch's comment tag that are still alive. */
+static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
+                                        forge_slurm_job_list_t *jobs,
+                                        forge_slurm_result_t *res)
+{
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    forge_slurm_status_t st =
+        forge_slurm_find_by_comment(s->client, comment, jobs, res);
+
+    free(comment);
+    return st;
+}
+
+static void single_component(forge_work_submit_t *sub)
+{
+    sub->component_ids = forge_xcalloc(1, sizeof(uint32_t));
+    sub->component_ids[0] = sub->job_id;
+    sub->component_count = 1;
+}
+
+/* The leader and component ids of the new job (details; just the id when
+ * the details cannot be had). */
+static void learn_components(submitter_t *s, forge_work_submit_t *sub)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+
+    if (forge_slurm_job_details(s->client, sub->job_id, &jobs, &res) ==
+            FORGE_SLURM_OK &&
+        jobs.count > 0) {
+        sub->component_ids = forge_xcalloc(jobs.count, sizeof(uint32_t));
+        for (size_t i = 0; i < jobs.count; i++)
+            sub->component_ids[i] = jobs.jobs[i].job_id;
+        sub->component_count = jobs.count;
+    } else {
+        single_component(sub);
+    }
+    forge_slurm_job_list_free(&jobs);
+}
+
+/* Outcome unknown: the tag says whether the job exists. */
+static bool adopt_tagged(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    bool found = false;
+
+    if (find_tagged(s, w, &jobs, &res) == FORGE_SLURM_OK && jobs.count > 0) {
+        w->submit.job_id = jobs.jobs[0].het_job_id ? jobs.jobs[0].het_job_id
+                                                   : jobs.jobs[0].job_id;
+        found = true;
+    }
+    forge_slurm_job_list_free(&jobs);
+    return found;
+}
+
+/* The request checked and rendered, and its staging folder written: false
+ * (w's result says why) when it cannot be. */
+static bool stage(submitter_t *s, forge_work_t *w, forge_prepared_t **p,
+                  const char **user)
+{
+    forge_error_t err = {0};
+    forge_fs_owner_t owner;
+    char *staging = NULL;
+
+    if (forge_prepare(w->submit.request, w->submit.request_len, s->cfg,
+                      s->catalog, p, &err) ||
+        !(*p)->payload ||
+        forge_work_files_owner(s->cfg, s->tenants, (*p)->request, &owner, user,
+                               &err)) {
+        w->status = FORGE_SLURM_REJECTED;
+        w->code = err.code;
+        forge_work_say(w, "%s", err.message);
+        return false;
+    }
+    if (forge_staging_prepare(s->cfg, &(*p)->request->launch, owner,
+                              (*p)->script, &staging, &err)) {
+        /* Something planted on the storage: refused, not retried forever.
+         * Anything else (I/O) is retried later. */
+        bool unsafe = err.code == FORGE_EUNSAFE_PATH;
+        w->status = unsafe ? FORGE_SLURM_REJECTED : FORGE_SLURM_TRANSPORT;
+        w->code = unsafe ? err.code : FORGE_OK;
+        forge_work_say(w, "%s", err.message);
+        return false;
+    }
+    free(staging);
+    return true;
+}
+
+/* The POST, and what it made: the job and its components. */
+static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
+                 const char *user)
+{
+    forge_slurm_result_t res = {0};
+    forge_slurm_submit_t sub;
+
+    w->status = forge_slurm_submit_as(s->client, user, p->payload, &sub, &res);
+    forge_work_say(w, "%s", res.message);
+    if (w->status == FORGE_SLURM_OK) {
+        FORGE_TESTPOINT_CRASH("submit.after");
+        w->submit.job_id = sub.job_id;
+    } else if (w->status != FORGE_SLURM_REJECTED &&
+               w->status != FORGE_SLURM_AUTH && adopt_tagged(s, w)) {
+        w->status = FORGE_SLURM_OK; /* it did reach Slurm */
+    }
+    if (w->status == FORGE_SLURM_OK && p->request->launch.pool_count > 1)
+        learn_components(s, &w->submit); /* a het job: its component ids */
+    else if (w->status == FORGE_SLURM_OK)
+        single_component(&w->submit);
+}
+
+static void do_submit(submitter_t *s, forge_work_t *w)
+{
+    forge_prepared_t *p = NULL;
+    const char *user;
+
+    if (may_act(s, w, true) && stage(s, w, &p, &user)) {
+        FORGE_TESTPOINT_CRASH("submit.before");
+        /* refused now: its staging folder goes with the launch's cleanup */
+        if (may_act(s, w, true))
+            post(s, w, p, user);
+    }
+    forge_prepared_destroy(p);
+}
+
+/* The jobs cancelled in turn while w may act, up to the first failure
+ * (w->status). */
+static void cancel_tagged(submitter_t *s, forge_work_t *w,
+                          const forge_slurm_job_list_t *jobs,
+                          forge_slurm_result_t *res)
+{
+    for (size_t i = 0;
+         w->status == FORGE_SLURM_OK && i < jobs->count && may_act(s, w, false);
+         i++) {
+        forge_slurm_status_t st =
+            forge_slurm_cancel(s->client, jobs->jobs[i].job_id, NULL, res);
+        if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
+            w->status = st;
+        forge_log_info("cancelled job %u left by an interrupted submit of %s",
+                       jobs->jobs[i].job_id, w->launch_id);
+    }
+}
+
+/* An intent without a job id (restored after a crash, or a submit whose
+ * outcome was unknown): whatever job its tag finds is cancelled and its
+ * staging folder removed. w->status OK when nothing of it is left. */
+static void clean_intent(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_error_t err = {0};
+
+    if (!may_act(s, w, false))
+        return;
+    w->status = find_tagged(s, w, &jobs, &res);
+    if (w->status == FORGE_SLURM_OK)
+        cancel_tagged(s, w, &jobs, &res);
+    forge_slurm_job_list_free(&jobs);
+    if (w->status != FORGE_SLURM_OK) {
+        forge_work_say(w, "%s", res.message);
+        return;
+    }
+    if (may_act(s, w, false) &&
+        forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
+        forge_log_warn("%s", err.message);
+}
+
+/* Then submitted afresh: never two live jobs. Withdrawn meanwhile: cleaned
+ * all the same, and nothing submitted (do_submit says so). */
+static void do_clean_submit(submitter_t *s, forge_work_t *w)
+{
+    clean_intent(s, w);
+    if (w->status != FORGE_SLURM_OK || !may_act(s, w, true))
+        return;
+    if (!w->submit.request) { /* its sealed request did not open */
+        w->status = FORGE_SLURM_REJECTED;
+        forge_work_say(w, "no request to submit");
+        return;
+    }
+    do_submit(s, w);
+}
+
+static void do_cancel(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_result_t res = {0};
+
+    if (!may_act(s, w, false))
+        return;
+    w->status = forge_slurm_cancel(s->client, w->cancel.job_id, NULL, &res);
+    forge_work_say(w, "%s", res.message);
+}
+
+/* ---- the pool's handlers ------------------------------------------------ */
+
+static void (*const steps[FORGE_WORK__COUNT])(submitter_t *, forge_work_t *) = {
+    [FORGE_WORK_SUBMIT] = do_submit,
+    [FORGE_WORK_CLEAN_SUBMIT] = do_clean_submit,
+    [FORGE_WORK_CLEAN_CANCEL] = clean_intent,
+    [FORGE_WORK_CANCEL] = do_cancel,
+};
+
+static void run(void *ctx, void *item)
+{
+    forge_work_t *w = item;
+
+    if (steps[w->kind]) {
+        steps[w->kind](ctx, w);
+        return;
+    }
+    w->status = FORGE_SLURM_REJECTED; /* not the Slurm thread's: a bug */
+    forge_work_say(w, "work of kind %d posted to the Slurm thread",
+                   (int)w->kind);
+}
+
+static void interrupt(void *ctx)
+{
+    submitter_t *s = ctx;
+
+    forge_slurm_client_interrupt(s->client); /* the call under way */
+}
+
+static void destroy(void *ctx)
+{
+    submitter_t *s = ctx;
+
+    forge_slurm_client_destroy(s->client);
+    free(s);
+}
+
+static const forge_pool_handlers_t handlers = {run, forge_work_drop, interrupt,
+                                               destroy};
+
+forge_rc_t forge_submit_start(const forge_config_t *cfg,
+                              const forge_series_catalog_t *catalog,
+                              const forge_tenants_t *tenants,
+                              const forge_generations_t *generations,
+                              forge_pool_t **out, forge_error_t *err)
+{
+    submitter_t *s = forge_xcalloc(1, sizeof(*s));
+    forge_slurm_options_t opts;
+    forge_rc_t rc;
+
+    *out = NULL;
+    s->cfg = cfg;
+    s->catalog = catalog;
+    s->tenants = tenants;
+    s->generations = generations;
+    forge_slurm_options_from_config(cfg, &opts);
+    if ((rc = forge_slurm_client_new(&opts, &s->client, err))) {
+        free(s);
+        return rc;
+    }
+    return forge_pool_start("slurm", 1, &handlers, s, out, err);
+}

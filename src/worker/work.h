@@ -1,0 +1,173 @@
+/*
+ * work.h - the work the loop hands to the threads beside it (pool.h), one
+ * kind per job that must never run on the consume loop: slurmrestd calls
+ * (submit, cancel, clean an interrupted submit: submit.h; a poll tick:
+ * poller.h) and file work on the shared storage (archive, cleanup:
+ * archive_work.h).
+ *
+ * A forge_work_t is what every kind shares (the launch it is for, the
+ * partition generation it was made in, how it went) and one payload per
+ * kind (the union: only the member of its kind is valid).
+ *
+ * Ownership: an item belongs to the loop until it is posted, to the pool's
+ * thread running it until it is finished, then to the loop again
+ * (forge_pool_take); the one exception is a submit's `withdraw` flag,
+ * which forge_submit_withdraw sets from the loop's thread while the item
+ * is out (an atomic). Every pointer in an item is the item's own: freed by
+ * forge_work_free, whatever its kind; a consumer that keeps one (the loop
+ * adopting a submit's component ids, a poll item's states) takes it and
+ * leaves NULL behind.
+ */
+#ifndef FORGE_WORK_H
+#define FORGE_WORK_H
+
+#include "archive/log_archive.h"
+#include "core/error.h"
+#include "render/staging.h"
+#include "request/request.h"
+#include "request/tenants.h"
+#include "slurm/client.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum forge_work_kind {
+    FORGE_WORK_SUBMIT,       /* render, stage, submit; adopt on unknown */
+    FORGE_WORK_CLEAN_SUBMIT, /* interrupted submit: cancel tagged jobs,
+                                remove staging, then submit */
+    FORGE_WORK_CLEAN_CANCEL, /* an intent cancelled before its submit was
+                                known: cancel tagged jobs, remove staging,
+                                submit nothing */
+    FORGE_WORK_CANCEL,
+    FORGE_WORK_POLL,
+    FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
+    FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
+    FORGE_WORK__COUNT
+} forge_work_kind_t;
+
+/* Whether the Slurm thread carried a work item out (submit.h). */
+typedef enum forge_work_refusal {
+    FORGE_WORK_DONE = 0, /* carried out: the result says how it went */
+    FORGE_WORK_STALE,    /* its partition's generation passed: dropped,
+                            nothing of it reached Slurm after that */
+    FORGE_WORK_WITHDRAWN /* a submit whose launch was cancelled before its
+                            POST: nothing submitted (a CLEAN_SUBMIT's clean
+                            ran; `status` says how it went) */
+} forge_work_refusal_t;
+
+/* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL. */
+typedef struct forge_work_submit {
+    char *request; /* the request bytes; NULL: its sealed request did not
+                      open (a CLEAN_SUBMIT then submits nothing) */
+    size_t request_len;
+    atomic_bool withdraw; /* set by forge_submit_withdraw */
+    /* results */
+    uint32_t job_id; /* the new job (the leader) */
+    uint32_t *component_ids;
+    size_t component_count;
+} forge_work_submit_t;
+
+/* CANCEL. */
+typedef struct forge_work_cancel {
+    uint32_t job_id;
+} forge_work_cancel_t;
+
+enum {
+    FORGE_POLL_UNANSWERED = 0, /* error: change nothing */
+    FORGE_POLL_UNCHANGED,
+    FORGE_POLL_CHANGED,
+    FORGE_POLL_ABSENT, /* neither slurmctld nor accounting knows it */
+};
+
+/* One launch in a poll tick, and what the tick found. */
+typedef struct forge_poll_item {
+    char *launch_id;
+    uint32_t job_id;         /* the leader */
+    uint32_t *component_ids; /* known components (may be just the leader) */
+    size_t component_count;
+    /* The record's slurm_states (launch.h): the job's Slurm states its
+     * state was derived from, or NULL. The poller takes it for what it saw
+     * of a job it has no memory of (after a restore), so a job whose
+     * states still say the same costs no details call. */
+    char *known_states;
+    int outcome;                 /* FORGE_POLL_* */
+    forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
+    char *states; /* FORGE_POLL_CHANGED: the states seen (for the record) */
+} forge_poll_item_t;
+
+/* POLL: many launches at once (the work's launch_id is NULL). */
+typedef struct forge_work_poll {
+    forge_poll_item_t *items;
+    size_t item_count;
+    /* The loop's memory generation. The poller's memory of what it saw
+     * (its change signatures) belongs to the records of one generation: a
+     * new one (records rewound by an aborted transaction, partitions
+     * restored) makes it forget, so every job is looked at afresh and a
+     * state the rewind took back is published again. */
+    unsigned long epoch;
+} forge_work_poll_t;
+
+/* ARCHIVE (a CLEANUP carries nothing but its launch). */
+typedef struct forge_work_files {
+    char *request; /* the request bytes (its pools, its secrets), or NULL */
+    size_t request_len;
+    forge_archive_t archive; /* the result */
+} forge_work_files_t;
+
+typedef struct forge_work {
+    forge_work_kind_t kind;
+    char *launch_id; /* NULL for a POLL */
+    int attempt;
+    /* the launch's partition, and the generation it was made in */
+    int32_t partition;
+    uint64_t generation;
+    /* results */
+    forge_work_refusal_t refused; /* the Slurm thread's kinds */
+    /* How the Slurm thread's kinds and the poll went; FORGE_SLURM_OK for
+     * file work. */
+    forge_slurm_status_t status;
+    /* Our own refusal or failure, or FORGE_OK. A SUBMIT REJECTED before
+     * Slurm saw it (the request's check; the staging folder unsafe): final,
+     * not retried. File work: FORGE_OK done, FORGE_EUNSAFE_PATH a cleanup
+     * refused (final), FORGE_EARCHIVE an archive that failed, any other a
+     * cleanup that failed (both retried later). */
+    forge_rc_t code;
+    char message[512];
+    union {
+        forge_work_submit_t submit; /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL */
+        forge_work_cancel_t cancel; /* CANCEL */
+        forge_work_poll_t poll;     /* POLL */
+        forge_work_files_t files;   /* ARCHIVE, CLEANUP */
+    };
+    struct forge_work *next; /* the loop's lists (never the pool's) */
+} forge_work_t;
+
+/* A new item of `kind` for (launch_id, attempt) (copied; NULL for a POLL),
+ * made in generation `generation` of `partition`; its payload empty. */
+forge_work_t *forge_work_new(forge_work_kind_t kind, const char *launch_id,
+                             int attempt, int32_t partition,
+                             uint64_t generation);
+
+/* w and everything it holds, whatever its kind. NULL-safe. */
+void forge_work_free(forge_work_t *w);
+
+/* The same, as a pool's drop handler. */
+void forge_work_drop(void *w);
+
+/* How the item went, for people (truncated to fit). */
+void forge_work_say(forge_work_t *w, const char *fmt, ...) FORGE_PRINTF(2, 3);
+
+/*
+ * Whose a launch's files are and whom its job runs as: its tenant's user
+ * (owner only when the worker is root: nobody else may give files away),
+ * or, without tenants, the storage root's owner and the fleet's own user
+ * (*user NULL). req NULL (a record without its request): the latter.
+ */
+forge_rc_t forge_work_files_owner(const forge_config_t *cfg,
+                                  const forge_tenants_t *tenants,
+                                  const forge_request_t *req,
+                                  forge_fs_owner_t *owner, const char **user,
+                                  forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif
