@@ -8,6 +8,7 @@
  * tests rely on.
  */
 #include "core/config.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -135,30 +136,9 @@ static const char *const foreign_prefixes[] = {"FORGE_STACK_", "FORGE_TEST_",
 
 /* ---- value checks ---------------------------------------------------- */
 
-static bool has_control_chars(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static bool is_name_char(int c, const char *extra)
 {
     return isalnum(c) || (c && strchr(extra, c));
-}
-
-/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$ */
-static bool matches_name(const char *s, const char *extra, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > max || !isalnum((unsigned char)s[0]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_name_char((unsigned char)s[i], extra))
-            return false;
-    return true;
 }
 
 static bool is_topic_name(const char *s)
@@ -252,24 +232,6 @@ static bool is_brokers(const char *s)
     return true;
 }
 
-static bool is_url(const char *s)
-{
-    const char *host;
-
-    if (!strncmp(s, "http://", 7))
-        host = s + 7;
-    else if (!strncmp(s, "https://", 8))
-        host = s + 8;
-    else
-        return false;
-    if (*host == '\0' || *host == '/' || *host == ':')
-        return false;
-    for (; *s; s++)
-        if (isspace((unsigned char)*s) || *s == '?' || *s == '#')
-            return false;
-    return true;
-}
-
 static forge_rc_t parse_int(const char *v, const var_rule_t *r, int *out,
                             forge_error_t *err)
 {
@@ -331,14 +293,14 @@ static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
 {
     switch (r->kind) {
     case VAR_NAME:
-        if (!matches_name(v, "._@-", 64))
+        if (!forge_text_is_name(v, "._@-", 64))
             return forge_error_set(err, FORGE_ECONFIG, r->name,
                                    "%s must match "
                                    "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
                                    r->name);
         return FORGE_OK;
     case VAR_ID:
-        if (!matches_name(v, "._-", 64))
+        if (!forge_text_is_name(v, "._-", 64))
             return forge_error_set(err, FORGE_ECONFIG, r->name,
                                    "%s must match "
                                    "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
@@ -354,7 +316,7 @@ static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
     case VAR_ABSPATH:
         return check_abspath(v, r->name, err);
     case VAR_URL:
-        if (!is_url(v))
+        if (!forge_text_is_http_url(v, FORGE_URL_BASE))
             return forge_error_set(err, FORGE_ECONFIG, r->name,
                                    "%s must be an http:// or https:// URL "
                                    "with a host and no query (got \"%s\")",
@@ -419,7 +381,7 @@ static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
         return forge_error_set(err, FORGE_ECONFIG, r->name,
                                "%s is longer than %d bytes", r->name,
                                MAX_VALUE_LEN);
-    if (has_control_chars(v))
+    if (forge_text_has_control(v))
         return forge_error_set(err, FORGE_ECONFIG, r->name,
                                "%s contains control characters", r->name);
     switch (r->kind) {

@@ -10,6 +10,7 @@
  * every example.
  */
 #include "request/request.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -132,34 +133,12 @@ static size_t utf8_count(const char *s, size_t n)
     return count;
 }
 
-static bool has_control(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static bool has_dotdot(const char *s)
 {
     for (const char *p = s; (p = strstr(p, "..")); p += 2)
         if ((p == s || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
             return true;
     return false;
-}
-
-static bool is_http_url(const char *s)
-{
-    const char *rest = !strncmp(s, "http://", 7)    ? s + 7
-                       : !strncmp(s, "https://", 8) ? s + 8
-                                                    : NULL;
-
-    if (!rest || !*rest)
-        return false;
-    for (; *rest; rest++)
-        if (strchr(" \t\n\r\f\v", *rest))
-            return false;
-    return true;
 }
 
 static bool mount_chars_only(const char *s)
@@ -173,7 +152,7 @@ static bool mount_chars_only(const char *s)
 /* Why a string breaks its flags, or NULL when it does not. */
 static const char *string_flag_problem(const char *s, unsigned flags)
 {
-    if ((flags & S_NO_CONTROL) && has_control(s))
+    if ((flags & S_NO_CONTROL) && forge_text_has_control(s))
         return "must not contain control characters";
     if ((flags & S_ABSOLUTE) && s[0] != '/')
         return "must be an absolute path";
@@ -182,7 +161,7 @@ static const char *string_flag_problem(const char *s, unsigned flags)
     if ((flags & S_MOUNT_CHARS) && !mount_chars_only(s))
         return "may hold only letters, digits and . _ / + @ = - (Pyxis, "
                "enroot and Apptainer give other characters a meaning)";
-    if ((flags & S_HTTP_URL) && !is_http_url(s))
+    if ((flags & S_HTTP_URL) && !forge_text_is_http_url(s, 0))
         return "must be an http:// or https:// URL without spaces";
     return NULL;
 }

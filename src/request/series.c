@@ -2,6 +2,7 @@
  * series.c - reading the GPU series catalogue (series.h).
  */
 #include "request/series.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -11,18 +12,6 @@
 
 #define CATALOG_MAX_BYTES (1024 * 1024)
 #define CONSTRAINT_MAX    256
-
-static bool valid_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 64 ||
-        !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-          (s[0] >= '0' && s[0] <= '9')))
-        return false;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                     "0123456789._-") == n;
-}
 
 /* Slurm constraint expression characters: features, & | ( ) ! * : . - _ */
 static bool valid_constraint(const char *s)
@@ -40,7 +29,7 @@ static forge_rc_t parse_entry(const char *name, json_t *v, forge_series_t *s,
     json_t *c = json_object_get(v, "slurm_constraint");
     json_t *g = json_object_get(v, "gpus_per_node");
 
-    if (!valid_name(name))
+    if (!forge_text_is_name(name, "._-", 64))
         return forge_error_set(err, FORGE_ESCHEMA, "$.series",
                                "series name \"%.64s\" must match "
                                "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",

@@ -3,6 +3,7 @@
  * of schemas/tenants.v1.json, and which tenant a launch runs as.
  */
 #include "request/tenants.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -18,19 +19,6 @@ static bool ascii_alnum(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c >= '0' && c <= '9');
-}
-
-/* ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$: the request's own rule for `tenant`. */
-static bool tenant_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 64 || !ascii_alnum(s[0]))
-        return false;
-    for (size_t i = 1; i < n; i++)
-        if (!ascii_alnum(s[i]) && !strchr("._-", s[i]))
-            return false;
-    return true;
 }
 
 /* ^[A-Za-z_][A-Za-z0-9_.-]{0,31}$, and never root: a job never runs as root. */
@@ -60,7 +48,8 @@ static forge_rc_t parse_entry(const char *name, json_t *v, forge_tenant_t *t,
     json_t *user = json_object_get(v, "slurm_user");
     json_t *uid = json_object_get(v, "uid"), *gid = json_object_get(v, "gid");
 
-    if (!tenant_name_ok(name))
+    /* the request's own rule for `tenant` */
+    if (!forge_text_is_name(name, "._-", 64))
         return forge_error_set(err, FORGE_ESCHEMA, "$.tenants",
                                "tenant \"%s\": a name must match "
                                "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
