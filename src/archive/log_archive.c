@@ -18,6 +18,7 @@
 #include "render/render.h"
 #include "core/safe_fs.h"
 #include "render/staging.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <archive.h>
@@ -369,8 +370,8 @@ static char *take_last(forge_buf_t *b)
     if (len <= TAIL_MAX)
         return forge_buf_take(b);
     start = tail_start(s, len, false, &mid_line);
-    while (start < len && ((unsigned char)s[start] & 0xC0) == 0x80)
-        start++; /* s is valid UTF-8: a character boundary */
+    /* s is valid UTF-8: a character boundary */
+    start = forge_utf8_boundary((const unsigned char *)s, len, start);
     out = forge_xstrdup(s + start);
     forge_buf_free(b);
     return out;
@@ -390,9 +391,9 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
         find_secret(&s, text + start, len - start, mid_line, secrets[i]);
     if (s.count > 1)
         qsort(s.at, s.count, sizeof(*s.at), span_cmp);
-    while (!(s.count && s.at[0].start == 0) && start + at < len &&
-           (p[start + at] & 0xC0) == 0x80)
-        at++; /* a character boundary, unless a secret's end opens it */
+    /* a character boundary, unless a secret's end opens the window */
+    if (!(s.count && s.at[0].start == 0))
+        at = forge_utf8_boundary(p + start, len - start, 0);
     put_redacted(&b, p + start, len - start, at, &s);
     free(s.at);
     return take_last(&b);

@@ -10,6 +10,7 @@
  */
 #include "core/log.h"
 #include "core/buf.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <ctype.h>

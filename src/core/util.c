@@ -116,32 +116,6 @@ out:
     return rc;
 }
 
-size_t forge_utf8_len(const unsigned char *p, size_t left)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] < 0xC2 || p[0] > 0xF4)
-        return 0;
-    n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
-    if (p[0] == 0xE0)
-        lo = 0xA0; /* overlong */
-    else if (p[0] == 0xED)
-        hi = 0x9F; /* surrogates */
-    else if (p[0] == 0xF0)
-        lo = 0x90; /* overlong */
-    else if (p[0] == 0xF4)
-        hi = 0x8F; /* past U+10FFFF */
-    if (n > left || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
 void forge_hex(const unsigned char *bytes, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";

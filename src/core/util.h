@@ -28,11 +28,6 @@ size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
  * when it is bigger than max. */
 int forge_read_file(const char *path, size_t max, char **out, size_t *len);
 
-/* Length of the valid UTF-8 sequence at p (left bytes available), or 0
- * when it is not one: strict, as jansson is (no overlong forms, no
- * surrogates, nothing past U+10FFFF). */
-size_t forge_utf8_len(const unsigned char *p, size_t left);
-
 /* True when s starts with prefix. */
 int forge_str_starts_with(const char *s, const char *prefix);
 

@@ -11,6 +11,7 @@
  */
 #include "request/request.h"
 #include "core/text.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -122,17 +123,6 @@ enum {
     S_HTTP_URL = 1 << 4,    /* ^https?://[^\s]+$ */
 };
 
-/* Code points in a UTF-8 string (jansson guarantees valid UTF-8). */
-static size_t utf8_count(const char *s, size_t n)
-{
-    size_t count = 0;
-
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xc0) != 0x80)
-            count++;
-    return count;
-}
-
 static bool has_dotdot(const char *s)
 {
     for (const char *p = s; (p = strstr(p, "..")); p += 2)
@@ -215,7 +205,7 @@ static forge_rc_t take_string(json_t *v, const field_t *f, char **out,
         return fail(err, f->code, p, "must be a string");
     if (strlen(s) != n)
         return fail(err, f->code, p, "must not contain NUL");
-    count = utf8_count(s, n);
+    count = forge_utf8_count(s, n); /* jansson: valid UTF-8 */
     if (f->pattern && !pattern_match(f->pattern, s))
         return fail(err, f->code, p, "must match %s", f->pattern->regex);
     if (count < (size_t)f->min || (f->max && count > (size_t)f->max)) {
