@@ -2,7 +2,7 @@
  * log_archive.c - logs.tar.gz from a staging folder (log_archive.h). libarchive
  * writes the tar+gzip stream (pax restricted format, gzip without its
  * timestamp: same files, same bytes) through our write callback, which
- * hashes (OpenSSL SHA-256) what it writes, so the archive is read once.
+ * hashes (sha256.h) what it writes, so the archive is read once.
  * Every file operation goes through safe_fs.h, beneath a descriptor of the
  * storage root: a link planted by a job anywhere on the way (at `staging`,
  * the staging folder, `artifacts`, ...) is refused or skipped, never
@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +44,7 @@ static const char *const own_files[] = {FORGE_STAGING_SCRIPT,
 
 typedef struct sink {
     int fd;
-    EVP_MD_CTX *sha;
+    forge_sha256_t *sha;
     uint64_t bytes;
 } sink_t;
 
@@ -67,7 +66,7 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
         p += n;
         left -= (size_t)n;
     }
-    EVP_DigestUpdate(s->sha, buf, len);
+    forge_sha256_update(s->sha, buf, len);
     s->bytes += len;
     return (la_ssize_t)len;
 }
@@ -522,12 +521,12 @@ static forge_rc_t hash_existing(const target_t *t, sink_t *sink,
                                forge_fs_uid_name(st.st_uid, who, sizeof(who)));
     }
     buf = forge_xmalloc(CHUNK);
-    EVP_DigestInit_ex(sink->sha, EVP_sha256(), NULL);
+    forge_sha256_restart(sink->sha);
     sink->bytes = 0;
     while ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)) {
         if (n < 0)
             continue;
-        EVP_DigestUpdate(sink->sha, buf, (size_t)n);
+        forge_sha256_update(sink->sha, buf, (size_t)n);
         sink->bytes += (uint64_t)n;
     }
     if (n < 0)
@@ -563,8 +562,6 @@ static bool drop_foreign_archive(const target_t *t)
 static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
                               forge_archive_t *out, forge_error_t *err)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
     forge_rc_t rc;
 
     if (fsync(sink->fd) != 0 || close(sink->fd) != 0) {
@@ -592,8 +589,7 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
         return rc;
     unlinkat(t->fd, tmp, 0);
     forge_fs_sync_dir(t->fd); /* the link itself made durable */
-    EVP_DigestFinal_ex(sink->sha, md, &md_len);
-    forge_hex(md, md_len < 32 ? md_len : 32, out->sha256);
+    forge_sha256_final_hex(sink->sha, out->sha256);
     out->bytes = sink->bytes;
     out->at_ms = forge_event_now_ms();
     return FORGE_OK;
@@ -606,13 +602,12 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
 static forge_rc_t write_archive(int root, listing_t *l, const target_t *t,
                                 forge_archive_t *out, forge_error_t *err)
 {
-    sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    sink_t sink = {-1, forge_sha256_new(), 0};
     forge_fs_owner_t group = {(uid_t)-1, t->group};
     struct archive *a = NULL;
     char *tmp = NULL;
     forge_rc_t rc;
 
-    EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
     if ((rc = forge_fs_create_temp(t->fd, t->rel, FORGE_ARCHIVE_NAME, 0640,
                                    group, &tmp, &sink.fd, err)))
         goto out;
@@ -630,7 +625,7 @@ out:
         close(sink.fd);
     if (rc && tmp)
         unlinkat(t->fd, tmp, 0);
-    EVP_MD_CTX_free(sink.sha);
+    forge_sha256_destroy(sink.sha);
     free(tmp);
     return rc;
 }

@@ -32,6 +32,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/safe_fs.h"
+#include "core/sha256.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,7 +49,7 @@ typedef struct forge_archive {
     char *path;          /* host side, absolute */
     char *relative_path; /* artifacts/<launch_id>/<attempt>/logs.tar.gz */
     uint64_t bytes;
-    char sha256[65];
+    char sha256[FORGE_SHA256_HEX];
     forge_archive_file_t *files;
     size_t file_count;
     char **missing;

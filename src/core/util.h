@@ -31,7 +31,4 @@ int forge_read_file(const char *path, size_t max, char **out, size_t *len);
 /* True when s starts with prefix. */
 int forge_str_starts_with(const char *s, const char *prefix);
 
-/* n bytes as lower-case hex into out (2n + 1 bytes, NUL-terminated). */
-void forge_hex(const unsigned char *bytes, size_t n, char *out);
-
 #endif

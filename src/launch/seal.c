@@ -5,6 +5,7 @@
  * here keeps state beyond the loaded keys.
  */
 #include "launch/seal.h"
+#include "core/sha256.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -41,12 +42,12 @@ struct forge_sealer {
 
 static void key_id(const unsigned char *key, char kid[FORGE_SEAL_KID_HEX])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
+    char hex[FORGE_SHA256_HEX];
 
-    EVP_Digest(key, FORGE_SEAL_KEY_BYTES, md, &n, EVP_sha256(), NULL);
-    forge_hex(md, (FORGE_SEAL_KID_HEX - 1) / 2, kid);
-    OPENSSL_cleanse(md, sizeof(md));
+    forge_sha256_hex(key, FORGE_SEAL_KEY_BYTES, hex);
+    memcpy(kid, hex, FORGE_SEAL_KID_HEX - 1);
+    kid[FORGE_SEAL_KID_HEX - 1] = '\0';
+    OPENSSL_cleanse(hex, sizeof(hex));
 }
 
 /* Exactly FORGE_SEAL_KEY_BYTES from fd, and then the end of the file. */

@@ -52,7 +52,8 @@ Test(utf8, count_is_characters_not_bytes)
 
 Test(utf8, boundary_skips_to_the_next_character)
 {
-    const unsigned char *s = (const unsigned char *)"\xe2\x82\xac" "b";
+    const unsigned char *s = (const unsigned char *)"\xe2\x82\xac"
+                                                    "b";
 
     cr_assert_eq(forge_utf8_boundary(s, 4, 0), 0);
     cr_assert_eq(forge_utf8_boundary(s, 4, 1), 3);
