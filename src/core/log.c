@@ -10,6 +10,7 @@
  */
 #include "core/log.h"
 #include "core/buf.h"
+#include "core/timestamp.h"
 #include "core/utf8.h"
 #include "core/util.h"
 
@@ -221,13 +222,12 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
 static void put_time(forge_buf_t *out)
 {
     struct timespec ts;
-    struct tm tm;
-    char stamp[32];
+    char stamp[FORGE_TIMESTAMP_MAX];
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    forge_buf_printf(out, "%s.%03ldZ", stamp, ts.tv_nsec / 1000000);
+    forge_timestamp_format((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                           stamp, sizeof(stamp));
+    forge_buf_puts(out, stamp);
 }
 
 static void build_line(forge_buf_t *out, forge_log_level_t level,

@@ -4,22 +4,11 @@
  */
 #include "launch/events.h"
 #include "core/buf.h"
+#include "core/timestamp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-void forge_event_time(long long at_ms, char *out, size_t size)
-{
-    time_t secs = (time_t)(at_ms / 1000);
-    struct tm tm;
-    char stamp[24];
-
-    gmtime_r(&secs, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, size, "%.19s.%03dZ", stamp,
-             (int)(at_ms % 1000 + 1000) % 1000);
-}
 
 long long forge_event_now_ms(void)
 {
@@ -76,10 +65,11 @@ static json_t *cloud_event(const char *id, const char *type,
 
 json_t *forge_event_status(const forge_status_event_t *e)
 {
-    char at[32], *id = forge_event_status_id(e->launch_id, e->attempt, e->seq);
+    char at[FORGE_TIMESTAMP_MAX],
+        *id = forge_event_status_id(e->launch_id, e->attempt, e->seq);
     json_t *labels = labels_json(e->labels, e->label_count), *data, *event;
 
-    forge_event_time(e->at_ms, at, sizeof(at));
+    forge_timestamp_format(e->at_ms, at, sizeof(at));
     data = json_pack("{s:s, s:i, s:I, s:s, s:o, s:o, s:s, s:s, s:o, s:o}",
                      "launch_id", e->launch_id, "attempt", e->attempt, "seq",
                      (json_int_t)e->seq, "state", forge_state_name(e->state),
@@ -126,9 +116,9 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
     const forge_archive_t *a = e->archive;
     json_t *missing = json_array(), *tail = json_null(), *data, *event;
     forge_buf_t id = FORGE_BUF_INIT;
-    char at[32];
+    char at[FORGE_TIMESTAMP_MAX];
 
-    forge_event_time(a->at_ms, at, sizeof(at));
+    forge_timestamp_format(a->at_ms, at, sizeof(at));
     forge_buf_printf(&id, "%s/%d/logs", e->launch_id, e->attempt);
     for (size_t i = 0; i < a->missing_count; i++)
         json_array_append_new(missing, json_string(a->missing[i]));
