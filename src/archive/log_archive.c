@@ -14,6 +14,7 @@
 #include "core/buf.h"
 #include "launch/events.h"
 #include "core/log.h"
+#include "core/redact.h"
 #include "render/paths.h"
 #include "render/render.h"
 #include "core/safe_fs.h"
@@ -279,53 +280,28 @@ static size_t secret_start_at_end(const char *text, size_t len,
     return 0;
 }
 
-/* A run of the window to replace by [REDACTED]: [start, end). */
-typedef struct tail_span {
-    size_t start, end;
-} tail_span_t;
-
-typedef struct tail_spans {
-    tail_span_t *at;
-    size_t count;
-} tail_spans_t;
-
-static void add_span(tail_spans_t *s, size_t start, size_t end)
-{
-    s->at = forge_xrealloc(s->at, (s->count + 1) * sizeof(*s->at));
-    s->at[s->count++] = (tail_span_t){start, end};
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-    const tail_span_t *x = a, *y = b;
-
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* Where secret shows in the window w[0..n): each whole occurrence, its end
  * opening the window when the window cuts a line (cut_head), its start
  * closing the window. */
-static void find_secret(tail_spans_t *s, const char *w, size_t n, bool cut_head,
-                        const char *secret)
+static void find_secret(forge_redact_runs_t *s, const char *w, size_t n,
+                        bool cut_head, const char *secret)
 {
     size_t slen = secret ? strlen(secret) : 0, k;
-    const char *p = w;
 
     if (!slen)
         return;
-    while (n >= slen && (p = memmem(p, n - (size_t)(p - w), secret, slen))) {
-        add_span(s, (size_t)(p - w), (size_t)(p - w) + slen);
-        p++;
-    }
+    forge_redact_find(s, w, n, secret, slen);
     if (cut_head && (k = secret_end_at_head(w, n, secret, slen)))
-        add_span(s, 0, k);
+        forge_redact_add(s, 0, k);
     if ((k = secret_start_at_end(w, n, secret, slen)))
-        add_span(s, n - k, n);
+        forge_redact_add(s, n - k, n);
 }
 
-/* p[0..len) as valid UTF-8 without NULs. */
-static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len)
+/* text[0..len) as valid UTF-8 without NULs. */
+static void put_clean(forge_buf_t *b, const char *text, size_t len)
 {
+    const unsigned char *p = (const unsigned char *)text;
+
     for (size_t i = 0; i < len;) {
         size_t n = forge_utf8_len(p + i, len - i);
         if (n == 0 || p[i] == 0) {
@@ -338,23 +314,13 @@ static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len)
     }
 }
 
-/* w[at..n) cleaned, each span (sorted) replaced, overlapping ones as one. */
-static void put_redacted(forge_buf_t *b, const unsigned char *w, size_t n,
-                         size_t at, const tail_spans_t *s)
+/* True when a run opens the window (a secret's end cut by it). */
+static bool opens_window(const forge_redact_runs_t *s)
 {
-    for (size_t k = 0; k < s->count; k++) {
-        size_t start = s->at[k].start, end = s->at[k].end;
-        while (k + 1 < s->count && s->at[k + 1].start < end)
-            if (s->at[++k].end > end)
-                end = s->at[k].end;
-        if (end <= at) /* inside what was skipped or emitted */
-            continue;
-        if (start > at)
-            put_clean(b, w + at, start - at);
-        forge_buf_puts(b, "[REDACTED]");
-        at = end;
-    }
-    put_clean(b, w + at, n - at);
+    for (size_t k = 0; k < s->count; k++)
+        if (s->at[k].start == 0)
+            return true;
+    return false;
 }
 
 /* The replacements can make the text longer than it was: its last TAIL_MAX
@@ -381,20 +347,18 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
 {
     const unsigned char *p = (const unsigned char *)text;
     forge_buf_t b = FORGE_BUF_INIT;
-    tail_spans_t s = {NULL, 0};
+    forge_redact_runs_t s = {NULL, 0};
     size_t start, at = 0;
     bool mid_line;
 
     start = tail_start(text, len, from_start, &mid_line);
     for (size_t i = 0; secrets && i < count; i++)
         find_secret(&s, text + start, len - start, mid_line, secrets[i]);
-    if (s.count > 1)
-        qsort(s.at, s.count, sizeof(*s.at), span_cmp);
     /* a character boundary, unless a secret's end opens the window */
-    if (!(s.count && s.at[0].start == 0))
+    if (!opens_window(&s))
         at = forge_utf8_boundary(p + start, len - start, 0);
-    put_redacted(&b, p + start, len - start, at, &s);
-    free(s.at);
+    forge_redact_write(&b, text + start, len - start, at, &s, put_clean);
+    forge_redact_clear(&s);
     return take_last(&b);
 }
 

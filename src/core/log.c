@@ -27,10 +27,6 @@
 #define LINE_MAX_BYTES (64 * 1024)
 #define SECRET_MIN_LEN 4
 
-typedef struct span {
-    size_t start, end;
-} span_t;
-
 typedef struct secret {
     char *text;
     size_t refs; /* holders that added it and did not remove it yet */
@@ -84,70 +80,24 @@ static size_t jwt_len_at(const char *s, size_t i, size_t n)
     return j - i;
 }
 
-static void add_span(span_t **spans, size_t *count, size_t start, size_t end)
+/* Appends s[0..n) to out with every registered secret and JWT-shaped run
+ * replaced (redact.h). */
+static void redact_into(forge_buf_t *out, const char *s, size_t n)
 {
-    *spans = forge_xrealloc(*spans, (*count + 1) * sizeof(**spans));
-    (*spans)[(*count)++] = (span_t){start, end};
-}
+    forge_redact_runs_t runs = {NULL, 0};
 
-static int span_cmp(const void *a, const void *b)
-{
-    const span_t *x = a, *y = b;
-
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Finds what must go: registered secrets and JWT-shaped runs. */
-static size_t find_spans(const char *s, size_t n, span_t **out)
-{
-    span_t *spans = NULL;
-    size_t count = 0;
-
-    for (size_t k = 0; k < logger.nsecrets; k++) {
-        const char *secret = logger.secrets[k].text;
-        size_t len = strlen(secret);
-        const char *p = s;
-        while ((p = memmem(p, n - (size_t)(p - s), secret, len))) {
-            add_span(&spans, &count, (size_t)(p - s), (size_t)(p - s) + len);
-            p += 1;
-        }
-    }
+    for (size_t k = 0; k < logger.nsecrets; k++)
+        forge_redact_find(&runs, s, n, logger.secrets[k].text,
+                          strlen(logger.secrets[k].text));
     for (size_t i = 0; i + 3 <= n; i++) {
         size_t len = jwt_len_at(s, i, n);
         if (len) {
-            add_span(&spans, &count, i, i + len);
+            forge_redact_add(&runs, i, i + len);
             i += len - 1;
         }
     }
-    if (count > 1)
-        qsort(spans, count, sizeof(*spans), span_cmp);
-    *out = spans;
-    return count;
-}
-
-/* Appends s[0..n) to out with every secret replaced (overlaps merged). */
-static void redact_into(forge_buf_t *out, const char *s, size_t n)
-{
-    span_t *spans = NULL;
-    size_t count = find_spans(s, n, &spans);
-    size_t at = 0;
-
-    for (size_t k = 0; k < count; k++) {
-        size_t start = spans[k].start, end = spans[k].end;
-        while (k + 1 < count && spans[k + 1].start < end) {
-            k++;
-            if (spans[k].end > end)
-                end = spans[k].end;
-        }
-        if (start < at) /* inside a span already emitted */
-            start = at;
-        forge_buf_append(out, s + at, start - at);
-        if (end > at)
-            forge_buf_puts(out, FORGE_LOG_REDACTED);
-        at = end > at ? end : at;
-    }
-    forge_buf_append(out, s + at, n - at);
-    free(spans);
+    forge_redact_write(out, s, n, 0, &runs, NULL);
+    forge_redact_clear(&runs);
 }
 
 static bool key_is_sensitive(const char *key)
@@ -205,7 +155,7 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
     forge_buf_t clean = FORGE_BUF_INIT;
 
     if (whole_secret)
-        forge_buf_puts(&clean, FORGE_LOG_REDACTED);
+        forge_buf_puts(&clean, FORGE_REDACTED);
     else
         redact_into(&clean, raw ? raw : "", raw ? strlen(raw) : 0);
     if (clean.len > LINE_MAX_BYTES) {

@@ -20,11 +20,10 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/redact.h" /* FORGE_REDACTED */
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#define FORGE_LOG_REDACTED "[REDACTED]"
 
 /* A key/value pair added to a line; both borrowed for the call. */
 typedef struct forge_log_field {

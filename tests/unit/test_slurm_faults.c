@@ -417,7 +417,7 @@ Test(slurm_faults, the_token_never_reaches_the_log_nor_a_message)
         push_echo(500, TOKEN);
     cr_assert_eq(details(c, &res), FORGE_SLURM_SERVER);
     cr_assert_null(strstr(res.message, "forge-token-"), "%s", res.message);
-    cr_assert(strstr(res.message, FORGE_LOG_REDACTED), "%s", res.message);
+    cr_assert(strstr(res.message, FORGE_REDACTED), "%s", res.message);
     push_echo(422, TOKEN);
     cr_assert_eq(submit(c, &res), FORGE_SLURM_REJECTED);
     cr_assert_null(strstr(res.message, "forge-token-"), "%s", res.message);
