@@ -78,40 +78,47 @@ int forge_str_starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+int forge_read_stream(FILE *f, size_t max, char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0, cap = 0, r;
+
+    *out = NULL;
+    *len = 0;
+    do {
+        if (cap - n < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = forge_xrealloc(buf, cap + 1);
+        }
+        r = fread(buf + n, 1, cap - n, f);
+        n += r;
+    } while (r > 0 && n <= max);
+    if (ferror(f)) {
+        free(buf);
+        return FORGE_EIO;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return FORGE_OK;
+}
+
 int forge_read_file(const char *path, size_t max, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FORGE_EIO;
+    int rc;
 
     *out = NULL;
     *len = 0;
     if (!f)
         return FORGE_EIO;
-    for (;;) {
-        if (cap - n < 4096) {
-            cap = cap ? cap * 2 : 8192;
-            buf = forge_xrealloc(buf, cap + 1);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n > max) {
-            rc = FORGE_ETOO_LARGE;
-            goto out;
-        }
-        if (r == 0)
-            break;
-    }
-    if (ferror(f))
-        goto out;
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    buf = NULL;
-    rc = FORGE_OK;
-out:
-    free(buf);
+    rc = forge_read_stream(f, max, out, len);
     fclose(f);
+    if (!rc && *len > max) {
+        free(*out);
+        *out = NULL;
+        *len = 0;
+        rc = FORGE_ETOO_LARGE;
+    }
     return rc;
 }

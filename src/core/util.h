@@ -12,6 +12,7 @@
 #define FORGE_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 void *forge_xmalloc(size_t n);                 /* new; never NULL */
 void *forge_xcalloc(size_t n, size_t m);       /* new, zeroed; never NULL */
@@ -22,6 +23,12 @@ char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
 /* BSD strlcat: appends src to dst (of total size dstsize), always
  * NUL-terminates, returns the length it tried to create. */
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
+
+/* Reads f to its end, or until more than max bytes came: *out (new,
+ * NUL-terminated) holds what was read, *len its length without the NUL (>
+ * max when f holds more than max). FORGE_EIO when f cannot be read (*out
+ * NULL). The one reader of whole inputs: files, and stdin for commands. */
+int forge_read_stream(FILE *f, size_t max, char **out, size_t *len);
 
 /* Reads a whole file of at most max bytes into *out (new, NUL-terminated;
  * *len excludes the NUL). FORGE_EIO when it cannot be read, FORGE_ETOO_LARGE
