@@ -55,15 +55,9 @@ static void publish_logs(worker_t *w, forge_entry_t *e,
     forge_logs_event_t ev = {e->rec->launch_id,      e->rec->attempt,
                              w->cfg->worker_id,      l ? l->labels : NULL,
                              l ? l->label_count : 0, a};
-    json_t *o = forge_event_logs(&ev);
-    char *text = json_dumps(o, JSON_COMPACT);
-    forge_error_t err = {0};
 
-    if (forge_kafka_produce(w->kafka, w->cfg->topic_logs, -1, e->rec->launch_id,
-                            text, strlen(text), &err))
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
+    forge_worker_produce_json(w, w->cfg->topic_logs, -1, e->rec->launch_id,
+                              forge_event_logs(&ev));
 }
 
 static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
