@@ -9,7 +9,7 @@
 #define FORGE_EVENTS_H
 
 #include "archive/log_archive.h"
-#include "launch/platform_state.h"
+#include "launch/state.h"
 #include "request/request.h"
 
 #include <jansson.h>

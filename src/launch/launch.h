@@ -37,7 +37,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "launch/platform_state.h"
+#include "launch/state.h"
 #include "launch/seal.h"
 
 #include <jansson.h>

@@ -10,7 +10,7 @@
 
 #include "kafka/kafka.h"
 #include "launch/owner.h"
-#include "launch/platform_state.h"
+#include "launch/state.h"
 #include "worker/runner.h"
 #include "worker/worker.h"
 
