@@ -48,7 +48,7 @@ forge_rc_t forge_log_secret_add(const char *secret);
 void forge_log_secret_remove(const char *secret);
 
 /* A copy of every registered secret, for redacting text that is not a log
- * line without holding the log's lock (an archive's tail, log_archive.h):
+ * line without holding the log's lock (an archive's tail, archive.h):
  * new, NULL-terminated, *count entries (count may be NULL). Free it with
  * forge_log_secrets_free. */
 char **forge_log_secrets_copy(size_t *count);

@@ -1,6 +1,6 @@
 /*
  * redact.h - replacing secrets in text by one marker, once: the log's
- * lines (log.h) and an archive's tail (log_archive.h) both find where
+ * lines (log.h) and an archive's tail (archive.h) both find where
  * secrets stand as runs [start, end) of their text, then write the text
  * with each run replaced by FORGE_REDACTED, overlapping runs as one. What
  * counts as a secret is theirs; how a run is found and written is here.

@@ -90,7 +90,7 @@ json_t *forge_event_status(const forge_status_event_t *e)
     return event;
 }
 
-/* The entries of the staging folder that were refused (log_archive.h). */
+/* The entries of the staging folder that were refused (archive.h). */
 static json_t *archive_refused(const forge_archive_t *a)
 {
     json_t *refused = json_array();

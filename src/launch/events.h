@@ -8,7 +8,7 @@
 #ifndef FORGE_EVENTS_H
 #define FORGE_EVENTS_H
 
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "launch/state.h"
 #include "request/request.h"
 

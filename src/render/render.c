@@ -483,7 +483,7 @@ static void put_pyxis_task(forge_buf_t *s, const forge_launch_t *l,
 }
 
 /* A het component's own <pool>.out / <pool>.err in the staging folder,
- * where the archive (log_archive.h) expects them. */
+ * where the archive (archive.h) expects them. */
 static void put_component_logs(forge_buf_t *s, const forge_config_t *cfg,
                                const forge_launch_t *l,
                                const forge_pool_t *pool)

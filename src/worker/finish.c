@@ -3,7 +3,7 @@
  * step idempotent so that the next owner redoes whatever a crash cut off:
  *
  *   1. archive   the staging folder into artifacts/<id>/<attempt>/logs.tar.gz
- *                (log_archive.h), on the archiver's threads; at most
+ *                (archive.h), on the archiver's threads; at most
  *                FORGE_ARCHIVE_SLOTS at once, the rest wait in their records
  *   2. announce  forge.launch.logs_archived (id <id>/<attempt>/logs) and the
  *                record saying `archived`, in one transaction; the request
@@ -84,7 +84,7 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
 /* A cleanup refused (FORGE_EUNSAFE_PATH: a link or foreign folder where
  * the staging folder should be): not retried, nothing removed through it.
  * (An archive never is: a refused staging folder gives an empty archive
- * whose event says why, log_archive.h.) */
+ * whose event says why, archive.h.) */
 static void on_refused(worker_t *w, forge_entry_t *e, forge_work_t *work)
 {
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},

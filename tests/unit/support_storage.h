@@ -1,6 +1,6 @@
 /*
  * support_storage.h - what the unit tests of the shared-storage code share
- * (safe_fs, staging, log_archive, request_check, runner): shell commands
+ * (safe_fs, staging, archive, request_check, runner): shell commands
  * that plant links and files as a job would, and removing a test's folders
  * without following what was planted in them.
  */

@@ -1,5 +1,5 @@
 /*
- * log_archive.c - logs.tar.gz from a staging folder (log_archive.h). libarchive
+ * archive.c - logs.tar.gz from a staging folder (archive.h). libarchive
  * writes the tar+gzip stream (pax restricted format, gzip without its
  * timestamp: same files, same bytes) through our write callback, which
  * hashes (sha256.h) what it writes, so the archive is read once.
@@ -10,7 +10,7 @@
  * another launch's or root's). The archive is created, linked into place,
  * re-read and synced by descriptors of its folder only.
  */
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "core/buf.h"
 #include "launch/events.h"
 #include "core/log.h"
