@@ -143,7 +143,7 @@ static forge_state_t follow(forge_slurm_client_t *c, const forge_config_t *cfg,
             forge_log_warn("slurmrestd: %s (%s); trying again", res.message,
                            forge_slurm_status_name(st));
         }
-        forge_slurm_job_list_free(&jobs);
+        forge_slurm_job_list_clear(&jobs);
         if (!forge_state_is_terminal(state))
             sleep(1);
     }

@@ -338,7 +338,7 @@ static char *take_last(forge_buf_t *b)
     /* s is valid UTF-8: a character boundary */
     start = forge_utf8_boundary((const unsigned char *)s, len, start);
     out = forge_xstrdup(s + start);
-    forge_buf_free(b);
+    forge_buf_clear(b);
     return out;
 }
 

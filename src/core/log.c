@@ -166,7 +166,7 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
         json_escape(out, forge_buf_str(&clean), clean.len);
     else
         text_escape(out, forge_buf_str(&clean), clean.len);
-    forge_buf_free(&clean);
+    forge_buf_clear(&clean);
 }
 
 static void put_time(forge_buf_t *out)
@@ -330,8 +330,8 @@ void forge_log_fields(forge_log_level_t level, const forge_log_field_t *fields,
     build_line(&line, level, forge_buf_str(&msg), fields, nfields);
     write_all(logger.fd, line.data, line.len);
     pthread_mutex_unlock(&lock);
-    forge_buf_free(&msg);
-    forge_buf_free(&line);
+    forge_buf_clear(&msg);
+    forge_buf_clear(&line);
 }
 
 char *forge_log_redact(const char *text)

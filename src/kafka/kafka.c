@@ -293,7 +293,7 @@ static forge_rc_t new_producer(forge_kafka_t *k, int init_ms,
     }
     rc = FORGE_OK;
 out:
-    forge_buf_free(&txid);
+    forge_buf_clear(&txid);
     return rc;
 }
 

@@ -59,7 +59,7 @@ static json_t *cloud_event(const char *id, const char *type,
                       "1.0", "id", id, "source", forge_buf_str(&source), "type",
                       type, "subject", subject, "time", at, "datacontenttype",
                       "application/json", "data", data);
-    forge_buf_free(&source);
+    forge_buf_clear(&source);
     return event;
 }
 
@@ -138,6 +138,6 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
         json_object_set_new(data, "unsafe_staging", json_string(a->unsafe));
     event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
                         e->worker_id, e->launch_id, at, data);
-    forge_buf_free(&id);
+    forge_buf_clear(&id);
     return event;
 }

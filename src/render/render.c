@@ -241,7 +241,7 @@ static void put_identity(forge_buf_t *s, const forge_launch_t *l,
                       "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n");
     forge_buf_printf(s, "export WORLD_SIZE=%ld\nexport NNODES=%ld\n\n", world,
                      nodes);
-    forge_buf_free(&pools);
+    forge_buf_clear(&pools);
     free(staging);
     free(cluster_staging);
 }
@@ -430,7 +430,7 @@ static void put_mounts_pyxis(forge_buf_t *s, const forge_launch_t *l,
     }
     if (spec.len)
         forge_shell_argf(s, "--container-mounts=%s", forge_buf_str(&spec));
-    forge_buf_free(&spec);
+    forge_buf_clear(&spec);
 }
 
 static void put_command(forge_buf_t *s, const forge_launch_t *l)
@@ -607,7 +607,7 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     forge_buf_printf(&b, "FORGE_LAUNCH_ID=%s", l->launch_id);
     json_array_append_new(env, json_string(forge_buf_str(&b)));
     json_object_set_new(job, "environment", env);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     free(name);
     free(comment);
     return job;

@@ -878,7 +878,7 @@ static void free_kvs(forge_kv_t *kv, size_t n)
     free(kv);
 }
 
-static void launch_free(forge_launch_t *l)
+static void launch_clear(forge_launch_t *l)
 {
     char **owned[] = {&l->launch_id,
                       &l->project,
@@ -936,7 +936,7 @@ void forge_request_destroy(forge_request_t *req)
 {
     if (!req)
         return;
-    launch_free(&req->launch);
+    launch_clear(&req->launch);
     free(req->cancel.launch_id);
     free(req->cancel.reason);
     free(req->event_id);

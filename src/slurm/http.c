@@ -177,7 +177,7 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     h = curl_slist_append(h, "Expect:");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     memset(line.data, 0, line.len); /* the token */
-    forge_buf_free(&line);
+    forge_buf_clear(&line);
     return h;
 }
 
@@ -301,7 +301,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     if (res->message[0])
         scrub(res);
     c->fresh_connection = st != FORGE_SLURM_OK;
-    forge_buf_free(&r.body);
+    forge_buf_clear(&r.body);
     return st;
 }
 
@@ -351,6 +351,6 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
                          res->message);
     }
     res->status = st;
-    forge_buf_free(&url);
+    forge_buf_clear(&url);
     return st;
 }

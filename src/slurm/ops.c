@@ -102,7 +102,7 @@ static int by_offset(const void *a, const void *b)
     return x->het_offset - y->het_offset;
 }
 
-void forge_slurm_job_list_free(forge_slurm_job_list_t *l)
+void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
 {
     for (size_t i = 0; l && i < l->count; i++) {
         forge_slurm_job_t *j = &l->jobs[i];
@@ -211,7 +211,7 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
             memset(&all.jobs[i], 0, sizeof(all.jobs[i])); /* moved */
         }
     }
-    forge_slurm_job_list_free(&all);
+    forge_slurm_job_list_clear(&all);
     return st;
 }
 
@@ -270,7 +270,7 @@ static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
     }
     json_decref(json);
     free(path);
-    forge_buf_free(&rest);
+    forge_buf_clear(&rest);
     return st;
 }
 
@@ -289,7 +289,7 @@ forge_slurm_status_t forge_slurm_job_states(forge_slurm_client_t *c,
                           n - at < STATES_CHUNK ? n - at : STATES_CHUNK, out,
                           res);
     if (st != FORGE_SLURM_OK) /* all or nothing: a partial answer misleads */
-        forge_slurm_job_list_free(out);
+        forge_slurm_job_list_clear(out);
     return st;
 }
 

@@ -81,5 +81,5 @@ Test(redact, text_between_runs_goes_through_put)
     forge_redact_write(&out, text, strlen(text), 0, &runs, upper);
     cr_assert_str_eq(forge_buf_str(&out), "AB [REDACTED] CD [REDACTED]");
     forge_redact_clear(&runs);
-    forge_buf_free(&out);
+    forge_buf_clear(&out);
 }
