@@ -10,6 +10,7 @@
  * every example.
  */
 #include "request/request.h"
+#include "core/document.h"
 #include "core/text.h"
 #include "core/utf8.h"
 #include "core/util.h"
@@ -779,7 +780,6 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
 
 static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
 {
-    json_error_t jerr;
     json_t *root;
 
     if (len > FORGE_REQUEST_MAX_BYTES) {
@@ -788,16 +788,13 @@ static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
                         FORGE_REQUEST_MAX_BYTES);
         return NULL;
     }
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!root)
-        forge_error_set(err, FORGE_EINVALID_JSON, "$", "line %d column %d: %s",
-                        jerr.line, jerr.column, jerr.text);
-    else if (!json_is_object(root))
+    if (forge_document_parse(buf, len, JSON_ALLOW_NUL, &root, err))
+        return NULL;
+    if (!json_is_object(root)) {
         forge_error_set(err, FORGE_ESCHEMA, "$",
                         "a request must be a JSON object");
-    if (root && !json_is_object(root)) {
         json_decref(root);
-        root = NULL;
+        return NULL;
     }
     return root;
 }

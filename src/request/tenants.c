@@ -3,6 +3,7 @@
  * of schemas/tenants.v1.json, and which tenant a launch runs as.
  */
 #include "request/tenants.h"
+#include "core/document.h"
 #include "core/text.h"
 #include "core/util.h"
 
@@ -114,16 +115,12 @@ forge_rc_t forge_tenants_parse(const char *buf, size_t len,
                                forge_tenants_t **out, forge_error_t *err)
 {
     forge_tenants_t *t;
-    json_error_t jerr;
     json_t *root;
     forge_rc_t rc;
 
     *out = NULL;
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return forge_error_set(err, FORGE_EINVALID_JSON, "$",
-                               "line %d column %d: %s", jerr.line, jerr.column,
-                               jerr.text);
+    if ((rc = forge_document_parse(buf, len, 0, &root, err)))
+        return rc;
     t = forge_xcalloc(1, sizeof(*t));
     rc = json_is_object(root)
              ? parse_root(root, t, err)
@@ -137,24 +134,19 @@ forge_rc_t forge_tenants_parse(const char *buf, size_t len,
     return FORGE_OK;
 }
 
+static forge_rc_t parse_into(const char *buf, size_t len, void *out,
+                             forge_error_t *err)
+{
+    return forge_tenants_parse(buf, len, out, err);
+}
+
 forge_rc_t forge_tenants_load(const char *path, forge_tenants_t **out,
                               forge_error_t *err)
 {
-    forge_error_t inner = {0};
-    char *buf = NULL;
-    size_t len = 0;
-    forge_rc_t rc;
-
     *out = NULL;
-    if ((rc = forge_read_file(path, TENANTS_MAX_BYTES, &buf, &len)))
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_TENANTS_FILE",
-                               "cannot read the tenants file %s", path);
-    rc = forge_tenants_parse(buf, len, out, &inner);
-    free(buf);
-    if (rc)
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_TENANTS_FILE",
-                               "%s: %s: %s", path, inner.field, inner.message);
-    return FORGE_OK;
+    return forge_document_load(path, TENANTS_MAX_BYTES, "FORGE_TENANTS_FILE",
+                               "the tenants file", FORGE_ECONFIG, parse_into,
+                               out, err);
 }
 
 forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,
