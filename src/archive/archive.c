@@ -698,21 +698,12 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
     close_fd(sroot);
     close_fd(t.fd);
     free(t.rel);
-    for (size_t i = 0; i < l.count; i++)
-        free(l.names[i]);
-    free(l.names);
+    forge_strings_free(l.names, l.count);
     if (utf8) {
         uselocale(saved);
         freelocale(utf8);
     }
     return rc;
-}
-
-static void free_names(char **names, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        free(names[i]);
-    free(names);
 }
 
 void forge_archive_clear(forge_archive_t *a)
@@ -724,8 +715,8 @@ void forge_archive_clear(forge_archive_t *a)
     for (size_t i = 0; i < a->file_count; i++)
         free(a->files[i].name);
     free(a->files);
-    free_names(a->missing, a->missing_count);
-    free_names(a->refused, a->refused_count);
+    forge_strings_free(a->missing, a->missing_count);
+    forge_strings_free(a->refused, a->refused_count);
     free(a->tail_name);
     free(a->tail_text);
     free(a->unsafe);

@@ -602,13 +602,6 @@ forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
     return FORGE_OK;
 }
 
-static void free_strings(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void forge_config_destroy(forge_config_t *cfg)
 {
     if (!cfg)
@@ -618,8 +611,8 @@ void forge_config_destroy(forge_config_t *cfg)
         if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM && k != VAR_PATHLIST)
             free(*(char **)((char *)cfg + rules[i].offset));
     }
-    free_strings(cfg->mount_allow, cfg->mount_allow_count);
-    free_strings(cfg->unknown_vars, cfg->unknown_count);
+    forge_strings_free(cfg->mount_allow, cfg->mount_allow_count);
+    forge_strings_free(cfg->unknown_vars, cfg->unknown_count);
     for (size_t i = 0; i < cfg->kafka_prop_count; i++) {
         free(cfg->kafka_props[i].name);
         free(cfg->kafka_props[i].value);

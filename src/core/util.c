@@ -57,6 +57,13 @@ char *forge_xstrdup(const char *s)
     return s ? forge_xstrndup(s, strlen(s)) : NULL;
 }
 
+void forge_strings_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize)
 {
     size_t dlen = strnlen(dst, dstsize);

@@ -20,6 +20,9 @@ void *forge_xrealloc(void *p, size_t n);       /* never NULL */
 char *forge_xstrdup(const char *s);            /* new copy; NULL in, NULL out */
 char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
 
+/* Frees the n strings of v, then v itself (v NULL: nothing). */
+void forge_strings_free(char **v, size_t n);
+
 /* BSD strlcat: appends src to dst (of total size dstsize), always
  * NUL-terminates, returns the length it tried to create. */
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
