@@ -53,19 +53,10 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
                              size_t len)
 {
     sink_t *s = ctx;
-    const char *p = buf;
-    size_t left = len;
 
-    while (left > 0) {
-        ssize_t n = write(s->fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            archive_set_error(a, errno, "write: %s", strerror(errno));
-            return -1;
-        }
-        p += n;
-        left -= (size_t)n;
+    if (!forge_write_all(s->fd, buf, len)) {
+        archive_set_error(a, errno, "write: %s", strerror(errno));
+        return -1;
     }
     forge_sha256_update(s->sha, buf, len);
     s->bytes += len;

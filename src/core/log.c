@@ -208,19 +208,6 @@ static void build_line(forge_buf_t *out, forge_log_level_t level,
     forge_buf_puts(out, json ? "}\n" : "\n");
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* nowhere left to report it */
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* ---- public ----------------------------------------------------------- */
 
 void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
@@ -328,7 +315,8 @@ void forge_log_fields(forge_log_level_t level, const forge_log_field_t *fields,
     va_end(ap);
     pthread_mutex_lock(&lock);
     build_line(&line, level, forge_buf_str(&msg), fields, nfields);
-    write_all(logger.fd, line.data, line.len);
+    /* a failure: nowhere left to report it */
+    (void)forge_write_all(logger.fd, line.data, line.len);
     pthread_mutex_unlock(&lock);
     forge_buf_clear(&msg);
     forge_buf_clear(&line);

@@ -4,9 +4,11 @@
  */
 #include "core/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -55,6 +57,22 @@ char *forge_xstrndup(const char *s, size_t n)
 char *forge_xstrdup(const char *s)
 {
     return s ? forge_xstrndup(s, strlen(s)) : NULL;
+}
+
+bool forge_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
 }
 
 void forge_strings_free(char **v, size_t n)

@@ -11,6 +11,7 @@
 #ifndef FORGE_UTIL_H
 #define FORGE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -19,6 +20,10 @@ void *forge_xcalloc(size_t n, size_t m);       /* new, zeroed; never NULL */
 void *forge_xrealloc(void *p, size_t n);       /* never NULL */
 char *forge_xstrdup(const char *s);            /* new copy; NULL in, NULL out */
 char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
+
+/* Writes all len bytes of buf to fd, through short writes and EINTR.
+ * false, errno set, when write(2) fails (or writes nothing). */
+bool forge_write_all(int fd, const void *buf, size_t len);
 
 /* Frees the n strings of v, then v itself (v NULL: nothing). */
 void forge_strings_free(char **v, size_t n);

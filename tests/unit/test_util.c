@@ -7,6 +7,8 @@
 #include "core/util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +99,37 @@ Test(util, a_stream_over_its_limit_is_handed_back_as_read)
     cr_assert_eq(buf[len], '\0');
     fclose(f);
     free(buf);
+}
+
+Test(util, write_all_writes_every_byte)
+{
+    int fds[2];
+    char out[5000], in[5000];
+    size_t got = 0;
+    ssize_t n;
+
+    for (size_t i = 0; i < sizeof(out); i++)
+        out[i] = (char)i;
+    cr_assert_eq(pipe(fds), 0);
+    cr_assert(forge_write_all(fds[1], out, sizeof(out)));
+    close(fds[1]);
+    while ((n = read(fds[0], in + got, sizeof(in) - got)) > 0)
+        got += (size_t)n;
+    close(fds[0]);
+    cr_assert_eq(got, sizeof(out));
+    cr_assert_eq(memcmp(in, out, sizeof(out)), 0);
+}
+
+Test(util, write_all_says_when_it_cannot)
+{
+    int fd = open("/dev/full", O_WRONLY);
+
+    cr_assert_geq(fd, 0);
+    errno = 0;
+    cr_assert_not(forge_write_all(fd, "x", 1));
+    cr_assert_eq(errno, ENOSPC);
+    close(fd);
+    cr_assert_not(forge_write_all(-1, "x", 1));
+    cr_assert_eq(errno, EBADF);
+    cr_assert(forge_write_all(-1, "", 0), "nothing to write: done");
 }
