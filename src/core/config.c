@@ -291,20 +291,17 @@ static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
 
 static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
 {
+    /* the two name shapes: what follows the first character */
+    const char *extra = r->kind == VAR_NAME ? "._@-" : "._-";
+
     switch (r->kind) {
     case VAR_NAME:
-        if (!forge_text_is_name(v, "._@-", 64))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must match "
-                                   "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
-                                   r->name);
-        return FORGE_OK;
     case VAR_ID:
-        if (!forge_text_is_name(v, "._-", 64))
+        if (!forge_text_is_name(v, extra, 64))
             return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must match "
-                                   "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-                                   r->name);
+                                   "%s must match ^[A-Za-z0-9][A-Za-z0-9%s]"
+                                   "{0,63}$",
+                                   r->name, extra);
         return FORGE_OK;
     case VAR_TOPIC:
         if (!is_topic_name(v))
