@@ -10,52 +10,44 @@
 #include <string.h>
 #include <unistd.h>
 
+static json_t *parsed;
+static forge_error_t parse_err;
+
+/* doc parsed with flags into parsed and parse_err (fresh each time). */
+static forge_rc_t parse(const char *doc, size_t flags)
+{
+    json_decref(parsed);
+    parsed = NULL;
+    forge_error_clear(&parse_err);
+    return forge_document_parse(doc, strlen(doc), flags, &parsed, &parse_err);
+}
+
 Test(document, parses_json)
 {
-    json_t *root = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(forge_document_parse("{\"a\": 1}", 8, 0, &root, &err),
-                 FORGE_OK);
-    cr_assert_eq(json_integer_value(json_object_get(root, "a")), 1);
-    json_decref(root);
+    cr_assert_eq(parse("{\"a\": 1}", 0), FORGE_OK);
+    cr_assert_eq(json_integer_value(json_object_get(parsed, "a")), 1);
 }
 
 Test(document, duplicate_keys_are_refused)
 {
-    json_t *root = NULL;
-    forge_error_t err = {0};
-    const char *doc = "{\"a\": 1, \"a\": 2}";
-
-    cr_assert_eq(forge_document_parse(doc, strlen(doc), 0, &root, &err),
-                 FORGE_EINVALID_JSON);
-    cr_assert_null(root);
-    cr_assert_str_eq(err.field, "$");
+    cr_assert_eq(parse("{\"a\": 1, \"a\": 2}", 0), FORGE_EINVALID_JSON);
+    cr_assert_null(parsed);
+    cr_assert_str_eq(parse_err.field, "$");
 }
 
 Test(document, a_syntax_error_says_where)
 {
-    json_t *root = NULL;
-    forge_error_t err = {0};
-    const char *doc = "{\n  \"a\": }";
-
-    cr_assert_eq(forge_document_parse(doc, strlen(doc), 0, &root, &err),
-                 FORGE_EINVALID_JSON);
-    cr_assert_eq(strncmp(err.message, "line 2 column ", 14), 0, "%s",
-                 err.message);
+    cr_assert_eq(parse("{\n  \"a\": }", 0), FORGE_EINVALID_JSON);
+    cr_assert_eq(strncmp(parse_err.message, "line 2 column ", 14), 0, "%s",
+                 parse_err.message);
 }
 
 Test(document, nul_only_with_allow_nul)
 {
-    json_t *root = NULL;
-    forge_error_t err = {0};
-    const char doc[] = "{\"a\": \"x\\u0000y\"}";
+    const char *doc = "{\"a\": \"x\\u0000y\"}";
 
-    cr_assert_neq(forge_document_parse(doc, strlen(doc), 0, &root, &err), 0);
-    cr_assert_eq(
-        forge_document_parse(doc, strlen(doc), JSON_ALLOW_NUL, &root, &err),
-        FORGE_OK);
-    json_decref(root);
+    cr_assert_eq(parse(doc, 0), FORGE_EINVALID_JSON);
+    cr_assert_eq(parse(doc, JSON_ALLOW_NUL), FORGE_OK);
 }
 
 /* A parser for the load tests: "ok" or an error of its own. */
@@ -89,15 +81,20 @@ static void remove_file(void)
 
 TestSuite(document_load, .fini = remove_file);
 
+static forge_rc_t load(const char *file, size_t max, forge_rc_t code, int *got,
+                       forge_error_t *err)
+{
+    return forge_document_load(file, max, "FORGE_X", "the x file", code,
+                               parse_ok, got, err);
+}
+
 Test(document_load, a_file_is_read_and_parsed)
 {
     forge_error_t err = {0};
     int got = 0;
 
     write_file("ok");
-    cr_assert_eq(forge_document_load(path, 100, "FORGE_X", "the x file", 0,
-                                     parse_ok, &got, &err),
-                 FORGE_OK);
+    cr_assert_eq(load(path, 100, 0, &got, &err), FORGE_OK);
     cr_assert_eq(got, 1);
 }
 
@@ -107,16 +104,12 @@ Test(document_load, errors_name_the_variable_and_the_file)
     int got = 0;
     char want[160];
 
-    cr_assert_eq(forge_document_load("/nonexistent/x", 100, "FORGE_X",
-                                     "the x file", 0, parse_ok, &got, &err),
-                 FORGE_EIO);
+    cr_assert_eq(load("/nonexistent/x", 100, 0, &got, &err), FORGE_EIO);
     cr_assert_str_eq(err.field, "FORGE_X");
     cr_assert_str_eq(err.message, "cannot read the x file /nonexistent/x");
     forge_error_clear(&err);
     write_file("not");
-    cr_assert_eq(forge_document_load(path, 100, "FORGE_X", "the x file", 0,
-                                     parse_ok, &got, &err),
-                 FORGE_ESCHEMA);
+    cr_assert_eq(load(path, 100, 0, &got, &err), FORGE_ESCHEMA);
     snprintf(want, sizeof(want), "%s: $.x: not ok", path);
     cr_assert_str_eq(err.message, want);
     cr_assert_eq(got, 0);
@@ -128,14 +121,8 @@ Test(document_load, code_overrides_the_errors_own)
     int got = 0;
 
     write_file("too long for the limit");
-    cr_assert_eq(forge_document_load(path, 4, "FORGE_X", "the x file", 0,
-                                     parse_ok, &got, &err),
-                 FORGE_ETOO_LARGE);
-    cr_assert_eq(forge_document_load(path, 4, "FORGE_X", "the x file",
-                                     FORGE_ECONFIG, parse_ok, &got, &err),
-                 FORGE_ECONFIG);
+    cr_assert_eq(load(path, 4, 0, &got, &err), FORGE_ETOO_LARGE);
+    cr_assert_eq(load(path, 4, FORGE_ECONFIG, &got, &err), FORGE_ECONFIG);
     write_file("bad");
-    cr_assert_eq(forge_document_load(path, 100, "FORGE_X", "the x file",
-                                     FORGE_ECONFIG, parse_ok, &got, &err),
-                 FORGE_ECONFIG);
+    cr_assert_eq(load(path, 100, FORGE_ECONFIG, &got, &err), FORGE_ECONFIG);
 }
