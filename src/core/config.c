@@ -289,54 +289,66 @@ static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
 
 /* ---- strings and lists ------------------------------------------------ */
 
+static bool is_name(const char *v)
+{
+    return forge_text_is_name(v, "._@-", 64);
+}
+
+static bool is_id(const char *v)
+{
+    return forge_text_is_name(v, "._-", 64);
+}
+
+static bool is_base_url(const char *v)
+{
+    return forge_text_is_http_url(v, FORGE_URL_BASE);
+}
+
+static bool is_any_hostport(const char *v)
+{
+    return is_hostport(v, strlen(v), true);
+}
+
+/* The string kinds a check decides: "<VAR> <must>", and the value after
+ * it when shown. */
+static const struct string_rule {
+    var_kind_t kind;
+    bool (*ok)(const char *v);
+    const char *must;
+    bool show_value;
+} string_rules[] = {
+    {VAR_NAME, is_name, "must match ^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$", false},
+    {VAR_ID, is_id, "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", false},
+    {VAR_TOPIC, is_topic_name,
+     "is not a valid Kafka topic name ([A-Za-z0-9._-], 1..249 characters)",
+     false},
+    {VAR_URL, is_base_url,
+     "must be an http:// or https:// URL with a host and no query", true},
+    {VAR_BROKERS, is_brokers, "must be host:port[,host:port...]", true},
+    {VAR_HOSTPORT, is_any_hostport, "must be host:port", true},
+};
+
 static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
 {
-    /* the two name shapes: what follows the first character */
-    const char *extra = r->kind == VAR_NAME ? "._@-" : "._-";
-
-    switch (r->kind) {
-    case VAR_NAME:
-    case VAR_ID:
-        if (!forge_text_is_name(v, extra, 64))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must match ^[A-Za-z0-9][A-Za-z0-9%s]"
-                                   "{0,63}$",
-                                   r->name, extra);
-        return FORGE_OK;
-    case VAR_TOPIC:
-        if (!is_topic_name(v))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s is not a valid Kafka topic name "
-                                   "([A-Za-z0-9._-], 1..249 characters)",
-                                   r->name);
-        return FORGE_OK;
-    case VAR_ABSPATH:
+    if (r->kind == VAR_ABSPATH)
         return check_abspath(v, r->name, err);
-    case VAR_URL:
-        if (!forge_text_is_http_url(v, FORGE_URL_BASE))
+    for (size_t i = 0; i < sizeof(string_rules) / sizeof(string_rules[0]);
+         i++) {
+        const struct string_rule *s = &string_rules[i];
+        if (s->kind != r->kind)
+            continue;
+        if (s->ok(v))
+            break;
+        if (s->show_value)
             return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be an http:// or https:// URL "
-                                   "with a host and no query (got \"%s\")",
-                                   r->name, v);
+                                   "%s %s (got \"%s\")", r->name, s->must, v);
+        return forge_error_set(err, FORGE_ECONFIG, r->name, "%s %s", r->name,
+                               s->must);
+    }
+    if (r->kind == VAR_URL) /* a base: no trailing '/' */
         for (size_t n = strlen(v); n > 0 && v[n - 1] == '/'; n--)
             v[n - 1] = '\0';
-        return FORGE_OK;
-    case VAR_BROKERS:
-        if (!is_brokers(v))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be host:port[,host:port...] "
-                                   "(got \"%s\")",
-                                   r->name, v);
-        return FORGE_OK;
-    case VAR_HOSTPORT:
-        if (!is_hostport(v, strlen(v), true))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be host:port (got \"%s\")", r->name,
-                                   v);
-        return FORGE_OK;
-    default:
-        return FORGE_OK;
-    }
+    return FORGE_OK;
 }
 
 static forge_rc_t parse_pathlist(forge_config_t *cfg, const char *v,
