@@ -12,7 +12,7 @@
  *
  *   build/bench/bench_archive [total-MiB (256)] [files (4)]
  */
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "render/paths.h"
 #include "render/staging.h"
 

@@ -78,24 +78,6 @@ int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
     return 0;
 }
 
-static int read_stream(FILE *f, size_t max, char **out, size_t *len)
-{
-    size_t cap = 65536, n = 0, r;
-    char *buf = forge_xmalloc(cap + 1);
-
-    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n > max)
-            break;
-        if (n == cap)
-            buf = forge_xrealloc(buf, (cap *= 2) + 1);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
 {
     FILE *f = strcmp(arg, "-") ? fopen(arg, "rb") : stdin;
@@ -106,8 +88,12 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
                 strerror(errno));
         return CLI_EXIT_USAGE;
     }
-    rc = read_stream(f, max, out, len);
+    /* more than max is read as it is: the parser says what is wrong */
+    rc = forge_read_stream(f, max, out, len);
+    if (rc)
+        fprintf(stderr, "forge-worker: cannot read %s: %s\n", arg,
+                strerror(errno));
     if (f != stdin)
         fclose(f);
-    return rc;
+    return rc ? CLI_EXIT_USAGE : 0;
 }

@@ -122,35 +122,30 @@ static forge_state_t follow(forge_slurm_client_t *c, const forge_config_t *cfg,
         forge_slurm_result_t res = {0};
         forge_slurm_status_t st =
             forge_slurm_job_details(c, job_id, &jobs, &res);
-        int exit_code;
 
         if (st == FORGE_SLURM_NOT_FOUND)
             st = forge_slurm_job_accounting(c, job_id, &jobs, &res);
         if (st == FORGE_SLURM_NOT_FOUND) {
             long long now = forge_clock_ms();
             missing_since = missing_since ? missing_since : now;
-            if (now - missing_since >= (long long)cfg->lost_grace_s * 1000) {
+            if (forge_slurm_lost(now - missing_since, cfg->lost_grace_s)) {
                 print_state(l->launch_id, l->attempt, FORGE_STATE_LOST, state,
-                            "not_found", NULL);
+                            FORGE_SLURM_LOST_REASON, NULL);
                 return FORGE_STATE_LOST;
             }
         } else if (st == FORGE_SLURM_OK) {
-            forge_slurm_verdict_t v = forge_slurm_verdict(&jobs, 0, &exit_code);
+            forge_slurm_move_t m = forge_slurm_move(&jobs, state, 0);
             missing_since = 0;
-            if (v.state != FORGE_STATE_NONE && v.state != state &&
-                forge_state_transition_legal(state, v.state)) {
-                const char *reason = v.reason;
-                if (v.state == FORGE_STATE_PENDING && !reason)
-                    reason = jobs.jobs[0].state_reason;
-                print_state(l->launch_id, l->attempt, v.state, state, reason,
+            if (m.moves) {
+                print_state(l->launch_id, l->attempt, m.to, state, m.reason,
                             forge_slurm_verdict_json(&jobs));
-                state = v.state;
+                state = m.to;
             }
         } else {
             forge_log_warn("slurmrestd: %s (%s); trying again", res.message,
                            forge_slurm_status_name(st));
         }
-        forge_slurm_job_list_free(&jobs);
+        forge_slurm_job_list_clear(&jobs);
         if (!forge_state_is_terminal(state))
             sleep(1);
     }

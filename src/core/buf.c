@@ -88,7 +88,7 @@ char *forge_buf_take(forge_buf_t *b)
     return d;
 }
 
-void forge_buf_free(forge_buf_t *b)
+void forge_buf_clear(forge_buf_t *b)
 {
     free(b->data);
     b->data = NULL;

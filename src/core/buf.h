@@ -40,6 +40,6 @@ const char *forge_buf_str(const forge_buf_t *b);
 /* Hands the data to the caller (new, free()) and empties the buffer. */
 char *forge_buf_take(forge_buf_t *b);
 
-void forge_buf_free(forge_buf_t *b); /* frees data, leaves b empty */
+void forge_buf_clear(forge_buf_t *b); /* frees data, leaves b empty */
 
 #endif

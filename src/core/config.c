@@ -9,6 +9,7 @@
  * tests rely on.
  */
 #include "core/config.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -136,30 +137,9 @@ static const char *const foreign_prefixes[] = {"FORGE_STACK_", "FORGE_TEST_",
 
 /* ---- value checks ---------------------------------------------------- */
 
-static bool has_control_chars(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static bool is_name_char(int c, const char *extra)
 {
     return isalnum(c) || (c && strchr(extra, c));
-}
-
-/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$ */
-static bool matches_name(const char *s, const char *extra, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > max || !isalnum((unsigned char)s[0]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_name_char((unsigned char)s[i], extra))
-            return false;
-    return true;
 }
 
 static bool is_topic_name(const char *s)
@@ -253,24 +233,6 @@ static bool is_brokers(const char *s)
     return true;
 }
 
-static bool is_url(const char *s)
-{
-    const char *host;
-
-    if (!strncmp(s, "http://", 7))
-        host = s + 7;
-    else if (!strncmp(s, "https://", 8))
-        host = s + 8;
-    else
-        return false;
-    if (*host == '\0' || *host == '/' || *host == ':')
-        return false;
-    for (; *s; s++)
-        if (isspace((unsigned char)*s) || *s == '?' || *s == '#')
-            return false;
-    return true;
-}
-
 static forge_rc_t parse_int(const char *v, const var_rule_t *r, int *out,
                             forge_error_t *err)
 {
@@ -328,57 +290,66 @@ static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
 
 /* ---- strings and lists ------------------------------------------------ */
 
+static bool is_name(const char *v)
+{
+    return forge_text_is_name(v, "._@-", 64);
+}
+
+static bool is_id(const char *v)
+{
+    return forge_text_is_name(v, "._-", 64);
+}
+
+static bool is_base_url(const char *v)
+{
+    return forge_text_is_http_url(v, FORGE_URL_BASE);
+}
+
+static bool is_any_hostport(const char *v)
+{
+    return is_hostport(v, strlen(v), true);
+}
+
+/* The string kinds a check decides: "<VAR> <must>", and the value after
+ * it when shown. */
+static const struct string_rule {
+    var_kind_t kind;
+    bool (*ok)(const char *v);
+    const char *must;
+    bool show_value;
+} string_rules[] = {
+    {VAR_NAME, is_name, "must match ^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$", false},
+    {VAR_ID, is_id, "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", false},
+    {VAR_TOPIC, is_topic_name,
+     "is not a valid Kafka topic name ([A-Za-z0-9._-], 1..249 characters)",
+     false},
+    {VAR_URL, is_base_url,
+     "must be an http:// or https:// URL with a host and no query", true},
+    {VAR_BROKERS, is_brokers, "must be host:port[,host:port...]", true},
+    {VAR_HOSTPORT, is_any_hostport, "must be host:port", true},
+};
+
 static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
 {
-    switch (r->kind) {
-    case VAR_NAME:
-        if (!matches_name(v, "._@-", 64))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must match "
-                                   "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
-                                   r->name);
-        return FORGE_OK;
-    case VAR_ID:
-        if (!matches_name(v, "._-", 64))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must match "
-                                   "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-                                   r->name);
-        return FORGE_OK;
-    case VAR_TOPIC:
-        if (!is_topic_name(v))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s is not a valid Kafka topic name "
-                                   "([A-Za-z0-9._-], 1..249 characters)",
-                                   r->name);
-        return FORGE_OK;
-    case VAR_ABSPATH:
+    if (r->kind == VAR_ABSPATH)
         return check_abspath(v, r->name, err);
-    case VAR_URL:
-        if (!is_url(v))
+    for (size_t i = 0; i < sizeof(string_rules) / sizeof(string_rules[0]);
+         i++) {
+        const struct string_rule *s = &string_rules[i];
+        if (s->kind != r->kind)
+            continue;
+        if (s->ok(v))
+            break;
+        if (s->show_value)
             return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be an http:// or https:// URL "
-                                   "with a host and no query (got \"%s\")",
-                                   r->name, v);
+                                   "%s %s (got \"%s\")", r->name, s->must, v);
+        return forge_error_set(err, FORGE_ECONFIG, r->name, "%s %s", r->name,
+                               s->must);
+    }
+    if (r->kind == VAR_URL) /* a base: no trailing '/' */
         for (size_t n = strlen(v); n > 0 && v[n - 1] == '/'; n--)
             v[n - 1] = '\0';
-        return FORGE_OK;
-    case VAR_BROKERS:
-        if (!is_brokers(v))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be host:port[,host:port...] "
-                                   "(got \"%s\")",
-                                   r->name, v);
-        return FORGE_OK;
-    case VAR_HOSTPORT:
-        if (!is_hostport(v, strlen(v), true))
-            return forge_error_set(err, FORGE_ECONFIG, r->name,
-                                   "%s must be host:port (got \"%s\")", r->name,
-                                   v);
-        return FORGE_OK;
-    default:
-        return FORGE_OK;
-    }
+    return FORGE_OK;
 }
 
 static forge_rc_t parse_pathlist(forge_config_t *cfg, const char *v,
@@ -420,7 +391,7 @@ static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
         return forge_error_set(err, FORGE_ECONFIG, r->name,
                                "%s is longer than %d bytes", r->name,
                                MAX_VALUE_LEN);
-    if (has_control_chars(v))
+    if (forge_text_has_control(v))
         return forge_error_set(err, FORGE_ECONFIG, r->name,
                                "%s contains control characters", r->name);
     switch (r->kind) {
@@ -641,13 +612,6 @@ forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
     return FORGE_OK;
 }
 
-static void free_strings(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void forge_config_destroy(forge_config_t *cfg)
 {
     if (!cfg)
@@ -657,8 +621,8 @@ void forge_config_destroy(forge_config_t *cfg)
         if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM && k != VAR_PATHLIST)
             free(*(char **)((char *)cfg + rules[i].offset));
     }
-    free_strings(cfg->mount_allow, cfg->mount_allow_count);
-    free_strings(cfg->unknown_vars, cfg->unknown_count);
+    forge_strings_free(cfg->mount_allow, cfg->mount_allow_count);
+    forge_strings_free(cfg->unknown_vars, cfg->unknown_count);
     for (size_t i = 0; i < cfg->kafka_prop_count; i++) {
         free(cfg->kafka_props[i].name);
         free(cfg->kafka_props[i].value);

@@ -43,7 +43,7 @@ typedef enum forge_rc {
     /* Something on the shared storage is not what the worker made there (a
      * link, a foreign owner): the step is refused, nothing is followed. */
     FORGE_EUNSAFE_PATH,
-    /* A finished launch's logs could not be archived (log_archive.h): the
+    /* A finished launch's logs could not be archived (archive/archive.h): the
      * archive is tried again later. Never in an event. */
     FORGE_EARCHIVE,
     FORGE_RC__COUNT

@@ -11,6 +11,8 @@
  */
 #include "core/log.h"
 #include "core/buf.h"
+#include "core/timestamp.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -25,10 +27,6 @@
 
 #define LINE_MAX_BYTES (64 * 1024)
 #define SECRET_MIN_LEN 4
-
-typedef struct span {
-    size_t start, end;
-} span_t;
 
 typedef struct secret {
     char *text;
@@ -83,70 +81,24 @@ static size_t jwt_len_at(const char *s, size_t i, size_t n)
     return j - i;
 }
 
-static void add_span(span_t **spans, size_t *count, size_t start, size_t end)
+/* Appends s[0..n) to out with every registered secret and JWT-shaped run
+ * replaced (redact.h). */
+static void redact_into(forge_buf_t *out, const char *s, size_t n)
 {
-    *spans = forge_xrealloc(*spans, (*count + 1) * sizeof(**spans));
-    (*spans)[(*count)++] = (span_t){start, end};
-}
+    forge_redact_runs_t runs = {NULL, 0};
 
-static int span_cmp(const void *a, const void *b)
-{
-    const span_t *x = a, *y = b;
-
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Finds what must go: registered secrets and JWT-shaped runs. */
-static size_t find_spans(const char *s, size_t n, span_t **out)
-{
-    span_t *spans = NULL;
-    size_t count = 0;
-
-    for (size_t k = 0; k < logger.nsecrets; k++) {
-        const char *secret = logger.secrets[k].text;
-        size_t len = strlen(secret);
-        const char *p = s;
-        while ((p = memmem(p, n - (size_t)(p - s), secret, len))) {
-            add_span(&spans, &count, (size_t)(p - s), (size_t)(p - s) + len);
-            p += 1;
-        }
-    }
+    for (size_t k = 0; k < logger.nsecrets; k++)
+        forge_redact_find(&runs, s, n, logger.secrets[k].text,
+                          strlen(logger.secrets[k].text));
     for (size_t i = 0; i + 3 <= n; i++) {
         size_t len = jwt_len_at(s, i, n);
         if (len) {
-            add_span(&spans, &count, i, i + len);
+            forge_redact_add(&runs, i, i + len);
             i += len - 1;
         }
     }
-    if (count > 1)
-        qsort(spans, count, sizeof(*spans), span_cmp);
-    *out = spans;
-    return count;
-}
-
-/* Appends s[0..n) to out with every secret replaced (overlaps merged). */
-static void redact_into(forge_buf_t *out, const char *s, size_t n)
-{
-    span_t *spans = NULL;
-    size_t count = find_spans(s, n, &spans);
-    size_t at = 0;
-
-    for (size_t k = 0; k < count; k++) {
-        size_t start = spans[k].start, end = spans[k].end;
-        while (k + 1 < count && spans[k + 1].start < end) {
-            k++;
-            if (spans[k].end > end)
-                end = spans[k].end;
-        }
-        if (start < at) /* inside a span already emitted */
-            start = at;
-        forge_buf_append(out, s + at, start - at);
-        if (end > at)
-            forge_buf_puts(out, FORGE_LOG_REDACTED);
-        at = end > at ? end : at;
-    }
-    forge_buf_append(out, s + at, n - at);
-    free(spans);
+    forge_redact_write(out, s, n, 0, &runs, NULL);
+    forge_redact_clear(&runs);
 }
 
 static bool key_is_sensitive(const char *key)
@@ -204,7 +156,7 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
     forge_buf_t clean = FORGE_BUF_INIT;
 
     if (whole_secret)
-        forge_buf_puts(&clean, FORGE_LOG_REDACTED);
+        forge_buf_puts(&clean, FORGE_REDACTED);
     else
         redact_into(&clean, raw ? raw : "", raw ? strlen(raw) : 0);
     if (clean.len > LINE_MAX_BYTES) {
@@ -215,19 +167,18 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
         json_escape(out, forge_buf_str(&clean), clean.len);
     else
         text_escape(out, forge_buf_str(&clean), clean.len);
-    forge_buf_free(&clean);
+    forge_buf_clear(&clean);
 }
 
 static void put_time(forge_buf_t *out)
 {
     struct timespec ts;
-    struct tm tm;
-    char stamp[32];
+    char stamp[FORGE_TIMESTAMP_MAX];
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    forge_buf_printf(out, "%s.%03ldZ", stamp, ts.tv_nsec / 1000000);
+    forge_timestamp_format((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                           stamp, sizeof(stamp));
+    forge_buf_puts(out, stamp);
 }
 
 static void build_line(forge_buf_t *out, forge_log_level_t level,
@@ -256,19 +207,6 @@ static void build_line(forge_buf_t *out, forge_log_level_t level,
         forge_buf_puts(out, json ? "\"" : "");
     }
     forge_buf_puts(out, json ? "}\n" : "\n");
-}
-
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* nowhere left to report it */
-        p += w;
-        n -= (size_t)w;
-    }
 }
 
 /* ---- public ----------------------------------------------------------- */
@@ -378,10 +316,11 @@ void forge_log_fields(forge_log_level_t level, const forge_log_field_t *fields,
     va_end(ap);
     pthread_mutex_lock(&lock);
     build_line(&line, level, forge_buf_str(&msg), fields, nfields);
-    write_all(logger.fd, line.data, line.len);
+    /* a failure: nowhere left to report it */
+    (void)forge_write_all(logger.fd, line.data, line.len);
     pthread_mutex_unlock(&lock);
-    forge_buf_free(&msg);
-    forge_buf_free(&line);
+    forge_buf_clear(&msg);
+    forge_buf_clear(&line);
 }
 
 char *forge_log_redact(const char *text)

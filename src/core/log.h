@@ -21,11 +21,10 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/redact.h" /* FORGE_REDACTED */
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#define FORGE_LOG_REDACTED "[REDACTED]"
 
 /* A key/value pair added to a line; both borrowed for the call. */
 typedef struct forge_log_field {
@@ -50,7 +49,7 @@ forge_rc_t forge_log_secret_add(const char *secret);
 void forge_log_secret_remove(const char *secret);
 
 /* A copy of every registered secret, for redacting text that is not a log
- * line without holding the log's lock (an archive's tail, log_archive.h):
+ * line without holding the log's lock (an archive's tail, archive.h):
  * new, NULL-terminated, *count entries (count may be NULL). Free it with
  * forge_log_secrets_free. */
 char **forge_log_secrets_copy(size_t *count);

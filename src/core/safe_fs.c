@@ -495,20 +495,6 @@ forge_rc_t forge_fs_create_temp(int dirfd, const char *where, const char *name,
     return FORGE_EIO;
 }
 
-static bool write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
 forge_rc_t forge_fs_write_file(int dirfd, const char *where, const char *name,
                                const void *data, size_t len, mode_t mode,
                                forge_fs_owner_t owner, forge_error_t *err)
@@ -521,7 +507,7 @@ forge_rc_t forge_fs_write_file(int dirfd, const char *where, const char *name,
                                    err)))
         return rc;
     shown(buf, where, name, strlen(name));
-    if (!write_all(fd, data, len) || fsync(fd) != 0) {
+    if (!forge_write_all(fd, data, len) || fsync(fd) != 0) {
         rc = forge_error_set(err, FORGE_EIO, "storage", "write %s: %s", buf,
                              strerror(errno));
         close(fd);

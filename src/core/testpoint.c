@@ -19,6 +19,24 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A point that fires at its n-th call, n from var (calls counted while var
+ * is set), and says so: "test point: <before><n><after>". */
+typedef struct nth_point {
+    const char *var;
+    const char *before, *after;
+    long seen;
+} nth_point_t;
+
+static bool nth_point(nth_point_t *p)
+{
+    const char *want = getenv(p->var);
+
+    if (!want || ++p->seen != strtol(want, NULL, 10))
+        return false;
+    forge_log_warn("test point: %s%ld%s", p->before, p->seen, p->after);
+    return true;
+}
+
 void forge_testpoint_crash(const char *name)
 {
     const char *want = getenv("FORGE_TEST_CRASH_POINT");
@@ -70,8 +88,8 @@ static bool random_abort(void)
 
 bool forge_testpoint_abort_txn(void)
 {
-    static long seen;
-    const char *want = getenv("FORGE_TEST_ABORT_TXN");
+    static nth_point_t nth = {"FORGE_TEST_ABORT_TXN", "aborting transaction ",
+                              " on purpose", 0};
 
     if (random_abort())
         return true;
@@ -83,54 +101,35 @@ bool forge_testpoint_abort_txn(void)
                        getenv("FORGE_TEST_ABORT_TXN_STATE"));
         return true;
     }
-    if (!want)
-        return false;
-    seen++;
-    if (seen != strtol(want, NULL, 10))
-        return false;
-    forge_log_warn("test point: aborting transaction %ld on purpose", seen);
-    return true;
+    return nth_point(&nth);
 }
 /* Called once per transaction that carries anything (kafka.c). */
 bool forge_testpoint_commit_stalls(void)
 {
-    static long seen;
-    const char *want = getenv("FORGE_TEST_COMMIT_STALLS");
+    static nth_point_t nth = {"FORGE_TEST_COMMIT_STALLS", "transaction ",
+                              " stalls at its commit on purpose", 0};
 
-    if (!want || ++seen != strtol(want, NULL, 10))
-        return false;
-    forge_log_warn("test point: transaction %ld stalls at its commit on "
-                   "purpose",
-                   seen);
-    return true;
+    return nth_point(&nth);
 }
 
 /* Called once per sending of offsets (kafka.c), on the loop's thread. */
 bool forge_testpoint_offsets_hang(void)
 {
-    static long seen;
-    const char *want = getenv("FORGE_TEST_OFFSETS_HANG");
+    static nth_point_t nth = {"FORGE_TEST_OFFSETS_HANG", "sending offsets ",
+                              " never returns, on purpose", 0};
 
-    if (!want || ++seen != strtol(want, NULL, 10))
-        return false;
-    forge_log_warn("test point: sending offsets %ld never returns, on "
-                   "purpose",
-                   seen);
-    return true;
+    return nth_point(&nth);
 }
 
 /* Called once per transaction that carries anything (kafka.c). */
 bool forge_testpoint_producer_fatal(void)
 {
-    static long seen;
-    const char *want = getenv("FORGE_TEST_PRODUCER_FATAL");
+    static nth_point_t nth = {
+        "FORGE_TEST_PRODUCER_FATAL",
+        "the producer takes a fatal error before transaction ",
+        " commits, on purpose", 0};
 
-    if (!want || ++seen != strtol(want, NULL, 10))
-        return false;
-    forge_log_warn("test point: the producer takes a fatal error before "
-                   "transaction %ld commits, on purpose",
-                   seen);
-    return true;
+    return nth_point(&nth);
 }
 
 bool forge_testpoint_restore_fail(void)

@@ -5,9 +5,11 @@
  */
 #include "core/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -58,6 +60,29 @@ char *forge_xstrdup(const char *s)
     return s ? forge_xstrndup(s, strlen(s)) : NULL;
 }
 
+bool forge_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+void forge_strings_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize)
 {
     size_t dlen = strnlen(dst, dstsize);
@@ -79,77 +104,47 @@ int forge_str_starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+int forge_read_stream(FILE *f, size_t max, char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0, cap = 0, r;
+
+    *out = NULL;
+    *len = 0;
+    do {
+        if (cap - n < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            buf = forge_xrealloc(buf, cap + 1);
+        }
+        r = fread(buf + n, 1, cap - n, f);
+        n += r;
+    } while (r > 0 && n <= max);
+    if (ferror(f)) {
+        free(buf);
+        return FORGE_EIO;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return FORGE_OK;
+}
+
 int forge_read_file(const char *path, size_t max, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FORGE_EIO;
+    int rc;
 
     *out = NULL;
     *len = 0;
     if (!f)
         return FORGE_EIO;
-    for (;;) {
-        if (cap - n < 4096) {
-            cap = cap ? cap * 2 : 8192;
-            buf = forge_xrealloc(buf, cap + 1);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n > max) {
-            rc = FORGE_ETOO_LARGE;
-            goto out;
-        }
-        if (r == 0)
-            break;
-    }
-    if (ferror(f))
-        goto out;
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    buf = NULL;
-    rc = FORGE_OK;
-out:
-    free(buf);
+    rc = forge_read_stream(f, max, out, len);
     fclose(f);
-    return rc;
-}
-
-size_t forge_utf8_len(const unsigned char *p, size_t left)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] < 0xC2 || p[0] > 0xF4)
-        return 0;
-    n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
-    if (p[0] == 0xE0)
-        lo = 0xA0; /* overlong */
-    else if (p[0] == 0xED)
-        hi = 0x9F; /* surrogates */
-    else if (p[0] == 0xF0)
-        lo = 0x90; /* overlong */
-    else if (p[0] == 0xF4)
-        hi = 0x8F; /* past U+10FFFF */
-    if (n > left || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
-void forge_hex(const unsigned char *bytes, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 0xf];
+    if (!rc && *len > max) {
+        free(*out);
+        *out = NULL;
+        *len = 0;
+        rc = FORGE_ETOO_LARGE;
     }
-    out[2 * n] = '\0';
+    return rc;
 }

@@ -12,7 +12,9 @@
 #ifndef FORGE_UTIL_H
 #define FORGE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 void *forge_xmalloc(size_t n);                 /* new; never NULL */
 void *forge_xcalloc(size_t n, size_t m);       /* new, zeroed; never NULL */
@@ -20,24 +22,29 @@ void *forge_xrealloc(void *p, size_t n);       /* never NULL */
 char *forge_xstrdup(const char *s);            /* new copy; NULL in, NULL out */
 char *forge_xstrndup(const char *s, size_t n); /* new, NUL-terminated */
 
+/* Writes all len bytes of buf to fd, through short writes and EINTR.
+ * false, errno set, when write(2) fails (or writes nothing). */
+bool forge_write_all(int fd, const void *buf, size_t len);
+
+/* Frees the n strings of v, then v itself (v NULL: nothing). */
+void forge_strings_free(char **v, size_t n);
+
 /* BSD strlcat: appends src to dst (of total size dstsize), always
  * NUL-terminates, returns the length it tried to create. */
 size_t forge_strlcat(char *dst, const char *src, size_t dstsize);
+
+/* Reads f to its end, or until more than max bytes came: *out (new,
+ * NUL-terminated) holds what was read, *len its length without the NUL (>
+ * max when f holds more than max). FORGE_EIO when f cannot be read (*out
+ * NULL). The one reader of whole inputs: files, and stdin for commands. */
+int forge_read_stream(FILE *f, size_t max, char **out, size_t *len);
 
 /* Reads a whole file of at most max bytes into *out (new, NUL-terminated;
  * *len excludes the NUL). FORGE_EIO when it cannot be read, FORGE_ETOO_LARGE
  * when it is bigger than max. */
 int forge_read_file(const char *path, size_t max, char **out, size_t *len);
 
-/* Length of the valid UTF-8 sequence at p (left bytes available), or 0
- * when it is not one: strict, as jansson is (no overlong forms, no
- * surrogates, nothing past U+10FFFF). */
-size_t forge_utf8_len(const unsigned char *p, size_t left);
-
 /* True when s starts with prefix. */
 int forge_str_starts_with(const char *s, const char *prefix);
-
-/* n bytes as lower-case hex into out (2n + 1 bytes, NUL-terminated). */
-void forge_hex(const unsigned char *bytes, size_t n, char *out);
 
 #endif

@@ -33,7 +33,7 @@ static void fit(forge_dlq_record_t *d, size_t max_bytes)
     room -= r->key_len;
     if (r->value_len > room) {
         snprintf(d->value_bytes, sizeof(d->value_bytes), "%zu", r->value_len);
-        forge_digest_hex(r->value, r->value_len, d->value_sha256);
+        forge_sha256_hex(r->value, r->value_len, d->value_sha256);
         add(d, "forge.dlq.value_bytes", d->value_bytes);
         add(d, "forge.dlq.value_sha256", d->value_sha256);
         r->value_len = room;

@@ -35,7 +35,7 @@ typedef struct forge_dlq_record {
     char offset[24];
     char key_bytes[24];   /* the original key's length, when cut */
     char value_bytes[24]; /* the original value's length, when cut */
-    char value_sha256[FORGE_DIGEST_HEX];
+    char value_sha256[FORGE_SHA256_HEX];
 } forge_dlq_record_t;
 
 /* Fills *out for message m of source_topic refused with error, in at most

@@ -118,7 +118,7 @@ forge_rc_t forge_kafka_producer_new(forge_kafka_t *k, int init_ms,
     k->txn_timeout_ms = transaction_timeout_ms(k->producer);
     rc = init_transactions(k, init_ms, stop, err);
 out:
-    forge_buf_free(&txid);
+    forge_buf_clear(&txid);
     return rc;
 }
 

@@ -5,22 +5,11 @@
  */
 #include "launch/events.h"
 #include "core/buf.h"
+#include "core/timestamp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-void forge_event_time(long long at_ms, char *out, size_t size)
-{
-    time_t secs = (time_t)(at_ms / 1000);
-    struct tm tm;
-    char stamp[24];
-
-    gmtime_r(&secs, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, size, "%.19s.%03dZ", stamp,
-             (int)(at_ms % 1000 + 1000) % 1000);
-}
 
 long long forge_event_now_ms(void)
 {
@@ -71,16 +60,17 @@ static json_t *cloud_event(const char *id, const char *type,
                       "1.0", "id", id, "source", forge_buf_str(&source), "type",
                       type, "subject", subject, "time", at, "datacontenttype",
                       "application/json", "data", data);
-    forge_buf_free(&source);
+    forge_buf_clear(&source);
     return event;
 }
 
 json_t *forge_event_status(const forge_status_event_t *e)
 {
-    char at[32], *id = forge_event_status_id(e->launch_id, e->attempt, e->seq);
+    char at[FORGE_TIMESTAMP_MAX],
+        *id = forge_event_status_id(e->launch_id, e->attempt, e->seq);
     json_t *labels = labels_json(e->labels, e->label_count), *data, *event;
 
-    forge_event_time(e->at_ms, at, sizeof(at));
+    forge_timestamp_format(e->at_ms, at, sizeof(at));
     data = json_pack("{s:s, s:i, s:I, s:s, s:o, s:o, s:s, s:s, s:o, s:o}",
                      "launch_id", e->launch_id, "attempt", e->attempt, "seq",
                      (json_int_t)e->seq, "state", forge_state_name(e->state),
@@ -101,7 +91,7 @@ json_t *forge_event_status(const forge_status_event_t *e)
     return event;
 }
 
-/* The entries of the staging folder that were refused (log_archive.h). */
+/* The entries of the staging folder that were refused (archive.h). */
 static json_t *archive_refused(const forge_archive_t *a)
 {
     json_t *refused = json_array();
@@ -127,9 +117,9 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
     const forge_archive_t *a = e->archive;
     json_t *missing = json_array(), *tail = json_null(), *data, *event;
     forge_buf_t id = FORGE_BUF_INIT;
-    char at[32];
+    char at[FORGE_TIMESTAMP_MAX];
 
-    forge_event_time(a->at_ms, at, sizeof(at));
+    forge_timestamp_format(a->at_ms, at, sizeof(at));
     forge_buf_printf(&id, "%s/%d/logs", e->launch_id, e->attempt);
     for (size_t i = 0; i < a->missing_count; i++)
         json_array_append_new(missing, json_string(a->missing[i]));
@@ -149,6 +139,6 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
         json_object_set_new(data, "unsafe_staging", json_string(a->unsafe));
     event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
                         e->worker_id, e->launch_id, at, data);
-    forge_buf_free(&id);
+    forge_buf_clear(&id);
     return event;
 }

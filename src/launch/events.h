@@ -9,8 +9,8 @@
 #ifndef FORGE_EVENTS_H
 #define FORGE_EVENTS_H
 
-#include "archive/log_archive.h"
-#include "launch/platform_state.h"
+#include "archive/archive.h"
+#include "launch/state.h"
 #include "request/request.h"
 
 #include <jansson.h>
@@ -52,9 +52,6 @@ json_t *forge_event_logs(const forge_logs_event_t *e);
 
 /* "<launch_id>/<attempt>/<seq>" (new). */
 char *forge_event_status_id(const char *launch_id, int attempt, long seq);
-
-/* RFC 3339 UTC with milliseconds: "2026-12-02T17:54:39.123Z". out >= 32. */
-void forge_event_time(long long at_ms, char *out, size_t size);
 
 /* Milliseconds since the epoch, now: the wall clock, for what goes into an
  * event, a record or a log (core/clock.h says which times are which; every

@@ -8,22 +8,12 @@
 #include "launch/launch.h"
 #include "core/util.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RECORD_VERSION  1
 #define SEAL_AAD_PREFIX "forge-state/v1/"
-
-void forge_digest_hex(const void *bytes, size_t len, char out[FORGE_DIGEST_HEX])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-
-    EVP_Digest(bytes, len, md, &n, EVP_sha256(), NULL);
-    forge_hex(md, n < 32 ? n : 32, out);
-}
 
 forge_launch_record_t *forge_launch_record_new(const char *launch_id,
                                                int attempt, const char *request,
@@ -37,7 +27,7 @@ forge_launch_record_t *forge_launch_record_new(const char *launch_id,
         r->request = forge_xstrndup(request, request_len);
         r->request_len = request_len;
     }
-    forge_digest_hex(request ? request : "", request ? request_len : 0,
+    forge_sha256_hex(request ? request : "", request ? request_len : 0,
                      r->digest);
     return r;
 }

@@ -37,7 +37,8 @@
 #define FORGE_LAUNCH_H
 
 #include "core/error.h"
-#include "launch/platform_state.h"
+#include "core/sha256.h"
+#include "launch/state.h"
 #include "launch/seal.h"
 
 #include <jansson.h>
@@ -45,14 +46,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FORGE_DIGEST_HEX 65 /* sha256 as hex + NUL */
-
 typedef struct forge_launch_record {
     char *launch_id;
     int attempt;
     forge_state_t state;
     long seq; /* events published so far for (launch_id, attempt) */
-    char digest[FORGE_DIGEST_HEX]; /* of the request bytes */
+    char digest[FORGE_SHA256_HEX]; /* of the request bytes */
     char *request;                 /* the request as received, or NULL */
     size_t request_len;
     json_t *request_sealed; /* could not be opened: kept as read, or NULL */
@@ -76,10 +75,6 @@ forge_launch_record_t *forge_launch_record_new(const char *launch_id,
                                                size_t request_len);
 
 void forge_launch_record_free(forge_launch_record_t *r); /* NULL-safe */
-
-/* sha256 of bytes as lower-case hex. */
-void forge_digest_hex(const void *bytes, size_t len,
-                      char out[FORGE_DIGEST_HEX]);
 
 /*
  * Moves the record to `to` if the contract allows it (seq + 1, updated_at

@@ -6,6 +6,7 @@
  * here keeps state beyond the loaded keys.
  */
 #include "launch/seal.h"
+#include "core/sha256.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -42,12 +43,12 @@ struct forge_sealer {
 
 static void key_id(const unsigned char *key, char kid[FORGE_SEAL_KID_HEX])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
+    char hex[FORGE_SHA256_HEX];
 
-    EVP_Digest(key, FORGE_SEAL_KEY_BYTES, md, &n, EVP_sha256(), NULL);
-    forge_hex(md, (FORGE_SEAL_KID_HEX - 1) / 2, kid);
-    OPENSSL_cleanse(md, sizeof(md));
+    forge_sha256_hex(key, FORGE_SEAL_KEY_BYTES, hex);
+    memcpy(kid, hex, FORGE_SEAL_KID_HEX - 1);
+    kid[FORGE_SEAL_KID_HEX - 1] = '\0';
+    OPENSSL_cleanse(hex, sizeof(hex));
 }
 
 /* Exactly FORGE_SEAL_KEY_BYTES from fd, and then the end of the file. */
@@ -212,22 +213,29 @@ static bool b64_decode(const char *text, unsigned char **out, size_t *n)
 
 /* ---- seal and open ---------------------------------------------------- */
 
-/* ct (len bytes, then room for the tag) from pt with key, iv, aad. */
-static bool gcm_seal(const seal_key_t *key, const unsigned char *iv,
-                     const char *aad, const void *pt, size_t len,
-                     unsigned char *ct)
+/* AES-256-GCM of in[0..len) into out (len bytes) with key, iv and aad,
+ * one way or the other: sealing (enc) writes the tag (TAG_BYTES) to tag;
+ * opening checks the tag read from tag, false when it does not
+ * authenticate. */
+static bool gcm(const seal_key_t *key, const unsigned char *iv, const char *aad,
+                const unsigned char *in, size_t len, unsigned char *out,
+                unsigned char *tag, int enc)
 {
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int n = 0, fin = 0;
     bool ok =
-        ctx && EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) &&
+        ctx &&
+        EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) &&
         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
-        EVP_EncryptInit_ex(ctx, NULL, NULL, key->bytes, iv) &&
-        EVP_EncryptUpdate(ctx, NULL, &n, (const unsigned char *)aad,
-                          (int)strlen(aad)) &&
-        EVP_EncryptUpdate(ctx, ct, &n, pt, (int)len) &&
-        EVP_EncryptFinal_ex(ctx, ct + n, &fin) &&
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, ct + len);
+        EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
+        EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
+                         (int)strlen(aad)) &&
+        EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&
+        (enc ||
+         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, tag)) &&
+        EVP_CipherFinal_ex(ctx, out + n, &fin) > 0 &&
+        (!enc ||
+         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, tag));
 
     EVP_CIPHER_CTX_free(ctx);
     return ok;
@@ -248,7 +256,7 @@ forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
         return forge_error_set(err, FORGE_EIO, NULL,
                                "no random IV to seal with");
     ct = forge_xmalloc(len + TAG_BYTES);
-    if (!gcm_seal(&s->current, iv, aad, pt, len, ct)) {
+    if (!gcm(&s->current, iv, aad, pt, len, ct, ct + len, 1)) {
         free(ct);
         return forge_error_set(err, FORGE_EIO, NULL, "AES-256-GCM failed");
     }
@@ -260,30 +268,6 @@ forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
     free(ct64);
     free(ct);
     return FORGE_OK;
-}
-
-/* pt (ctlen - TAG_BYTES bytes) from ct || tag; false when it does not
- * authenticate. */
-static bool gcm_open(const seal_key_t *key, const unsigned char *iv,
-                     const char *aad, const unsigned char *ct, size_t ctlen,
-                     unsigned char *pt)
-{
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    size_t len = ctlen - TAG_BYTES;
-    int n = 0, fin = 0;
-    bool ok =
-        ctx && EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) &&
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
-        EVP_DecryptInit_ex(ctx, NULL, NULL, key->bytes, iv) &&
-        EVP_DecryptUpdate(ctx, NULL, &n, (const unsigned char *)aad,
-                          (int)strlen(aad)) &&
-        EVP_DecryptUpdate(ctx, pt, &n, ct, (int)len) &&
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES,
-                            (void *)(ct + len)) &&
-        EVP_DecryptFinal_ex(ctx, pt + n, &fin) > 0;
-
-    EVP_CIPHER_CTX_free(ctx);
-    return ok;
 }
 
 static bool is_kid(const char *kid)
@@ -318,7 +302,8 @@ forge_rc_t forge_unseal(const forge_sealer_t *s, const char *aad,
                              kid, VAR_CURRENT, VAR_PREVIOUS);
     } else {
         pt = forge_xmalloc(ct_len - TAG_BYTES + 1);
-        if (!gcm_open(key, iv, aad ? aad : "", ct, ct_len, pt)) {
+        if (!gcm(key, iv, aad ? aad : "", ct, ct_len - TAG_BYTES, pt,
+                 ct + ct_len - TAG_BYTES, 0)) {
             OPENSSL_cleanse(pt, ct_len - TAG_BYTES);
             free(pt);
             pt = NULL;

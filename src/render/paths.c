@@ -51,7 +51,7 @@ char *forge_path_normalize(const char *path)
     for (const char *p = path; *p;) {
         size_t n = strcspn(p, "/");
         if (n == 2 && p[0] == '.' && p[1] == '.') {
-            forge_buf_free(&b);
+            forge_buf_clear(&b);
             return NULL;
         }
         if (n > 0 && !(n == 1 && p[0] == '.')) {

@@ -242,7 +242,7 @@ static void put_identity(forge_buf_t *s, const forge_launch_t *l,
                       "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n");
     forge_buf_printf(s, "export WORLD_SIZE=%ld\nexport NNODES=%ld\n\n", world,
                      nodes);
-    forge_buf_free(&pools);
+    forge_buf_clear(&pools);
     free(staging);
     free(cluster_staging);
 }
@@ -431,7 +431,7 @@ static void put_mounts_pyxis(forge_buf_t *s, const forge_launch_t *l,
     }
     if (spec.len)
         forge_shell_argf(s, "--container-mounts=%s", forge_buf_str(&spec));
-    forge_buf_free(&spec);
+    forge_buf_clear(&spec);
 }
 
 static void put_command(forge_buf_t *s, const forge_launch_t *l)
@@ -484,7 +484,7 @@ static void put_pyxis_task(forge_buf_t *s, const forge_launch_t *l,
 }
 
 /* A het component's own <pool>.out / <pool>.err in the staging folder,
- * where the archive (log_archive.h) expects them. */
+ * where the archive (archive.h) expects them. */
 static void put_component_logs(forge_buf_t *s, const forge_config_t *cfg,
                                const forge_launch_t *l,
                                const forge_pool_t *pool)
@@ -608,7 +608,7 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     forge_buf_printf(&b, "FORGE_LAUNCH_ID=%s", l->launch_id);
     json_array_append_new(env, json_string(forge_buf_str(&b)));
     json_object_set_new(job, "environment", env);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     free(name);
     free(comment);
     return job;

@@ -33,5 +33,5 @@ void forge_shell_argf(forge_buf_t *out, const char *fmt, ...)
     forge_buf_vprintf(&word, fmt, ap);
     va_end(ap);
     forge_shell_arg(out, forge_buf_str(&word));
-    forge_buf_free(&word);
+    forge_buf_clear(&word);
 }

@@ -69,7 +69,7 @@ static forge_rc_t write_credentials(int dfd, const char *rel,
                              FORGE_CREDENTIALS_FILE, strerror(errno));
     if (b.data)
         memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     return rc;
 }
 

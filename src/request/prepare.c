@@ -5,6 +5,7 @@
 #include "request/prepare.h"
 #include "render/render.h"
 #include "request/request_check.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <stdbool.h>
@@ -62,19 +63,14 @@ void forge_prepared_destroy(forge_prepared_t *p)
 static char *utf8_clean(const char *s)
 {
     char *copy = forge_xstrdup(s);
+    size_t n = strlen(copy);
 
-    for (size_t i = 0; copy[i];) {
-        unsigned char c = (unsigned char)copy[i];
-        size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-        json_t *one = json_stringn(copy + i, strnlen(copy + i, len));
-        bool ok = one && strnlen(copy + i, len) == len;
-
-        json_decref(one);
-        if (ok) {
+    for (size_t i = 0; i < n;) {
+        size_t len = forge_utf8_len((const unsigned char *)copy + i, n - i);
+        if (len)
             i += len;
-        } else {
+        else
             copy[i++] = '?';
-        }
     }
     return copy;
 }

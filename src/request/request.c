@@ -11,6 +11,9 @@
  * every example.
  */
 #include "request/request.h"
+#include "core/document.h"
+#include "core/text.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -122,45 +125,12 @@ enum {
     S_HTTP_URL = 1 << 4,    /* ^https?://[^\s]+$ */
 };
 
-/* Code points in a UTF-8 string (jansson guarantees valid UTF-8). */
-static size_t utf8_count(const char *s, size_t n)
-{
-    size_t count = 0;
-
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xc0) != 0x80)
-            count++;
-    return count;
-}
-
-static bool has_control(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static bool has_dotdot(const char *s)
 {
     for (const char *p = s; (p = strstr(p, "..")); p += 2)
         if ((p == s || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
             return true;
     return false;
-}
-
-static bool is_http_url(const char *s)
-{
-    const char *rest = !strncmp(s, "http://", 7)    ? s + 7
-                       : !strncmp(s, "https://", 8) ? s + 8
-                                                    : NULL;
-
-    if (!rest || !*rest)
-        return false;
-    for (; *rest; rest++)
-        if (strchr(" \t\n\r\f\v", *rest))
-            return false;
-    return true;
 }
 
 static bool mount_chars_only(const char *s)
@@ -174,7 +144,7 @@ static bool mount_chars_only(const char *s)
 /* Why a string breaks its flags, or NULL when it does not. */
 static const char *string_flag_problem(const char *s, unsigned flags)
 {
-    if ((flags & S_NO_CONTROL) && has_control(s))
+    if ((flags & S_NO_CONTROL) && forge_text_has_control(s))
         return "must not contain control characters";
     if ((flags & S_ABSOLUTE) && s[0] != '/')
         return "must be an absolute path";
@@ -183,7 +153,7 @@ static const char *string_flag_problem(const char *s, unsigned flags)
     if ((flags & S_MOUNT_CHARS) && !mount_chars_only(s))
         return "may hold only letters, digits and . _ / + @ = - (Pyxis, "
                "enroot and Apptainer give other characters a meaning)";
-    if ((flags & S_HTTP_URL) && !is_http_url(s))
+    if ((flags & S_HTTP_URL) && !forge_text_is_http_url(s, 0))
         return "must be an http:// or https:// URL without spaces";
     return NULL;
 }
@@ -237,7 +207,7 @@ static forge_rc_t take_string(json_t *v, const field_t *f, char **out,
         return fail(err, f->code, p, "must be a string");
     if (strlen(s) != n)
         return fail(err, f->code, p, "must not contain NUL");
-    count = utf8_count(s, n);
+    count = forge_utf8_count(s, n); /* jansson: valid UTF-8 */
     if (f->pattern && !pattern_match(f->pattern, s))
         return fail(err, f->code, p, "must match %s", f->pattern->regex);
     if (count < (size_t)f->min || (f->max && count > (size_t)f->max)) {
@@ -811,7 +781,6 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
 
 static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
 {
-    json_error_t jerr;
     json_t *root;
 
     if (len > FORGE_REQUEST_MAX_BYTES) {
@@ -820,16 +789,13 @@ static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
                         FORGE_REQUEST_MAX_BYTES);
         return NULL;
     }
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!root)
-        forge_error_set(err, FORGE_EINVALID_JSON, "$", "line %d column %d: %s",
-                        jerr.line, jerr.column, jerr.text);
-    else if (!json_is_object(root))
+    if (forge_document_parse(buf, len, JSON_ALLOW_NUL, &root, err))
+        return NULL;
+    if (!json_is_object(root)) {
         forge_error_set(err, FORGE_ESCHEMA, "$",
                         "a request must be a JSON object");
-    if (root && !json_is_object(root)) {
         json_decref(root);
-        root = NULL;
+        return NULL;
     }
     return root;
 }
@@ -910,7 +876,7 @@ static void free_kvs(forge_kv_t *kv, size_t n)
     free(kv);
 }
 
-static void launch_free(forge_launch_t *l)
+static void launch_clear(forge_launch_t *l)
 {
     char **owned[] = {&l->launch_id,
                       &l->project,
@@ -968,7 +934,7 @@ void forge_request_destroy(forge_request_t *req)
 {
     if (!req)
         return;
-    launch_free(&req->launch);
+    launch_clear(&req->launch);
     free(req->cancel.launch_id);
     free(req->cancel.reason);
     free(req->event_id);

@@ -308,7 +308,7 @@ static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
     return FORGE_OK;
 }
 
-static void guard_free(guard_t *g)
+static void guard_clear(guard_t *g)
 {
     for (size_t i = 0; i < g->count; i++)
         free(g->f[i].canon);
@@ -471,7 +471,7 @@ static forge_rc_t check_mounts(const forge_request_t *req,
                     "cannot be checked: %s", why.message);
     for (size_t i = 0; !rc && i < req->launch.mount_count; i++)
         rc = check_mount(req, cfg, &g, i, err);
-    guard_free(&g);
+    guard_clear(&g);
     return rc;
 }
 

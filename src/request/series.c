@@ -3,6 +3,8 @@
  * series.c - reading the GPU series catalogue (series.h).
  */
 #include "request/series.h"
+#include "core/document.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -12,18 +14,6 @@
 
 #define CATALOG_MAX_BYTES (1024 * 1024)
 #define CONSTRAINT_MAX    256
-
-static bool valid_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 64 ||
-        !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-          (s[0] >= '0' && s[0] <= '9')))
-        return false;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                     "0123456789._-") == n;
-}
 
 /* Slurm constraint expression characters: features, & | ( ) ! * : . - _ */
 static bool valid_constraint(const char *s)
@@ -41,7 +31,7 @@ static forge_rc_t parse_entry(const char *name, json_t *v, forge_series_t *s,
     json_t *c = json_object_get(v, "slurm_constraint");
     json_t *g = json_object_get(v, "gpus_per_node");
 
-    if (!valid_name(name))
+    if (!forge_text_is_name(name, "._-", 64))
         return forge_error_set(err, FORGE_ESCHEMA, "$.series",
                                "series name \"%.64s\" must match "
                                "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
@@ -71,17 +61,14 @@ forge_rc_t forge_series_parse(const char *buf, size_t len,
                               forge_series_catalog_t **out, forge_error_t *err)
 {
     forge_series_catalog_t *cat = NULL;
-    json_error_t jerr;
     json_t *root, *series, *v;
     const char *name;
-    forge_rc_t rc = FORGE_ESCHEMA;
+    forge_rc_t rc;
 
     *out = NULL;
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return forge_error_set(err, FORGE_EINVALID_JSON, "$",
-                               "line %d column %d: %s", jerr.line, jerr.column,
-                               jerr.text);
+    if ((rc = forge_document_parse(buf, len, 0, &root, err)))
+        return rc;
+    rc = FORGE_ESCHEMA;
     series = json_object_get(root, "series");
     if (!json_is_object(series)) {
         forge_error_set(err, FORGE_ESCHEMA, "$.series",
@@ -106,24 +93,19 @@ out:
     return rc;
 }
 
+static forge_rc_t parse_into(const char *buf, size_t len, void *out,
+                             forge_error_t *err)
+{
+    return forge_series_parse(buf, len, out, err);
+}
+
 forge_rc_t forge_series_load(const char *path, forge_series_catalog_t **out,
                              forge_error_t *err)
 {
-    forge_error_t inner = {0};
-    char *buf = NULL;
-    size_t len = 0;
-    forge_rc_t rc;
-
     *out = NULL;
-    if ((rc = forge_read_file(path, CATALOG_MAX_BYTES, &buf, &len)))
-        return forge_error_set(err, rc, "FORGE_GPU_SERIES_FILE",
-                               "cannot read the GPU series catalogue %s", path);
-    rc = forge_series_parse(buf, len, out, &inner);
-    free(buf);
-    if (rc)
-        return forge_error_set(err, rc, "FORGE_GPU_SERIES_FILE", "%s: %s: %s",
-                               path, inner.field, inner.message);
-    return FORGE_OK;
+    return forge_document_load(path, CATALOG_MAX_BYTES, "FORGE_GPU_SERIES_FILE",
+                               "the GPU series catalogue", 0, parse_into, out,
+                               err);
 }
 
 const forge_series_t *forge_series_find(const forge_series_catalog_t *cat,

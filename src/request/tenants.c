@@ -4,6 +4,8 @@
  * of schemas/tenants.v1.json, and which tenant a launch runs as.
  */
 #include "request/tenants.h"
+#include "core/document.h"
+#include "core/text.h"
 #include "core/util.h"
 
 #include <jansson.h>
@@ -19,19 +21,6 @@ static bool ascii_alnum(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c >= '0' && c <= '9');
-}
-
-/* ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$: the request's own rule for `tenant`. */
-static bool tenant_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 64 || !ascii_alnum(s[0]))
-        return false;
-    for (size_t i = 1; i < n; i++)
-        if (!ascii_alnum(s[i]) && !strchr("._-", s[i]))
-            return false;
-    return true;
 }
 
 /* ^[A-Za-z_][A-Za-z0-9_.-]{0,31}$, and never root: a job never runs as root. */
@@ -61,7 +50,8 @@ static forge_rc_t parse_entry(const char *name, json_t *v, forge_tenant_t *t,
     json_t *user = json_object_get(v, "slurm_user");
     json_t *uid = json_object_get(v, "uid"), *gid = json_object_get(v, "gid");
 
-    if (!tenant_name_ok(name))
+    /* the request's own rule for `tenant` */
+    if (!forge_text_is_name(name, "._-", 64))
         return forge_error_set(err, FORGE_ESCHEMA, "$.tenants",
                                "tenant \"%s\": a name must match "
                                "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
@@ -126,16 +116,12 @@ forge_rc_t forge_tenants_parse(const char *buf, size_t len,
                                forge_tenants_t **out, forge_error_t *err)
 {
     forge_tenants_t *t;
-    json_error_t jerr;
     json_t *root;
     forge_rc_t rc;
 
     *out = NULL;
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return forge_error_set(err, FORGE_EINVALID_JSON, "$",
-                               "line %d column %d: %s", jerr.line, jerr.column,
-                               jerr.text);
+    if ((rc = forge_document_parse(buf, len, 0, &root, err)))
+        return rc;
     t = forge_xcalloc(1, sizeof(*t));
     rc = json_is_object(root)
              ? parse_root(root, t, err)
@@ -149,24 +135,19 @@ forge_rc_t forge_tenants_parse(const char *buf, size_t len,
     return FORGE_OK;
 }
 
+static forge_rc_t parse_into(const char *buf, size_t len, void *out,
+                             forge_error_t *err)
+{
+    return forge_tenants_parse(buf, len, out, err);
+}
+
 forge_rc_t forge_tenants_load(const char *path, forge_tenants_t **out,
                               forge_error_t *err)
 {
-    forge_error_t inner = {0};
-    char *buf = NULL;
-    size_t len = 0;
-    forge_rc_t rc;
-
     *out = NULL;
-    if ((rc = forge_read_file(path, TENANTS_MAX_BYTES, &buf, &len)))
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_TENANTS_FILE",
-                               "cannot read the tenants file %s", path);
-    rc = forge_tenants_parse(buf, len, out, &inner);
-    free(buf);
-    if (rc)
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_TENANTS_FILE",
-                               "%s: %s: %s", path, inner.field, inner.message);
-    return FORGE_OK;
+    return forge_document_load(path, TENANTS_MAX_BYTES, "FORGE_TENANTS_FILE",
+                               "the tenants file", FORGE_ECONFIG, parse_into,
+                               out, err);
 }
 
 forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,

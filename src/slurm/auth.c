@@ -44,6 +44,32 @@ static forge_rc_t check_private(const char *path, const char *what,
     return FORGE_OK;
 }
 
+/* The secret file at path (the "token file", the "key file": what) of
+ * variable var: private (check_private), then read whole, min to max bytes,
+ * into *buf (new). FORGE_ECONFIG, err set, otherwise. */
+static forge_rc_t read_private(const char *path, const char *var,
+                               const char *what, size_t min, size_t max,
+                               struct stat *st, char **buf, size_t *len,
+                               forge_error_t *err)
+{
+    forge_rc_t rc;
+
+    *buf = NULL;
+    *len = 0;
+    if ((rc = check_private(path, var, st, err)))
+        return rc;
+    if (!forge_read_file(path, max, buf, len) && *len >= min)
+        return FORGE_OK;
+    free(*buf);
+    *buf = NULL;
+    if (!min)
+        return forge_error_set(err, FORGE_ECONFIG, var, "cannot read the %s %s",
+                               what, path);
+    return forge_error_set(err, FORGE_ECONFIG, var,
+                           "the %s %s must hold %zu to %zu bytes", what, path,
+                           min, max);
+}
+
 static void set_token(forge_slurm_auth_t *a, char *token)
 {
     if (a->token)
@@ -57,15 +83,14 @@ static void set_token(forge_slurm_auth_t *a, char *token)
 static forge_rc_t read_token(forge_slurm_auth_t *a, forge_error_t *err)
 {
     struct stat st;
-    char *buf = NULL;
-    size_t len = 0;
-    forge_rc_t rc;
+    char *buf;
+    size_t len;
+    forge_rc_t rc =
+        read_private(a->token_file, "FORGE_SLURM_JWT_FILE", "token file", 0,
+                     TOKEN_MAX_BYTES, &st, &buf, &len, err);
 
-    if ((rc = check_private(a->token_file, "FORGE_SLURM_JWT_FILE", &st, err)))
+    if (rc)
         return rc;
-    if (forge_read_file(a->token_file, TOKEN_MAX_BYTES, &buf, &len))
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_FILE",
-                               "cannot read the token file %s", a->token_file);
     while (len > 0 && strchr("\r\n \t", buf[len - 1]))
         buf[--len] = '\0';
     if (!strncmp(buf, "SLURM_JWT=", 10)) /* scontrol token's own format */
@@ -125,20 +150,12 @@ out:
 static forge_rc_t load_key(forge_slurm_auth_t *a, forge_error_t *err)
 {
     struct stat st;
-    char *buf = NULL;
-    size_t len = 0;
-    forge_rc_t rc;
+    char *buf;
 
-    if ((rc = check_private(a->key_file, "FORGE_SLURM_JWT_KEY_FILE", &st, err)))
-        return rc;
-    if (forge_read_file(a->key_file, KEY_MAX_BYTES, &buf, &len) || len < 16) {
-        free(buf);
-        return forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_JWT_KEY_FILE",
-                               "the key file %s must hold 16 to %d bytes",
-                               a->key_file, KEY_MAX_BYTES);
-    }
+    if (read_private(a->key_file, "FORGE_SLURM_JWT_KEY_FILE", "key file", 16,
+                     KEY_MAX_BYTES, &st, &buf, &a->key_len, err))
+        return FORGE_ECONFIG;
     a->key = (unsigned char *)buf;
-    a->key_len = len;
     return FORGE_OK;
 }
 

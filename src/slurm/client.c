@@ -128,8 +128,8 @@ const char *forge_slurm_client_version_name(const forge_slurm_client_t *c)
     return forge_api_version_name(c->opts.version);
 }
 
-char *slurm_path(const forge_slurm_client_t *c, const char *plugin,
-                 const char *rest)
+char *forge_slurm_path(const forge_slurm_client_t *c, const char *plugin,
+                       const char *rest)
 {
     forge_buf_t b = FORGE_BUF_INIT;
 
@@ -138,7 +138,7 @@ char *slurm_path(const forge_slurm_client_t *c, const char *plugin,
     return forge_buf_take(&b);
 }
 
-bool slurm_number(const json_t *v, long long *out)
+bool forge_slurm_number(const json_t *v, long long *out)
 {
     if (json_is_integer(v)) {
         *out = json_integer_value(v);

@@ -168,7 +168,8 @@ typedef struct forge_slurm_job_list {
     size_t count;
 } forge_slurm_job_list_t;
 
-void forge_slurm_job_list_free(forge_slurm_job_list_t *l);
+/* Frees what l holds and leaves it empty (l itself is the caller's). */
+void forge_slurm_job_list_clear(forge_slurm_job_list_t *l);
 
 /*
  * Cheap batched poll: the states of many job ids in as few calls as the

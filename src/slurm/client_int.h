@@ -30,10 +30,10 @@ struct forge_slurm_client {
 };
 
 /* How a call may be retried once it may have reached slurmrestd. */
-typedef enum slurm_retry {
-    SLURM_RETRY_READ,  /* idempotent: timeouts and 5xx retried */
-    SLURM_RETRY_NEVER, /* submit: only a refused connection is retried */
-} slurm_retry_t;
+typedef enum forge_slurm_retry {
+    FORGE_SLURM_RETRY_READ,  /* idempotent: timeouts and 5xx retried */
+    FORGE_SLURM_RETRY_NEVER, /* submit: only a refused connection is retried */
+} forge_slurm_retry_t;
 
 /*
  * One call: method, path below the base URL (e.g. "/slurm/v0.0.43/ping"),
@@ -41,17 +41,18 @@ typedef enum slurm_retry {
  * whatever the status (new: the caller always json_decref()s it); errors[0]
  * is in res.
  */
-forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
-                                const char *path, const char *body,
-                                slurm_retry_t retry, json_t **json,
-                                forge_slurm_result_t *res);
+forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
+                                      const char *method, const char *path,
+                                      const char *body,
+                                      forge_slurm_retry_t retry, json_t **json,
+                                      forge_slurm_result_t *res);
 
 /* "/slurm/<version>/<rest>" or "/slurmdb/<version>/<rest>" (new). */
-char *slurm_path(const forge_slurm_client_t *c, const char *plugin,
-                 const char *rest);
+char *forge_slurm_path(const forge_slurm_client_t *c, const char *plugin,
+                       const char *rest);
 
 /* Slurm numbers: plain, or {"set", "infinite", "number"}. false when unset
  * or infinite. */
-bool slurm_number(const json_t *v, long long *out);
+bool forge_slurm_number(const json_t *v, long long *out);
 
 #endif

@@ -177,7 +177,7 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     h = curl_slist_append(h, "Expect:");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     memset(line.data, 0, line.len); /* the token */
-    forge_buf_free(&line);
+    forge_buf_clear(&line);
     return h;
 }
 
@@ -245,11 +245,11 @@ static forge_slurm_status_t classify_http(long code, const response_t *r,
 }
 
 static bool should_retry(forge_slurm_status_t st, bool sent,
-                         slurm_retry_t retry)
+                         forge_slurm_retry_t retry)
 {
     if (st == FORGE_SLURM_TRANSPORT && !sent)
         return true;
-    if (retry == SLURM_RETRY_NEVER)
+    if (retry == FORGE_SLURM_RETRY_NEVER)
         return false;
     return st == FORGE_SLURM_TRANSPORT || st == FORGE_SLURM_TIMED_OUT ||
            st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
@@ -301,14 +301,15 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     if (res->message[0])
         scrub(res);
     c->fresh_connection = st != FORGE_SLURM_OK;
-    forge_buf_free(&r.body);
+    forge_buf_clear(&r.body);
     return st;
 }
 
-forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
-                                const char *path, const char *body,
-                                slurm_retry_t retry, json_t **json,
-                                forge_slurm_result_t *res)
+forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
+                                      const char *method, const char *path,
+                                      const char *body,
+                                      forge_slurm_retry_t retry, json_t **json,
+                                      forge_slurm_result_t *res)
 {
     forge_buf_t url = FORGE_BUF_INIT;
     forge_slurm_status_t st = FORGE_SLURM_TRANSPORT;
@@ -327,7 +328,7 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
          * turns out closed without an answer - even a POST, which the
          * server may have carried out. A call that must never be repeated
          * (a submit) therefore always goes on a fresh connection. */
-        if (retry == SLURM_RETRY_NEVER)
+        if (retry == FORGE_SLURM_RETRY_NEVER)
             c->fresh_connection = true;
         st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
                      res);
@@ -350,6 +351,6 @@ forge_slurm_status_t slurm_call(forge_slurm_client_t *c, const char *method,
                          res->message);
     }
     res->status = st;
-    forge_buf_free(&url);
+    forge_buf_clear(&url);
     return st;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * slurm/ops.c - the operations of client.h on top of slurm_call(): request
- * paths and bodies, and reading the answers of API versions v0.0.41 to
+ * slurm/ops.c - the operations of client.h on top of forge_slurm_call():
+ * request paths and bodies, and reading the answers of API versions v0.0.41 to
  * v0.0.45 (their job and ping objects share the fields read here; numbers
  * may be plain or {set, infinite, number}, and both are read).
  */
@@ -45,13 +45,14 @@ static void take_exit(forge_slurm_job_t *j, const json_t *ec)
     long long v;
 
     j->exit_code = -1;
-    if (slurm_number(ec, &v)) {
+    if (forge_slurm_number(ec, &v)) {
         j->exit_code = (int)v;
         return;
     }
-    if (slurm_number(json_object_get(ec, "return_code"), &v))
+    if (forge_slurm_number(json_object_get(ec, "return_code"), &v))
         j->exit_code = (int)v;
-    if (slurm_number(json_object_get(json_object_get(ec, "signal"), "id"), &v))
+    if (forge_slurm_number(json_object_get(json_object_get(ec, "signal"), "id"),
+                           &v))
         j->signal = (int)v;
 }
 
@@ -62,11 +63,11 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
     long long v;
 
     memset(j, 0, sizeof(*j));
-    if (slurm_number(json_object_get(o, "job_id"), &v))
+    if (forge_slurm_number(json_object_get(o, "job_id"), &v))
         j->job_id = (uint32_t)v;
-    if (slurm_number(json_object_get(o, "het_job_id"), &v))
+    if (forge_slurm_number(json_object_get(o, "het_job_id"), &v))
         j->het_job_id = (uint32_t)v;
-    if (slurm_number(json_object_get(o, "het_job_offset"), &v))
+    if (forge_slurm_number(json_object_get(o, "het_job_offset"), &v))
         j->het_offset = (int)v;
     if (!state) /* slurmdb: state: {current: [...], reason} */
         state = json_object_get(json_object_get(o, "state"), "current");
@@ -85,7 +86,7 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
     if (!j->comment) /* slurmdb: comment: {job, administrator, system} */
         j->comment = dup_str(json_object_get(o, "comment"), "job");
     j->name = dup_str(o, "name");
-    if (slurm_number(json_object_get(o, "restart_cnt"), &v))
+    if (forge_slurm_number(json_object_get(o, "restart_cnt"), &v))
         j->restart_count = (int)v;
 }
 
@@ -102,7 +103,7 @@ static int by_offset(const void *a, const void *b)
     return x->het_offset - y->het_offset;
 }
 
-void forge_slurm_job_list_free(forge_slurm_job_list_t *l)
+void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
 {
     for (size_t i = 0; l && i < l->count; i++) {
         forge_slurm_job_t *j = &l->jobs[i];
@@ -153,10 +154,10 @@ static forge_slurm_status_t get_jobs(forge_slurm_client_t *c,
                                      forge_slurm_job_list_t *out,
                                      forge_slurm_result_t *res)
 {
-    char *path = slurm_path(c, plugin, rest);
+    char *path = forge_slurm_path(c, plugin, rest);
     json_t *json = NULL;
-    forge_slurm_status_t st =
-        slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+    forge_slurm_status_t st = forge_slurm_call(
+        c, "GET", path, NULL, FORGE_SLURM_RETRY_READ, &json, res);
 
     out->jobs = NULL;
     out->count = 0;
@@ -211,7 +212,7 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
             memset(&all.jobs[i], 0, sizeof(all.jobs[i])); /* moved */
         }
     }
-    forge_slurm_job_list_free(&all);
+    forge_slurm_job_list_clear(&all);
     return st;
 }
 
@@ -231,7 +232,7 @@ static void parse_state_entry(const json_t *o, forge_slurm_job_t *j)
             j->het_offset = (int)strtol(end + 1, NULL, 10);
             j->het_job_id = (uint32_t)-1; /* het, leader not told */
         }
-    } else if (slurm_number(id, &v)) {
+    } else if (forge_slurm_number(id, &v)) {
         j->job_id = (uint32_t)v;
     }
     take_states(j, json_object_get(o, "state"));
@@ -252,8 +253,9 @@ static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
     forge_buf_puts(&rest, "jobs/state");
     for (i = 0; i < n; i++)
         forge_buf_printf(&rest, "%cjob_id=%u", i ? '&' : '?', ids[i]);
-    path = slurm_path(c, "slurm", forge_buf_str(&rest));
-    st = slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+    path = forge_slurm_path(c, "slurm", forge_buf_str(&rest));
+    st = forge_slurm_call(c, "GET", path, NULL, FORGE_SLURM_RETRY_READ, &json,
+                          res);
     if (st == FORGE_SLURM_OK && !json_is_array(json_object_get(json, "jobs"))) {
         snprintf(res->message, sizeof(res->message),
                  "jobs/state answered without jobs[]");
@@ -269,7 +271,7 @@ static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
     }
     json_decref(json);
     free(path);
-    forge_buf_free(&rest);
+    forge_buf_clear(&rest);
     return st;
 }
 
@@ -288,7 +290,7 @@ forge_slurm_status_t forge_slurm_job_states(forge_slurm_client_t *c,
                           n - at < STATES_CHUNK ? n - at : STATES_CHUNK, out,
                           res);
     if (st != FORGE_SLURM_OK) /* all or nothing: a partial answer misleads */
-        forge_slurm_job_list_free(out);
+        forge_slurm_job_list_clear(out);
     return st;
 }
 
@@ -298,10 +300,10 @@ forge_slurm_status_t forge_slurm_ping(forge_slurm_client_t *c,
                                       forge_slurm_ping_t *out,
                                       forge_slurm_result_t *res)
 {
-    char *path = slurm_path(c, "slurm", "ping");
+    char *path = forge_slurm_path(c, "slurm", "ping");
     json_t *json = NULL, *ping;
-    forge_slurm_status_t st =
-        slurm_call(c, "GET", path, NULL, SLURM_RETRY_READ, &json, res);
+    forge_slurm_status_t st = forge_slurm_call(
+        c, "GET", path, NULL, FORGE_SLURM_RETRY_READ, &json, res);
     const char *release, *pinged;
     long long v;
 
@@ -313,7 +315,7 @@ forge_slurm_status_t forge_slurm_ping(forge_slurm_client_t *c,
         pinged = json_string_value(json_object_get(ping, "pinged"));
         out->responding = json_is_true(json_object_get(ping, "responding")) ||
                           (pinged && !strcmp(pinged, "UP"));
-        if (slurm_number(json_object_get(ping, "latency"), &v))
+        if (forge_slurm_number(json_object_get(ping, "latency"), &v))
             out->latency_us = (long)v;
         release = json_string_value(json_object_get(
             json_object_get(json_object_get(json, "meta"), "slurm"),
@@ -332,8 +334,8 @@ forge_slurm_status_t forge_slurm_check_version(forge_slurm_client_t *c,
     json_t *json = NULL, *v;
     const char *key;
     char want[32], served[128] = "";
-    forge_slurm_status_t st =
-        slurm_call(c, "GET", "/openapi/v3", NULL, SLURM_RETRY_READ, &json, res);
+    forge_slurm_status_t st = forge_slurm_call(
+        c, "GET", "/openapi/v3", NULL, FORGE_SLURM_RETRY_READ, &json, res);
     bool found = false;
 
     snprintf(want, sizeof(want), "/slurm/%s/",
@@ -383,14 +385,15 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
                                         forge_slurm_submit_t *out,
                                         forge_slurm_result_t *res)
 {
-    char *path = slurm_path(c, "slurm", "job/submit");
+    char *path = forge_slurm_path(c, "slurm", "job/submit");
     char *text = json_dumps(body, JSON_COMPACT);
     json_t *json = NULL;
     forge_slurm_status_t st;
     long long v;
 
     memset(out, 0, sizeof(*out));
-    st = slurm_call(c, "POST", path, text, SLURM_RETRY_NEVER, &json, res);
+    st = forge_slurm_call(c, "POST", path, text, FORGE_SLURM_RETRY_NEVER, &json,
+                          res);
     /* Slurm's refusal (ESLURM_*, 2000-2999: "Invalid partition name
      * specified") is HTTP 422 from 26.05 but HTTP 500 before (24.11, seen
      * with v0.0.41 and v0.0.42): still "Slurm said no", never retried. */
@@ -399,7 +402,7 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
         st = res->status = FORGE_SLURM_REJECTED;
     if (st == FORGE_SLURM_OK) {
         take_warnings(json, out->warnings, sizeof(out->warnings));
-        if (slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {
+        if (forge_slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {
             out->job_id = (uint32_t)v;
         } else {
             /* 200 without a job id: Slurm said no in errors[]. */
@@ -460,7 +463,7 @@ static forge_slurm_status_t cancel_outcome(const json_t *status,
         if (code == 0 || cancel_rank(code) <= worst)
             continue;
         worst = cancel_rank(code);
-        (void)slurm_number(json_object_get(e, "job_id"), &job);
+        (void)forge_slurm_number(json_object_get(e, "job_id"), &job);
         res->slurm_error = code;
         snprintf(res->message, sizeof(res->message),
                  "job %lld: slurm error %d: %s", job, code, msg ? msg : "");
@@ -479,8 +482,9 @@ forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
 
     snprintf(rest, sizeof(rest), "job/%u%s%s", job_id, signal ? "?signal=" : "",
              signal ? signal : "");
-    path = slurm_path(c, "slurm", rest);
-    st = slurm_call(c, "DELETE", path, NULL, SLURM_RETRY_READ, &json, res);
+    path = forge_slurm_path(c, "slurm", rest);
+    st = forge_slurm_call(c, "DELETE", path, NULL, FORGE_SLURM_RETRY_READ,
+                          &json, res);
     if (st == FORGE_SLURM_OK)
         st = cancel_outcome(json_object_get(json, "status"), res);
     else if (st == FORGE_SLURM_NOT_FOUND && res->slurm_error == 2021)

@@ -11,7 +11,7 @@
 #ifndef FORGE_SLURM_STATE_H
 #define FORGE_SLURM_STATE_H
 
-#include "launch/platform_state.h"
+#include "launch/state.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -37,6 +37,26 @@ forge_slurm_verdict_t forge_slurm_verdict(const forge_slurm_job_list_t *list,
     return v;
 }
 
+forge_slurm_move_t forge_slurm_move(const forge_slurm_job_list_t *list,
+                                    forge_state_t from, int cancel_requested)
+{
+    int exit_code;
+    forge_slurm_verdict_t v =
+        forge_slurm_verdict(list, cancel_requested, &exit_code);
+    forge_slurm_move_t m = {v.state, v.reason, false};
+
+    m.moves = v.state != FORGE_STATE_NONE && v.state != from &&
+              forge_state_transition_legal(from, v.state);
+    if (v.state == FORGE_STATE_PENDING && !m.reason && list->count)
+        m.reason = list->jobs[0].state_reason;
+    return m;
+}
+
+bool forge_slurm_lost(long long missing_ms, int grace_s)
+{
+    return missing_ms >= (long long)grace_s * 1000;
+}
+
 static json_t *string_or_null(const char *s)
 {
     return s ? json_string(s) : json_null();

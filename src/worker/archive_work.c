@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * archive_work.c - the file threads (archive_work.h): an ARCHIVE builds
  * the launch's logs.tar.gz from its staging folder, with a tail from which
  * the launch's own secrets and every secret the worker knows are
  * redacted; a CLEANUP removes the staging folder. Both on safe_fs: a
  * staging folder refused at archive time gives an empty archive that says
- * why (log_archive.h), a cleanup refused is final (FORGE_EUNSAFE_PATH);
+ * why (archive/archive.h), a cleanup refused is final (FORGE_EUNSAFE_PATH);
  * any other failure is retried later by the loop (finish.c).
  *
  * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
@@ -13,7 +14,7 @@
  * forge_archive_logs and forge_staging_remove are thread-safe.
  */
 #include "worker/archive_work.h"
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "core/log.h"
 #include "core/testpoint.h"
 #include "core/util.h"

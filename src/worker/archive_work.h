@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * archive_work.h - the file threads: a finished launch's logs archived
- * (work.h kind ARCHIVE, log_archive.h) and its staging folder removed
+ * (work.h kind ARCHIVE, archive/archive.h) and its staging folder removed
  * (CLEANUP), on a pool of their own (pool.h) that never touches Slurm, so
  * a 1 GiB log delays neither a submit nor a poll tick. finish.c decides
  * when, on the loop's thread.

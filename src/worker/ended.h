@@ -19,7 +19,7 @@
 #ifndef FORGE_ENDED_H
 #define FORGE_ENDED_H
 
-#include "launch/platform_state.h"
+#include "launch/state.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * step idempotent so that the next owner redoes whatever a crash cut off:
  *
  *   1. archive   the staging folder into artifacts/<id>/<attempt>/logs.tar.gz
- *                (log_archive.h), on the archiver's threads; at most
+ *                (archive.h), on the archiver's threads; at most
  *                FORGE_ARCHIVE_SLOTS at once, the rest wait in their records
  *   2. announce  forge.launch.logs_archived (id <id>/<attempt>/logs) and the
  *                record saying `archived`, in one transaction; the request
@@ -57,15 +57,9 @@ static void publish_logs(worker_t *w, forge_entry_t *e,
     forge_logs_event_t ev = {e->rec->launch_id,      e->rec->attempt,
                              w->cfg->worker_id,      l ? l->labels : NULL,
                              l ? l->label_count : 0, a};
-    json_t *o = forge_event_logs(&ev);
-    char *text = json_dumps(o, JSON_COMPACT);
-    forge_error_t err = {0};
 
-    if (forge_kafka_produce(w->kafka, w->cfg->topic_logs, -1, e->rec->launch_id,
-                            text, strlen(text), &err))
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
+    forge_worker_produce_json(w, w->cfg->topic_logs, -1, e->rec->launch_id,
+                              forge_event_logs(&ev));
 }
 
 static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
@@ -93,7 +87,7 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
 /* A cleanup refused (FORGE_EUNSAFE_PATH: a link or foreign folder where
  * the staging folder should be): not retried, nothing removed through it.
  * (An archive never is: a refused staging folder gives an empty archive
- * whose event says why, log_archive.h.) */
+ * whose event says why, archive.h.) */
 static void on_refused(worker_t *w, forge_entry_t *e, forge_work_t *work)
 {
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},

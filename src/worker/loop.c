@@ -661,7 +661,7 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
                        "next owner settles them by the jobs' tags");
     /* Archives too, in the time left: their events go out with this
      * commit. One not done in time is redone by the next owner, and the
-     * archive in place first stays (log_archive.c never replaces one). */
+     * archive in place first stays (archive.c never replaces one). */
     if (!forge_pool_settle(w->archiver, until - forge_clock_ms()))
         forge_log_warn("partitions leave with archives in progress: their "
                        "next owner archives again");

@@ -74,24 +74,19 @@ static bool remember_states(forge_entry_t *e, forge_poll_item_t *it,
 static void on_poll_changed(worker_t *w, forge_entry_t *e,
                             forge_poll_item_t *it)
 {
-    int exit_code;
-    forge_slurm_verdict_t v =
-        forge_slurm_verdict(&it->jobs, e->rec->cancel_requested, &exit_code);
+    forge_slurm_move_t m =
+        forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
     json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-    change_t c = {v.state, v.reason, slurm, NULL};
-    bool moves = v.state != FORGE_STATE_NONE && v.state != e->rec->state &&
-                 forge_state_transition_legal(e->rec->state, v.state);
+    change_t c = {m.to, m.reason, slurm, NULL};
 
-    if (v.state == FORGE_STATE_PENDING && !c.reason && it->jobs.count)
-        c.reason = it->jobs.jobs[0].state_reason;
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
-    if (remember_states(e, it, v.state, moves))
+    if (remember_states(e, it, m.to, m.moves))
         forge_worker_write_record(w, e);
-    if (moves && forge_state_is_terminal(v.state))
-        forge_ended_put(w->ended, it->job_id, v.state, c.reason, slurm,
+    if (m.moves && forge_state_is_terminal(m.to))
+        forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm,
                         forge_clock_ms());
-    if (moves)
+    if (m.moves)
         forge_worker_publish_event(w, e, &c, true);
     json_decref(slurm);
 }
@@ -132,9 +127,10 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
         if (!e->rec->missing_since_ms) {
             e->rec->missing_since_ms = now;
             forge_worker_write_record(w, e);
-        } else if (now - e->rec->missing_since_ms >=
-                   (long long)w->cfg->lost_grace_s * 1000) {
-            change_t c = {FORGE_STATE_LOST, "not_found", NULL, NULL};
+        } else if (forge_slurm_lost(now - e->rec->missing_since_ms,
+                                    w->cfg->lost_grace_s)) {
+            change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL,
+                          NULL};
             forge_worker_publish_event(w, e, &c, true);
         }
     } else if (it->outcome == FORGE_POLL_UNCHANGED &&

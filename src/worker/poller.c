@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * poller.c - a poll tick's slurmrestd side (poller.h): one jobs/state call
  * for every job, then a details call for each job whose states changed
@@ -189,7 +190,7 @@ static void do_poll(poller_t *p, forge_work_t *w)
     forge_work_say(w, "%s", res.message);
     if (w->status == FORGE_SLURM_OK)
         poll_items(p, w, &states);
-    forge_slurm_job_list_free(&states);
+    forge_slurm_job_list_clear(&states);
     free(ids);
 }
 

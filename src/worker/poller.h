@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * poller.h - the poller thread: a poll tick's slurmrestd side (work.h kind
  * POLL), on one thread with its own slurmrestd client (a pool, pool.h), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.c - threads with an inbox and an outbox (pool.h), generic: what an
  * item is and how it runs is the handler table's.

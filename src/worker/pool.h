@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.h - a few threads beside the consume loop, an inbox and an outbox:
  * the loop posts items, the threads run them through a handler table given

@@ -55,12 +55,25 @@ forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work)
                : NULL;
 }
 
+int forge_worker_produce_json(worker_t *w, const char *topic, int32_t partition,
+                              const char *key, json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    forge_error_t err = {0};
+    int rc = forge_kafka_produce(w->kafka, topic, partition, key, text,
+                                 strlen(text), &err);
+
+    if (rc)
+        forge_log_error("%s", err.message);
+    free(text);
+    json_decref(o);
+    return rc;
+}
+
 int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
 {
     json_t *o = NULL;
-    char *text;
     forge_error_t err = {0};
-    int rc;
 
     if (forge_launch_record_encode(e->rec, w->sealer, &o, &err)) {
         /* never in clear, and never a transaction without it */
@@ -69,14 +82,8 @@ int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
         forge_kafka_fail_txn(w->kafka);
         return -1;
     }
-    text = json_dumps(o, JSON_COMPACT);
-    rc = forge_kafka_produce(w->kafka, w->cfg->topic_state, e->partition,
-                             e->rec->launch_id, text, strlen(text), &err);
-    if (rc)
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
-    return rc;
+    return forge_worker_produce_json(w, w->cfg->topic_state, e->partition,
+                                     e->rec->launch_id, o);
 }
 
 int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
@@ -86,9 +93,6 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
     const forge_launch_t *l =
         e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
     forge_status_event_t ev = {0};
-    forge_error_t err = {0};
-    json_t *o;
-    char *text;
     int rc;
 
     if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
@@ -110,14 +114,8 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
     }
     ev.at_ms = e->rec->updated_at_ms;
     FORGE_TESTPOINT_EVENT_STATE(forge_state_name(c->to));
-    o = forge_event_status(&ev);
-    text = json_dumps(o, JSON_COMPACT);
-    rc = forge_kafka_produce(w->kafka, w->cfg->topic_status, -1,
-                             e->rec->launch_id, text, strlen(text), &err);
-    if (rc)
-        forge_log_error("%s", err.message);
-    free(text);
-    json_decref(o);
+    rc = forge_worker_produce_json(w, w->cfg->topic_status, -1,
+                                   e->rec->launch_id, forge_event_status(&ev));
     {
         forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
                                  {"state", forge_state_name(c->to)}};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * submit.c - the Slurm thread (submit.h): a submit (render, stage, POST;
  * adopt by the comment tag when the outcome is unknown), the clean of an
@@ -147,7 +148,7 @@ static void learn_components(submitter_t *s, forge_work_submit_t *sub)
     } else {
         single_component(sub);
     }
-    forge_slurm_job_list_free(&jobs);
+    forge_slurm_job_list_clear(&jobs);
 }
 
 /* Outcome unknown: the tag says whether the job exists. */
@@ -162,7 +163,7 @@ static bool adopt_tagged(submitter_t *s, forge_work_t *w)
                                                    : jobs.jobs[0].job_id;
         found = true;
     }
-    forge_slurm_job_list_free(&jobs);
+    forge_slurm_job_list_clear(&jobs);
     return found;
 }
 
@@ -267,7 +268,7 @@ static void clean_intent(submitter_t *s, forge_work_t *w)
     w->status = find_tagged(s, w, &jobs, &res);
     if (w->status == FORGE_SLURM_OK)
         cancel_tagged(s, w, &jobs, &res);
-    forge_slurm_job_list_free(&jobs);
+    forge_slurm_job_list_clear(&jobs);
     if (w->status != FORGE_SLURM_OK) {
         forge_work_say(w, "%s", res.message);
         return;

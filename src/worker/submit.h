@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * submit.h - the Slurm thread: submits, cancels, and the clean of an
  * interrupted or cancelled submit (work.h kinds SUBMIT, CLEAN_SUBMIT,

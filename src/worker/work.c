@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * work.c - a work item's life (work.h): made empty for its kind, freed
  * with whatever its kind's payload holds; and what submits and archives
@@ -41,7 +42,7 @@ static void free_poll(forge_work_t *w)
         free(it->component_ids);
         free(it->known_states);
         free(it->states);
-        forge_slurm_job_list_free(&it->jobs);
+        forge_slurm_job_list_clear(&it->jobs);
     }
     free(w->poll.items);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * work.h - the work the loop hands to the threads beside it (pool.h), one
  * kind per job that must never run on the consume loop: slurmrestd calls
@@ -21,7 +22,7 @@
 #ifndef FORGE_WORK_H
 #define FORGE_WORK_H
 
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "core/error.h"
 #include "render/staging.h"
 #include "request/request.h"

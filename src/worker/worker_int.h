@@ -11,7 +11,7 @@
 
 #include "kafka/kafka.h"
 #include "launch/owner.h"
-#include "launch/platform_state.h"
+#include "launch/state.h"
 #include "worker/pool.h"
 #include "worker/work.h"
 #include "worker/worker.h"
@@ -75,6 +75,12 @@ forge_entry_t *forge_worker_entry_of(worker_t *w, const forge_work_t *work);
 /* A work item leaving without a result (dropped): its slot freed, its
  * entry no longer busy. */
 void forge_worker_discard(worker_t *w, forge_work_t *work);
+
+/* o (stolen) as compact JSON into topic (partition -1: the partitioner's),
+ * keyed by key, in the current transaction; a failure is logged (and the
+ * transaction then aborts: kafka.h). */
+int forge_worker_produce_json(worker_t *w, const char *topic, int32_t partition,
+                              const char *key, json_t *o);
 
 /* e's record into the state topic (same partition as its requests). */
 int forge_worker_write_record(worker_t *w, const forge_entry_t *e);

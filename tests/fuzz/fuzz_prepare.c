@@ -495,7 +495,7 @@ static char *write_credentials(const forge_launch_t *l)
     if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len)
         die(path);
     close(fd);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     free(dir);
     return path;
 }
@@ -627,7 +627,7 @@ static void check_srun_env(const forge_launch_t *l, const forge_config_t *cfg,
             : listed != NULL)
         env_fail(script, "FORGE_ENV_NAMES is wrong:", listed ? listed : "-",
                  forge_buf_str(&names));
-    forge_buf_free(&names);
+    forge_buf_clear(&names);
 }
 
 /* The i-th pair of the credentials file after the token: env, then

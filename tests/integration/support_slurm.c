@@ -391,12 +391,12 @@ forge_state_t sl_follow(forge_slurm_client_t *c, sl_trace_t *t,
                 }
                 t->exit_code = ec;
             }
-            forge_slurm_job_list_free(&t->last);
+            forge_slurm_job_list_clear(&t->last);
             t->last = l;
         } else {
             snprintf(problem, sizeof(problem), "job/%u: %s: %s", t->job_id,
                      forge_slurm_status_name(st), res.message);
-            forge_slurm_job_list_free(&l);
+            forge_slurm_job_list_clear(&l);
         }
         /* The batched poll's view of the same job. */
         if (forge_slurm_job_states(c, &t->job_id, 1, &s, &res2) ==
@@ -412,7 +412,7 @@ forge_state_t sl_follow(forge_slurm_client_t *c, sl_trace_t *t,
             snprintf(problem, sizeof(problem), "jobs/state: %s: %s",
                      forge_slurm_status_name(res2.status), res2.message);
         }
-        forge_slurm_job_list_free(&s);
+        forge_slurm_job_list_clear(&s);
         if (cur != until && !forge_state_is_terminal(cur))
             usleep(200 * 1000);
     }
@@ -453,7 +453,7 @@ void sl_trace_free(sl_trace_t *t)
 {
     forge_error_t err = {0};
 
-    forge_slurm_job_list_free(&t->last);
+    forge_slurm_job_list_clear(&t->last);
     if (t->staging && forge_staging_remove(cfg, t->launch_id, 1, &err))
         fprintf(stderr, "[slurm-it] %s: %s\n", t->label, err.message);
     if (t->staging) { /* and the launch's folder, empty now */

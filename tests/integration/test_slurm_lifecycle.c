@@ -182,7 +182,7 @@ ParameterizedTest(int *ver, slurm_lifecycle, het)
     }
     cr_assert_eq(forge_slurm_verdict(&states, 0, &ec).state,
                  FORGE_STATE_SUCCEEDED);
-    forge_slurm_job_list_free(&states);
+    forge_slurm_job_list_clear(&states);
     sl_trace_free(&t);
     forge_slurm_client_destroy(c);
 }
@@ -334,7 +334,7 @@ ParameterizedTest(int *ver, slurm_lifecycle, states)
                  l.count);
     cr_assert_eq(l.jobs[0].job_id, t.job_id);
     cr_assert_eq(forge_slurm_verdict(&l, 0, &ec).state, FORGE_STATE_RUNNING);
-    forge_slurm_job_list_free(&l);
+    forge_slurm_job_list_clear(&l);
 
     /* Only unknown ids: an empty answer, and no verdict from it. */
     st = forge_slurm_job_states(c, ids + 2, 1, &l, &res);
@@ -342,7 +342,7 @@ ParameterizedTest(int *ver, slurm_lifecycle, states)
                  res.message);
     cr_assert_eq(l.count, 0);
     cr_assert_eq(forge_slurm_verdict(&l, 0, &ec).state, FORGE_STATE_NONE);
-    forge_slurm_job_list_free(&l);
+    forge_slurm_job_list_clear(&l);
 
     cr_assert_eq(forge_slurm_cancel(c, t.job_id, NULL, &res), FORGE_SLURM_OK,
                  "%s: cancel: %s", t.label, res.message);

@@ -193,7 +193,7 @@ Test(slurm_slow, aged_out)
     /* Until slurmctld forgets it: job/{id} OK ... then NOT_FOUND. */
     while (sl_now() - done < 240) {
         st = forge_slurm_job_details(c, t.job_id, &l, &res);
-        forge_slurm_job_list_free(&l);
+        forge_slurm_job_list_clear(&l);
         if (st == FORGE_SLURM_NOT_FOUND) {
             gone = sl_now();
             break;
@@ -224,7 +224,7 @@ Test(slurm_slow, aged_out)
                  res.message);
     cr_assert_eq(l.count, 0, "%s: jobs/state still lists it", t.label);
     cr_assert_eq(forge_slurm_verdict(&l, 0, &ec).state, FORGE_STATE_NONE);
-    forge_slurm_job_list_free(&l);
+    forge_slurm_job_list_clear(&l);
     strncat(note, "; jobs/state: absent, no verdict",
             sizeof(note) - strlen(note) - 1);
     sl_trace_print(&t, note);

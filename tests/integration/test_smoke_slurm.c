@@ -74,7 +74,7 @@ static json_t *call(const char *method, const char *path, const char *body,
                      forge_api_version_name(cfg->slurm_api_version), path);
     forge_buf_printf(&auth, "X-SLURM-USER-TOKEN: %s", token);
     hdr = curl_slist_append(hdr, forge_buf_str(&auth));
-    forge_buf_free(&auth);
+    forge_buf_clear(&auth);
     forge_buf_printf(&auth, "X-SLURM-USER-NAME: %s", cfg->slurm_user);
     hdr = curl_slist_append(hdr, forge_buf_str(&auth));
     hdr = curl_slist_append(hdr, "Content-Type: application/json");
@@ -95,9 +95,9 @@ static json_t *call(const char *method, const char *path, const char *body,
                        *status, forge_buf_str(&resp));
     curl_slist_free_all(hdr);
     curl_easy_cleanup(h);
-    forge_buf_free(&url);
-    forge_buf_free(&resp);
-    forge_buf_free(&auth);
+    forge_buf_clear(&url);
+    forge_buf_clear(&resp);
+    forge_buf_clear(&auth);
     return json;
 }
 

@@ -212,7 +212,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)c;
     (void)toe;
     if (body) {
-        forge_buf_free(body);
+        forge_buf_clear(body);
         free(body);
         *con_cls = NULL;
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_storage.h - what the unit tests of the shared-storage code share
- * (safe_fs, staging, log_archive, request_check, submit, archive_work):
+ * (safe_fs, staging, archive, request_check, submit, archive_work):
  * shell commands that plant links and files as a job would, and removing
  * a test's folders without following what was planted in them.
  */

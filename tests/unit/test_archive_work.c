@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_archive_work.c - the file threads (archive_work.h) on an unsafe
  * shared storage (issue 10): an archive never reads or writes through a

@@ -288,6 +288,49 @@ ParameterizedTest(bad_case_t *c, config, refused_values)
               "message must name %s: %s", c->variable, err.message);
 }
 
+/* Each string check says what the value must be, in its own words, and
+ * shows the value where it is not a name. */
+Test(config, string_refusals_say_what_is_expected)
+{
+    static const struct {
+        char *env, *message;
+    } cases[] = {
+        {"FORGE_SLURM_REST_USER=a b", "FORGE_SLURM_REST_USER must match "
+                                      "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"},
+        {"FORGE_KAFKA_GROUP_ID=a@b",
+         "FORGE_KAFKA_GROUP_ID must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+        {"FORGE_KAFKA_TOPIC_LOGS=a/b",
+         "FORGE_KAFKA_TOPIC_LOGS is not a valid Kafka topic name "
+         "([A-Za-z0-9._-], 1..249 characters)"},
+        {"FORGE_SLURM_REST_URL=http://h/?q",
+         "FORGE_SLURM_REST_URL must be an http:// or https:// URL with a "
+         "host and no query (got \"http://h/?q\")"},
+        {"FORGE_KAFKA_BROKERS=h",
+         "FORGE_KAFKA_BROKERS must be host:port[,host:port...] (got \"h\")"},
+        {"FORGE_HTTP_LISTEN=h:x",
+         "FORGE_HTTP_LISTEN must be host:port (got \"h:x\")"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *envp[] = {cases[i].env, NULL};
+        forge_config_t *cfg = NULL;
+        forge_error_t err = {0};
+
+        cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_ECONFIG,
+                     "%s accepted", cases[i].env);
+        cr_assert_str_eq(err.message, cases[i].message);
+    }
+}
+
+Test(config, a_base_url_loses_its_trailing_slashes)
+{
+    char *envp[] = {"FORGE_SLURM_REST_URL=http://h:6820//", NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_str_eq(cfg->slurm_rest_url, "http://h:6820");
+    forge_config_destroy(cfg);
+}
+
 Test(config, oversized_value_refused)
 {
     static char var[8192];

@@ -79,7 +79,7 @@ Test(dlq, a_value_past_the_limit_keeps_its_head_length_and_digest)
     forge_kafka_message_t m = {1, 9, "key", 3, value, len};
     forge_error_t e = parse_error();
     forge_dlq_record_t d;
-    char digest[FORGE_DIGEST_HEX];
+    char digest[FORGE_SHA256_HEX];
 
     memset(value, 'v', len);
     forge_dlq_record(&d, "dlq", "requests", &m, &e, max);
@@ -88,7 +88,7 @@ Test(dlq, a_value_past_the_limit_keeps_its_head_length_and_digest)
     cr_assert_eq(d.record.value, value);
     cr_assert_eq(d.record.key_len, 3);
     cr_assert_str_eq(header(&d, "forge.dlq.value_bytes"), "3145728");
-    forge_digest_hex(value, len, digest);
+    forge_sha256_hex(value, len, digest);
     cr_assert_str_eq(header(&d, "forge.dlq.value_sha256"), digest);
     free(value);
 }

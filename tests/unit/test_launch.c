@@ -83,14 +83,14 @@ static forge_launch_record_t *decode_ok(const char *text,
     return r;
 }
 
-Test(launch, digest_is_sha256_hex)
+Test(launch, digest_is_the_sha256_of_the_request)
 {
-    char hex[FORGE_DIGEST_HEX];
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, "abc", 3);
 
-    forge_digest_hex("abc", 3, hex);
     cr_assert_str_eq(
-        hex,
+        r->digest,
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    forge_launch_record_free(r);
 }
 
 Test(launch, advance_counts_legal_moves_only)

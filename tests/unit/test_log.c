@@ -157,7 +157,7 @@ Test(log, registered_secret_never_reaches_output_anywhere)
         forge_log_fields(FORGE_LOG_ERROR, f, 2, "%s%s", s, s);
         out = output();
         assert_absent(out, s);
-        cr_assert_not_null(strstr(out, FORGE_LOG_REDACTED));
+        cr_assert_not_null(strstr(out, FORGE_REDACTED));
         free(out);
         forge_log_secret_remove(s);
     }
@@ -171,7 +171,7 @@ Test(log, text_around_a_secret_is_kept)
     forge_log_info("before s3cr3t-value after");
     line = only_line();
     cr_assert_str_eq(json_string_value(json_object_get(line, "msg")),
-                     "before " FORGE_LOG_REDACTED " after");
+                     "before " FORGE_REDACTED " after");
     json_decref(line);
 }
 
@@ -218,7 +218,7 @@ Test(log, overlapping_secrets_leave_no_fragment)
     cr_assert_null(strstr(out, "1234"), "%s", out);
     cr_assert_null(strstr(out, "wxyz"), "%s", out);
     cr_assert_null(strstr(out, "abcd"), "%s", out);
-    cr_assert_not_null(strstr(out, "\"[" FORGE_LOG_REDACTED "]\""), "%s", out);
+    cr_assert_not_null(strstr(out, "\"[" FORGE_REDACTED "]\""), "%s", out);
     free(out);
 }
 
@@ -260,7 +260,7 @@ Test(log, redact_helper_for_other_outputs)
 
     cr_assert_eq(forge_log_secret_add("hunter2hunter2"), FORGE_OK);
     r = forge_log_redact("pw=hunter2hunter2;");
-    cr_assert_str_eq(r, "pw=" FORGE_LOG_REDACTED ";");
+    cr_assert_str_eq(r, "pw=" FORGE_REDACTED ";");
     free(r);
 }
 
@@ -269,7 +269,7 @@ static void assert_redacted(const char *secret, bool redacted)
     char *r = forge_log_redact(secret);
 
     if (redacted)
-        cr_assert_str_eq(r, FORGE_LOG_REDACTED, "%s", secret);
+        cr_assert_str_eq(r, FORGE_REDACTED, "%s", secret);
     else
         cr_assert_str_eq(r, secret);
     free(r);

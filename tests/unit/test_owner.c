@@ -30,7 +30,7 @@ TestSuite(owner, .init = setup, .fini = forge_log_reset);
 static bool redacted(const char *secret)
 {
     char *r = forge_log_redact(secret);
-    bool yes = !strcmp(r, FORGE_LOG_REDACTED);
+    bool yes = !strcmp(r, FORGE_REDACTED);
 
     free(r);
     return yes;

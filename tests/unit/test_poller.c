@@ -237,7 +237,7 @@ static void *read_states(void *arg)
     uint32_t id = FIRST;
 
     c->status = forge_slurm_job_states(c->client, &id, 1, &jobs, &c->res);
-    forge_slurm_job_list_free(&jobs);
+    forge_slurm_job_list_clear(&jobs);
     return NULL;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pool.c - the generic pool (pool.h) on its own, with a handler table
  * that records what it is asked to do: items start in the order posted

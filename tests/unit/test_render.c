@@ -403,7 +403,7 @@ static void check_credentials(const char *name, const char *want, size_t n)
     cr_assert_eq(b.len, 7 + n, "%s: %zu bytes, not %zu", name, b.len - 7, n);
     cr_assert(!memcmp(b.data, "before|", 7), "%s: appends", name);
     cr_assert(!memcmp(b.data + 7, want, n), "%s: other pairs", name);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     forge_prepared_destroy(p);
 }
 
@@ -438,7 +438,7 @@ Test(render, no_credentials_no_file_and_no_reader)
         cr_assert_null(strstr(p->script, FORGE_CREDENTIALS_FILE), "%s",
                        bare[i]);
         cr_assert_null(strstr(p->script, "forge_env"), "%s", bare[i]);
-        forge_buf_free(&b);
+        forge_buf_clear(&b);
         forge_prepared_destroy(p);
     }
 }

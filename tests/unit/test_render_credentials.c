@@ -470,7 +470,7 @@ static void run_ok(const forge_prepared_t *p)
     free(leaked);
     free(err);
     free(cred);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
 }
 
 static void values_arrive(forge_runtime_profile_t profile)
@@ -923,7 +923,7 @@ Test(credentials, pyxis_wrapper_passes_hostile_values, .fini = fx_fini,
         free(envp[i]);
     for (size_t i = 0; i < NPAIRS(pairs); i++)
         free(want[i]);
-    forge_buf_free(&names);
+    forge_buf_clear(&names);
     free(wrapper);
     free(evil);
     free(evil_text);
@@ -1062,7 +1062,7 @@ static void bad_names_stop(forge_runtime_profile_t profile)
         forge_buf_append(&b, "\0$(touch p-name)\0", 17);
         forge_buf_append(&b, GOOD_TAIL, sizeof(GOOD_TAIL) - 1);
         crafted(profile, b.data, b.len, true, "malformed name");
-        forge_buf_free(&b);
+        forge_buf_clear(&b);
         fx_fini();
     }
 }
@@ -1182,7 +1182,7 @@ Test(credentials, the_request_has_eleven_pairs, .fini = fx_fini)
         nuls += b.data[i] == '\0';
     cr_assert_eq(nuls, 22);
     cr_assert(strstr(p->script, "-ne 11 ]"));
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     forge_prepared_destroy(p);
     json_decref(req);
 }

@@ -759,7 +759,7 @@ static char *write_credentials(const forge_launch_t *l)
     mkdir_p(dir);
     path = xasprintf("%s/%s", dir, FORGE_CREDENTIALS_FILE);
     spitn(path, b.data, b.len, 0600);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     free(dir);
     return path;
 }

@@ -393,6 +393,26 @@ Test(request, a_refused_secret_value_is_not_in_the_error)
     free(text);
 }
 
+/* The error JSON is valid UTF-8 even when a message was cut inside a
+ * character: each byte that starts no valid sequence becomes '?'. */
+Test(request, error_json_replaces_bytes_that_are_not_utf8)
+{
+    forge_error_t err = {0};
+    json_t *o;
+    char *text;
+
+    forge_error_set(&err, FORGE_ESCHEMA, "$.x\xff",
+                    "caf\xc3\xa9 \xed\xa0\x80 \xe2\x82");
+    text = forge_error_json(&err);
+    o = json_loads(text, 0, NULL);
+    cr_assert_not_null(o, "%s", text);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "field")), "$.x?");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "message")),
+                     "caf\xc3\xa9 ??? ??");
+    json_decref(o);
+    free(text);
+}
+
 Test(request, roles_map_to_pools)
 {
     forge_prepared_t *p = prepare_ok(

@@ -156,7 +156,7 @@ Test(schema_examples, c_validator_agrees_with_the_manifest)
     cr_assert_gt(checked, 100, "the manifest lost its examples?");
     cr_assert_eq(fails.len, 0, "C and the schemas disagree:\n%s",
                  forge_buf_str(&fails));
-    forge_buf_free(&fails);
+    forge_buf_clear(&fails);
     forge_series_catalog_destroy(cat);
     json_decref(manifest);
 }

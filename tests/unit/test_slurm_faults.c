@@ -120,7 +120,7 @@ static forge_slurm_status_t details(forge_slurm_client_t *c,
     forge_slurm_status_t st = forge_slurm_job_details(c, 42, &jobs, res);
 
     cr_assert(st != FORGE_SLURM_OK || jobs.count == 1);
-    forge_slurm_job_list_free(&jobs);
+    forge_slurm_job_list_clear(&jobs);
     return st;
 }
 
@@ -418,7 +418,7 @@ Test(slurm_faults, the_token_never_reaches_the_log_nor_a_message)
         push_echo(500, TOKEN);
     cr_assert_eq(details(c, &res), FORGE_SLURM_SERVER);
     cr_assert_null(strstr(res.message, "forge-token-"), "%s", res.message);
-    cr_assert(strstr(res.message, FORGE_LOG_REDACTED), "%s", res.message);
+    cr_assert(strstr(res.message, FORGE_REDACTED), "%s", res.message);
     push_echo(422, TOKEN);
     cr_assert_eq(submit(c, &res), FORGE_SLURM_REJECTED);
     cr_assert_null(strstr(res.message, "forge-token-"), "%s", res.message);
@@ -479,7 +479,7 @@ Test(slurm_faults, states_go_in_calls_of_at_most_256_repeated_job_ids)
                          k + 1 < calls ? 256 : n - 256 * k);
         cr_assert_eq(jobs.count, 2 * calls); /* every answer kept */
         before += calls;
-        forge_slurm_job_list_free(&jobs);
+        forge_slurm_job_list_clear(&jobs);
     }
     forge_slurm_client_destroy(c);
 }
@@ -538,7 +538,7 @@ static forge_slurm_status_t cancel_answered(forge_slurm_client_t *c,
                                  : NO_ALTER);
     forge_buf_puts(&b, "], " META ", \"errors\": [], \"warnings\": []}");
     support_http_push(srv, JOBS, 200, forge_buf_str(&b), 0);
-    forge_buf_free(&b);
+    forge_buf_clear(&b);
     return forge_slurm_cancel(c, 42, NULL, res);
 }
 

@@ -60,3 +60,56 @@ Test(slurm_verdict, het_components_aggregate_and_exit_is_component_0s)
     cr_assert_eq(v.state, FORGE_STATE_FAILED);
     cr_assert_eq(exit_code, 3);
 }
+
+/* The move both the worker's poll and `submit --wait` make of an answer. */
+Test(slurm_verdict, a_move_is_a_legal_change_of_state)
+{
+    char *running[] = {"RUNNING", NULL};
+    forge_slurm_job_t j = job(5, running, 1, 0, 0);
+    forge_slurm_job_list_t l = {&j, 1};
+    forge_slurm_move_t m;
+
+    m = forge_slurm_move(&l, FORGE_STATE_SUBMITTED, 0);
+    cr_assert_eq(m.to, FORGE_STATE_RUNNING);
+    cr_assert(m.moves);
+    m = forge_slurm_move(&l, FORGE_STATE_RUNNING, 0); /* no change */
+    cr_assert_eq(m.to, FORGE_STATE_RUNNING);
+    cr_assert_not(m.moves);
+    m = forge_slurm_move(&l, FORGE_STATE_SUCCEEDED, 0); /* not legal */
+    cr_assert_not(m.moves);
+}
+
+Test(slurm_verdict, an_empty_answer_never_moves)
+{
+    forge_slurm_job_list_t none = {NULL, 0};
+    forge_slurm_move_t m = forge_slurm_move(&none, FORGE_STATE_SUBMITTED, 0);
+
+    cr_assert_eq(m.to, FORGE_STATE_NONE);
+    cr_assert_not(m.moves);
+}
+
+Test(slurm_verdict, pending_gives_slurms_reason_when_it_has_none)
+{
+    char *pending[] = {"PENDING", NULL};
+    forge_slurm_job_t j = job(5, pending, 1, 0, 0);
+    forge_slurm_job_list_t l = {&j, 1};
+    forge_slurm_move_t m;
+
+    j.state_reason = "Resources";
+    m = forge_slurm_move(&l, FORGE_STATE_SUBMITTED, 0);
+    cr_assert_eq(m.to, FORGE_STATE_PENDING);
+    cr_assert(m.moves);
+    cr_assert_str_eq(m.reason, "Resources");
+    j.restart_count = 1; /* the verdict's own reason wins */
+    m = forge_slurm_move(&l, FORGE_STATE_SUBMITTED, 0);
+    cr_assert_str_eq(m.reason, "requeued");
+}
+
+Test(slurm_verdict, missing_is_lost_once_the_grace_is_out)
+{
+    cr_assert_not(forge_slurm_lost(0, 600));
+    cr_assert_not(forge_slurm_lost(599999, 600));
+    cr_assert(forge_slurm_lost(600000, 600));
+    cr_assert(forge_slurm_lost(0, 0));
+    cr_assert_str_eq(FORGE_SLURM_LOST_REASON, "not_found");
+}

@@ -230,7 +230,7 @@ Test(staging, credentials_are_forge_render_credentials)
     cr_assert_eq(memcmp(got, want.data, len), 0);
     cr_assert_not_null(memmem(got, len, "FORGE_INGEST_TOKEN\0" TOKEN, 19 + 43));
     free(got);
-    forge_buf_free(&want);
+    forge_buf_clear(&want);
 }
 
 Test(staging, no_credentials_no_file_and_none_left_from_before)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * platform_state.h - the platform's launch states (docs/CONTRACT.md section
+ * launch/state.h - the platform's launch states (docs/CONTRACT.md section
  * 3) and which transitions between them are legal. Shared by the Slurm
  * state mapping, the launch records and the events.
  */
-#ifndef FORGE_PLATFORM_STATE_H
-#define FORGE_PLATFORM_STATE_H
+#ifndef FORGE_LAUNCH_STATE_H
+#define FORGE_LAUNCH_STATE_H
 
 #include <stdbool.h>
 

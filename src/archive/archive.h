@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * log_archive.h - a finished launch's logs, from its staging folder on the
+ * archive.h - a finished launch's logs, from its staging folder on the
  * shared storage into $FORGE_STORAGE_ROOT/artifacts/<launch_id>/<attempt>/
  * logs.tar.gz (docs/CONTRACT.md section 6), with what the logs_archived
  * event says about it (section 2): size, SHA-256, the files in archive
@@ -24,15 +24,16 @@
  * archive too (0640): the job's user may read it, another tenant may not.
  *
  * Slow on purpose: it reads and compresses whole logs. The worker runs it on
- * its file threads (archive_work.h), never on the consume loop. Thread-safe:
- * no shared state.
+ * its file threads (worker/archive_work.h), never on the consume loop.
+ * Thread-safe: no shared state.
  */
-#ifndef FORGE_LOG_ARCHIVE_H
-#define FORGE_LOG_ARCHIVE_H
+#ifndef FORGE_ARCHIVE_H
+#define FORGE_ARCHIVE_H
 
 #include "core/config.h"
 #include "core/error.h"
 #include "core/safe_fs.h"
+#include "core/sha256.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@ typedef struct forge_archive {
     char *path;          /* host side, absolute */
     char *relative_path; /* artifacts/<launch_id>/<attempt>/logs.tar.gz */
     uint64_t bytes;
-    char sha256[65];
+    char sha256[FORGE_SHA256_HEX];
     forge_archive_file_t *files;
     size_t file_count;
     char **missing;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * log_archive.c - logs.tar.gz from a staging folder (log_archive.h). libarchive
+ * archive.c - logs.tar.gz from a staging folder (archive.h). libarchive
  * writes the tar+gzip stream (pax restricted format, gzip without its
  * timestamp: same files, same bytes) through our write callback, which
- * hashes (OpenSSL SHA-256) what it writes, so the archive is read once.
+ * hashes (sha256.h) what it writes, so the archive is read once.
  * Every file operation goes through safe_fs.h, beneath a descriptor of the
  * storage root: a link planted by a job anywhere on the way (at `staging`,
  * the staging folder, `artifacts`, ...) is refused or skipped, never
@@ -11,14 +11,16 @@
  * another launch's or root's). The archive is created, linked into place,
  * re-read and synced by descriptors of its folder only.
  */
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "core/buf.h"
 #include "launch/events.h"
 #include "core/log.h"
+#include "core/redact.h"
 #include "render/paths.h"
 #include "render/render.h"
 #include "core/safe_fs.h"
 #include "render/staging.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #include <archive.h>
@@ -27,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static const char *const own_files[] = {FORGE_STAGING_SCRIPT,
 
 typedef struct sink {
     int fd;
-    EVP_MD_CTX *sha;
+    forge_sha256_t *sha;
     uint64_t bytes;
 } sink_t;
 
@@ -53,21 +54,12 @@ static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf,
                              size_t len)
 {
     sink_t *s = ctx;
-    const char *p = buf;
-    size_t left = len;
 
-    while (left > 0) {
-        ssize_t n = write(s->fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            archive_set_error(a, errno, "write: %s", strerror(errno));
-            return -1;
-        }
-        p += n;
-        left -= (size_t)n;
+    if (!forge_write_all(s->fd, buf, len)) {
+        archive_set_error(a, errno, "write: %s", strerror(errno));
+        return -1;
     }
-    EVP_DigestUpdate(s->sha, buf, len);
+    forge_sha256_update(s->sha, buf, len);
     s->bytes += len;
     return (la_ssize_t)len;
 }
@@ -280,53 +272,28 @@ static size_t secret_start_at_end(const char *text, size_t len,
     return 0;
 }
 
-/* A run of the window to replace by [REDACTED]: [start, end). */
-typedef struct tail_span {
-    size_t start, end;
-} tail_span_t;
-
-typedef struct tail_spans {
-    tail_span_t *at;
-    size_t count;
-} tail_spans_t;
-
-static void add_span(tail_spans_t *s, size_t start, size_t end)
-{
-    s->at = forge_xrealloc(s->at, (s->count + 1) * sizeof(*s->at));
-    s->at[s->count++] = (tail_span_t){start, end};
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-    const tail_span_t *x = a, *y = b;
-
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* Where secret shows in the window w[0..n): each whole occurrence, its end
  * opening the window when the window cuts a line (cut_head), its start
  * closing the window. */
-static void find_secret(tail_spans_t *s, const char *w, size_t n, bool cut_head,
-                        const char *secret)
+static void find_secret(forge_redact_runs_t *s, const char *w, size_t n,
+                        bool cut_head, const char *secret)
 {
     size_t slen = secret ? strlen(secret) : 0, k;
-    const char *p = w;
 
     if (!slen)
         return;
-    while (n >= slen && (p = memmem(p, n - (size_t)(p - w), secret, slen))) {
-        add_span(s, (size_t)(p - w), (size_t)(p - w) + slen);
-        p++;
-    }
+    forge_redact_find(s, w, n, secret, slen);
     if (cut_head && (k = secret_end_at_head(w, n, secret, slen)))
-        add_span(s, 0, k);
+        forge_redact_add(s, 0, k);
     if ((k = secret_start_at_end(w, n, secret, slen)))
-        add_span(s, n - k, n);
+        forge_redact_add(s, n - k, n);
 }
 
-/* p[0..len) as valid UTF-8 without NULs. */
-static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len)
+/* text[0..len) as valid UTF-8 without NULs. */
+static void put_clean(forge_buf_t *b, const char *text, size_t len)
 {
+    const unsigned char *p = (const unsigned char *)text;
+
     for (size_t i = 0; i < len;) {
         size_t n = forge_utf8_len(p + i, len - i);
         if (n == 0 || p[i] == 0) {
@@ -339,23 +306,13 @@ static void put_clean(forge_buf_t *b, const unsigned char *p, size_t len)
     }
 }
 
-/* w[at..n) cleaned, each span (sorted) replaced, overlapping ones as one. */
-static void put_redacted(forge_buf_t *b, const unsigned char *w, size_t n,
-                         size_t at, const tail_spans_t *s)
+/* True when a run opens the window (a secret's end cut by it). */
+static bool opens_window(const forge_redact_runs_t *s)
 {
-    for (size_t k = 0; k < s->count; k++) {
-        size_t start = s->at[k].start, end = s->at[k].end;
-        while (k + 1 < s->count && s->at[k + 1].start < end)
-            if (s->at[++k].end > end)
-                end = s->at[k].end;
-        if (end <= at) /* inside what was skipped or emitted */
-            continue;
-        if (start > at)
-            put_clean(b, w + at, start - at);
-        forge_buf_puts(b, "[REDACTED]");
-        at = end;
-    }
-    put_clean(b, w + at, n - at);
+    for (size_t k = 0; k < s->count; k++)
+        if (s->at[k].start == 0)
+            return true;
+    return false;
 }
 
 /* The replacements can make the text longer than it was: its last TAIL_MAX
@@ -370,10 +327,10 @@ static char *take_last(forge_buf_t *b)
     if (len <= TAIL_MAX)
         return forge_buf_take(b);
     start = tail_start(s, len, false, &mid_line);
-    while (start < len && ((unsigned char)s[start] & 0xC0) == 0x80)
-        start++; /* s is valid UTF-8: a character boundary */
+    /* s is valid UTF-8: a character boundary */
+    start = forge_utf8_boundary((const unsigned char *)s, len, start);
     out = forge_xstrdup(s + start);
-    forge_buf_free(b);
+    forge_buf_clear(b);
     return out;
 }
 
@@ -382,20 +339,18 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
 {
     const unsigned char *p = (const unsigned char *)text;
     forge_buf_t b = FORGE_BUF_INIT;
-    tail_spans_t s = {NULL, 0};
+    forge_redact_runs_t s = {NULL, 0};
     size_t start, at = 0;
     bool mid_line;
 
     start = tail_start(text, len, from_start, &mid_line);
     for (size_t i = 0; secrets && i < count; i++)
         find_secret(&s, text + start, len - start, mid_line, secrets[i]);
-    if (s.count > 1)
-        qsort(s.at, s.count, sizeof(*s.at), span_cmp);
-    while (!(s.count && s.at[0].start == 0) && start + at < len &&
-           (p[start + at] & 0xC0) == 0x80)
-        at++; /* a character boundary, unless a secret's end opens it */
-    put_redacted(&b, p + start, len - start, at, &s);
-    free(s.at);
+    /* a character boundary, unless a secret's end opens the window */
+    if (!opens_window(&s))
+        at = forge_utf8_boundary(p + start, len - start, 0);
+    forge_redact_write(&b, text + start, len - start, at, &s, put_clean);
+    forge_redact_clear(&s);
     return take_last(&b);
 }
 
@@ -522,12 +477,12 @@ static forge_rc_t hash_existing(const target_t *t, sink_t *sink,
                                forge_fs_uid_name(st.st_uid, who, sizeof(who)));
     }
     buf = forge_xmalloc(CHUNK);
-    EVP_DigestInit_ex(sink->sha, EVP_sha256(), NULL);
+    forge_sha256_restart(sink->sha);
     sink->bytes = 0;
     while ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)) {
         if (n < 0)
             continue;
-        EVP_DigestUpdate(sink->sha, buf, (size_t)n);
+        forge_sha256_update(sink->sha, buf, (size_t)n);
         sink->bytes += (uint64_t)n;
     }
     if (n < 0)
@@ -563,8 +518,6 @@ static bool drop_foreign_archive(const target_t *t)
 static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
                               forge_archive_t *out, forge_error_t *err)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
     forge_rc_t rc;
 
     if (fsync(sink->fd) != 0 || close(sink->fd) != 0) {
@@ -592,8 +545,7 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
         return rc;
     unlinkat(t->fd, tmp, 0);
     forge_fs_sync_dir(t->fd); /* the link itself made durable */
-    EVP_DigestFinal_ex(sink->sha, md, &md_len);
-    forge_hex(md, md_len < 32 ? md_len : 32, out->sha256);
+    forge_sha256_final_hex(sink->sha, out->sha256);
     out->bytes = sink->bytes;
     out->at_ms = forge_event_now_ms();
     return FORGE_OK;
@@ -606,13 +558,12 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
 static forge_rc_t write_archive(int root, listing_t *l, const target_t *t,
                                 forge_archive_t *out, forge_error_t *err)
 {
-    sink_t sink = {-1, EVP_MD_CTX_new(), 0};
+    sink_t sink = {-1, forge_sha256_new(), 0};
     forge_fs_owner_t group = {(uid_t)-1, t->group};
     struct archive *a = NULL;
     char *tmp = NULL;
     forge_rc_t rc;
 
-    EVP_DigestInit_ex(sink.sha, EVP_sha256(), NULL);
     if ((rc = forge_fs_create_temp(t->fd, t->rel, FORGE_ARCHIVE_NAME, 0640,
                                    group, &tmp, &sink.fd, err)))
         goto out;
@@ -630,7 +581,7 @@ out:
         close(sink.fd);
     if (rc && tmp)
         unlinkat(t->fd, tmp, 0);
-    EVP_MD_CTX_free(sink.sha);
+    forge_sha256_destroy(sink.sha);
     free(tmp);
     return rc;
 }
@@ -739,21 +690,12 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
     close_fd(sroot);
     close_fd(t.fd);
     free(t.rel);
-    for (size_t i = 0; i < l.count; i++)
-        free(l.names[i]);
-    free(l.names);
+    forge_strings_free(l.names, l.count);
     if (utf8) {
         uselocale(saved);
         freelocale(utf8);
     }
     return rc;
-}
-
-static void free_names(char **names, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        free(names[i]);
-    free(names);
 }
 
 void forge_archive_clear(forge_archive_t *a)
@@ -765,8 +707,8 @@ void forge_archive_clear(forge_archive_t *a)
     for (size_t i = 0; i < a->file_count; i++)
         free(a->files[i].name);
     free(a->files);
-    free_names(a->missing, a->missing_count);
-    free_names(a->refused, a->refused_count);
+    forge_strings_free(a->missing, a->missing_count);
+    forge_strings_free(a->refused, a->refused_count);
     free(a->tail_name);
     free(a->tail_text);
     free(a->unsafe);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_log_archive.c - src/archive/log_archive.c against real folders: what
+ * test_archive.c - src/archive/archive.c against real folders: what
  * goes into logs.tar.gz (the job's regular files, never the worker's own, never
  * a link or a FIFO), the archive read back with libarchive and hashed with
  * OpenSSL, the same bytes twice, the missing logs, and the tail an event
@@ -10,7 +10,7 @@
  * the archive itself, each refused with nothing outside read or written.
  * Each test has its own mkdtemp storage root.
  */
-#include "archive/log_archive.h"
+#include "archive/archive.h"
 #include "render/paths.h"
 #include "render/staging.h"
 
@@ -62,7 +62,7 @@ static void fx_fini(void)
     forge_config_destroy(cfg);
 }
 
-TestSuite(log_archive, .init = fx_init, .fini = fx_fini);
+TestSuite(archive, .init = fx_init, .fini = fx_fini);
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -315,7 +315,7 @@ static void make_job_folder(void)
     make_fifo("extra/pipe");
 }
 
-Test(log_archive, archives_the_jobs_files_and_nothing_else, .timeout = 30)
+Test(archive, archives_the_jobs_files_and_nothing_else, .timeout = 30)
 {
     forge_archive_t a;
     entry_t e[16];
@@ -349,7 +349,7 @@ Test(log_archive, archives_the_jobs_files_and_nothing_else, .timeout = 30)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, same_files_same_bytes, .timeout = 30)
+Test(archive, same_files_same_bytes, .timeout = 30)
 {
     forge_archive_t a, b;
 
@@ -364,7 +364,7 @@ Test(log_archive, same_files_same_bytes, .timeout = 30)
     forge_archive_clear(&b);
 }
 
-Test(log_archive, names_events_can_carry)
+Test(archive, names_events_can_carry)
 {
     forge_archive_t a;
     entry_t e[8];
@@ -391,7 +391,7 @@ Test(log_archive, names_events_can_carry)
 }
 
 /* Bigger than the copy buffer, text and random bytes: read back whole. */
-Test(log_archive, big_files_read_back_whole, .timeout = 60)
+Test(archive, big_files_read_back_whole, .timeout = 60)
 {
     size_t len, rlen = 1024 * 1024 + 17;
     char *text = training_log(3 * 1024 * 1024, &len);
@@ -422,7 +422,7 @@ Test(log_archive, big_files_read_back_whole, .timeout = 60)
 
 static const char *const two_pools[] = {"trainer", "rollout"};
 
-Test(log_archive, lists_the_expected_logs_not_found)
+Test(archive, lists_the_expected_logs_not_found)
 {
     forge_archive_spec_t spec = spec_of(two_pools, 2);
     forge_archive_t a;
@@ -440,7 +440,7 @@ Test(log_archive, lists_the_expected_logs_not_found)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, no_staging_folder_gives_an_empty_archive)
+Test(archive, no_staging_folder_gives_an_empty_archive)
 {
     static const char *const expect[] = {"trainer.out", "trainer.err",
                                          "rollout.out", "rollout.err"};
@@ -460,7 +460,7 @@ Test(log_archive, no_staging_folder_gives_an_empty_archive)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, unreadable_logs_are_missing, .timeout = 30)
+Test(archive, unreadable_logs_are_missing, .timeout = 30)
 {
     forge_archive_t a;
 
@@ -481,7 +481,7 @@ Test(log_archive, unreadable_logs_are_missing, .timeout = 30)
 
 /* A job that leaves a FIFO where its main log was must not stall the
  * archive thread (opening a FIFO for reading waits for a writer). */
-Test(log_archive, a_fifo_main_log_neither_blocks_nor_is_read, .timeout = 30)
+Test(archive, a_fifo_main_log_neither_blocks_nor_is_read, .timeout = 30)
 {
     forge_archive_t a;
 
@@ -496,7 +496,7 @@ Test(log_archive, a_fifo_main_log_neither_blocks_nor_is_read, .timeout = 30)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, a_link_as_main_log_is_not_followed_for_the_tail)
+Test(archive, a_link_as_main_log_is_not_followed_for_the_tail)
 {
     forge_archive_t a;
 
@@ -511,7 +511,7 @@ Test(log_archive, a_link_as_main_log_is_not_followed_for_the_tail)
 
 /* ---- the tail through forge_archive_logs --------------------------------- */
 
-Test(log_archive, tail_is_the_end_of_a_big_log_from_a_line_start)
+Test(archive, tail_is_the_end_of_a_big_log_from_a_line_start)
 {
     size_t len, n;
     char *text = training_log(64 * 1024, &len);
@@ -531,7 +531,7 @@ Test(log_archive, tail_is_the_end_of_a_big_log_from_a_line_start)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, tail_of_a_short_log_is_all_of_it)
+Test(archive, tail_of_a_short_log_is_all_of_it)
 {
     size_t len;
     char *text = training_log(3000, &len);
@@ -552,7 +552,7 @@ Test(log_archive, tail_of_a_short_log_is_all_of_it)
     free(text);
 }
 
-Test(log_archive, tail_cut_inside_a_character_is_valid_utf8)
+Test(archive, tail_cut_inside_a_character_is_valid_utf8)
 {
     /* One long line of 3-byte characters, so the 4 KiB cut lands inside
      * one (4096 is not a multiple of 3) and there is no line start. */
@@ -575,7 +575,7 @@ Test(log_archive, tail_cut_inside_a_character_is_valid_utf8)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, tail_replaces_bad_bytes_and_nuls)
+Test(archive, tail_replaces_bad_bytes_and_nuls)
 {
     static const char text[] = "ok \xFF\xFE bytes\nnul \0 here\n";
     forge_archive_t a;
@@ -590,7 +590,7 @@ Test(log_archive, tail_replaces_bad_bytes_and_nuls)
     forge_archive_clear(&a);
 }
 
-Test(log_archive, tail_redacts_the_ingest_token)
+Test(archive, tail_redacts_the_ingest_token)
 {
     forge_archive_spec_t spec = spec_of(main_pool, 1);
     size_t len;
@@ -686,20 +686,20 @@ static void archive_refused(const char *plant, const char *message)
     drop_host();
 }
 
-Test(log_archive, staging_linked_to_a_host_folder_is_refused)
+Test(archive, staging_linked_to_a_host_folder_is_refused)
 {
     archive_refused("ln -s $O $R/staging", "staging is a symbolic link");
     cr_assert_eq(access(root, F_OK), 0);
 }
 
-Test(log_archive, launch_folder_linked_to_a_host_folder_is_refused)
+Test(archive, launch_folder_linked_to_a_host_folder_is_refused)
 {
     /* Seen: a root-only file of the host folder archived world-readable. */
     archive_refused("mkdir $R/staging; ln -s $O $R/staging/" LAUNCH,
                     "staging/" LAUNCH " is a symbolic link");
 }
 
-Test(log_archive, staging_folder_linked_is_refused)
+Test(archive, staging_folder_linked_is_refused)
 {
     archive_refused("mkdir -p $R/staging/" LAUNCH "; "
                     "ln -s $O/" LAUNCH "/1 $R/staging/" LAUNCH "/1",
@@ -738,7 +738,7 @@ static void archive_replaces(const char *plant)
     sh("rm -rf $R/artifacts $R/staging");
 }
 
-Test(log_archive, links_planted_in_artifacts_are_removed_never_followed)
+Test(archive, links_planted_in_artifacts_are_removed_never_followed)
 {
     /* Seen: the archive written outside the storage root. */
     archive_replaces("ln -s $O $R/artifacts");
@@ -751,7 +751,7 @@ Test(log_archive, links_planted_in_artifacts_are_removed_never_followed)
 
 /* An archive in place that is not the worker's own single-link file (a
  * hard link to a root file, a job's file) is never read nor kept. */
-Test(log_archive, an_archive_in_place_must_be_the_workers_own)
+Test(archive, an_archive_in_place_must_be_the_workers_own)
 {
     archive_replaces("mkdir -p $R/artifacts/" LAUNCH "/1; "
                      "ln $O/shadow $R/artifacts/" LAUNCH "/1/logs.tar.gz");
@@ -760,7 +760,7 @@ Test(log_archive, an_archive_in_place_must_be_the_workers_own)
                      "chown 2001 $R/artifacts/" LAUNCH "/1/logs.tar.gz");
 }
 
-Test(log_archive, hard_links_are_refused_not_archived_nor_tailed)
+Test(archive, hard_links_are_refused_not_archived_nor_tailed)
 {
     forge_archive_t a;
     entry_t e[4];
@@ -787,7 +787,7 @@ Test(log_archive, hard_links_are_refused_not_archived_nor_tailed)
     drop_host();
 }
 
-Test(log_archive, target_owners_and_modes)
+Test(archive, target_owners_and_modes)
 {
     forge_archive_spec_t spec = spec_of(main_pool, 1);
     forge_fs_owner_t job = {2001, 2002};
@@ -826,7 +826,7 @@ Test(log_archive, target_owners_and_modes)
 
 /* Every secret the worker knows, not only the launch's own: another
  * launch's token printed by this job is redacted too. */
-Test(log_archive, tail_redacts_every_secret_it_is_given)
+Test(archive, tail_redacts_every_secret_it_is_given)
 {
     static const char *const secrets[] = {SECRET, "other-launch-tok-77aa",
                                           "secret-env-value-31337"};
@@ -865,7 +865,7 @@ static void *archive_thread(void *arg)
 
 /* A partition that moved while its archive ran: the old and the new owner
  * write the same archive at once. Neither may corrupt the other's. */
-Test(log_archive, two_archivers_at_once_leave_a_whole_archive, .timeout = 60)
+Test(archive, two_archivers_at_once_leave_a_whole_archive, .timeout = 60)
 {
     size_t len;
     char *text = training_log(8 * 1024 * 1024, &len);
@@ -944,13 +944,13 @@ static tail_case_t tail_cases[] = {
     {"empty, cut", T(""), false, true, "tok123", ""},
 };
 
-ParameterizedTestParameters(log_archive, tail_text)
+ParameterizedTestParameters(archive, tail_text)
 {
     return cr_make_param_array(tail_case_t, tail_cases,
                                sizeof(tail_cases) / sizeof(tail_cases[0]));
 }
 
-ParameterizedTest(tail_case_t *c, log_archive, tail_text)
+ParameterizedTest(tail_case_t *c, archive, tail_text)
 {
     const char *secret = c->secret;
     char *t = forge_archive_tail_text(c->text, c->len, c->from_start,
@@ -971,7 +971,7 @@ static char *filled(size_t n, char c)
     return s;
 }
 
-Test(log_archive, tail_text_keeps_the_last_4_kib)
+Test(archive, tail_text_keeps_the_last_4_kib)
 {
     char *text = filled(5000, 'x'), *t;
 
@@ -989,7 +989,7 @@ Test(log_archive, tail_text_keeps_the_last_4_kib)
     free(text);
 }
 
-Test(log_archive, tail_text_window_already_at_a_line_start)
+Test(archive, tail_text_window_already_at_a_line_start)
 {
     char *text = filled(5000, 'x'), *t;
 
@@ -1002,7 +1002,7 @@ Test(log_archive, tail_text_window_already_at_a_line_start)
 }
 
 /* Replacements are longer than what they replace: still at most 4 KiB. */
-Test(log_archive, tail_text_never_grows_past_4_kib)
+Test(archive, tail_text_never_grows_past_4_kib)
 {
     char *bad = filled(FORGE_ARCHIVE_TAIL_MAX, '\xFF');
     char *secrets = malloc(FORGE_ARCHIVE_TAIL_MAX + 1), *t;
@@ -1026,7 +1026,7 @@ Test(log_archive, tail_text_never_grows_past_4_kib)
 }
 
 /* A cut through the secret, at either end, leaks none of it. */
-Test(log_archive, tail_text_never_shows_part_of_the_secret)
+Test(archive, tail_text_never_shows_part_of_the_secret)
 {
     size_t n = 6000, at = n - FORGE_ARCHIVE_TAIL_MAX - 10;
     char *text = filled(n, 'x'), *t;
@@ -1045,7 +1045,7 @@ Test(log_archive, tail_text_never_shows_part_of_the_secret)
 
 /* ---- several secrets ----------------------------------------------------- */
 
-Test(log_archive, tail_text_with_several_secrets)
+Test(archive, tail_text_with_several_secrets)
 {
     static const char *const secrets[] = {"alpha-secret", NULL, "",
                                           "beta-secret", "gamma-secret"};
@@ -1062,7 +1062,7 @@ Test(log_archive, tail_text_with_several_secrets)
 
 /* Two secrets sharing bytes ("...defg" and "defg...") leave nothing of
  * either: one [REDACTED] over both. */
-Test(log_archive, tail_text_overlapping_secrets_leave_no_fragment)
+Test(archive, tail_text_overlapping_secrets_leave_no_fragment)
 {
     static const char *const secrets[] = {"abcdefg", "defghijk"};
     static const char text[] = "x abcdefghijk y";
@@ -1074,7 +1074,7 @@ Test(log_archive, tail_text_overlapping_secrets_leave_no_fragment)
 
 /* The window cuts one secret at its head and the log ends inside another:
  * neither shows, and a third, whole inside, is replaced too. */
-Test(log_archive, tail_text_secrets_cut_at_both_edges)
+Test(archive, tail_text_secrets_cut_at_both_edges)
 {
     static const char *const secrets[] = {"head-secret-0123456789abcdef",
                                           "foot-secret-fedcba9876543210",

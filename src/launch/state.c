@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * platform_state.c - the platform's launch states (platform_state.h): their
+ * launch/state.c - the platform's launch states (state.h): their
  * names, which are terminal, and the table of legal transitions
  * (docs/CONTRACT.md section 3).
  */
-#include "launch/platform_state.h"
+#include "launch/state.h"
 
 #include <stddef.h>
 #include <stdint.h>

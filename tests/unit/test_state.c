@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_platform_state.c - src/launch/platform_state.c against docs/CONTRACT.md
+ * test_state.c - src/launch/state.c against docs/CONTRACT.md
  * section 3: every (from, to) pair of the 11 states checked against a matrix
  * written out here (a second, independent statement of the contract), the
  * terminal states, and the names.
  */
-#include "launch/platform_state.h"
+#include "launch/state.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -42,7 +42,7 @@ static const char *label(int s)
     return s == FORGE_STATE_NONE ? "NONE" : expected_names[s];
 }
 
-Test(platform_state, every_transition_against_the_matrix)
+Test(state, every_transition_against_the_matrix)
 {
     int checked = 0;
 
@@ -62,7 +62,7 @@ Test(platform_state, every_transition_against_the_matrix)
     cr_assert_eq(checked, 121);
 }
 
-Test(platform_state, nothing_moves_to_itself)
+Test(state, nothing_moves_to_itself)
 {
     for (int s = 0; s < FORGE_STATE__COUNT; s++)
         cr_expect_not(
@@ -70,7 +70,7 @@ Test(platform_state, nothing_moves_to_itself)
             "%s -> itself", label(s));
 }
 
-Test(platform_state, contract_examples)
+Test(state, contract_examples)
 {
     /* a fast job; requeue; cancel before submit; Slurm lost the job */
     cr_expect(forge_state_transition_legal(FORGE_STATE_SUBMITTED,
@@ -91,7 +91,7 @@ Test(platform_state, contract_examples)
                                                FORGE_STATE_RUNNING));
 }
 
-Test(platform_state, out_of_range_is_never_legal)
+Test(state, out_of_range_is_never_legal)
 {
     forge_state_t bad = (forge_state_t)FORGE_STATE__COUNT;
 
@@ -104,7 +104,7 @@ Test(platform_state, out_of_range_is_never_legal)
     cr_expect_null(forge_state_name((forge_state_t)-1));
 }
 
-Test(platform_state, terminal_states)
+Test(state, terminal_states)
 {
     static const bool terminal[FORGE_STATE__COUNT] = {
         [FORGE_STATE_SUCCEEDED] = true, [FORGE_STATE_FAILED] = true,
@@ -121,7 +121,7 @@ Test(platform_state, terminal_states)
     }
 }
 
-Test(platform_state, names_round_trip)
+Test(state, names_round_trip)
 {
     cr_expect_null(forge_state_name(FORGE_STATE_NONE));
     for (int s = 1; s < FORGE_STATE__COUNT; s++) {
@@ -133,7 +133,7 @@ Test(platform_state, names_round_trip)
     }
 }
 
-Test(platform_state, unknown_names_are_none)
+Test(state, unknown_names_are_none)
 {
     static const char *const unknown[] = {
         "", "NONE", "accepted", "Running", "RUNNING ", "TIMEOUT", "COMPLETED",

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * timestamp.c - RFC 3339 UTC with milliseconds (timestamp.h).
+ */
+#include "core/timestamp.h"
+
+#include <stdio.h>
+#include <time.h>
+
+void forge_timestamp_format(long long at_ms, char *out, size_t size)
+{
+    time_t secs = (time_t)(at_ms / 1000);
+    struct tm tm;
+    char stamp[24];
+
+    gmtime_r(&secs, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, size, "%.19s.%03dZ", stamp,
+             (int)(at_ms % 1000 + 1000) % 1000);
+}
