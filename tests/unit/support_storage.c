@@ -35,3 +35,15 @@ void support_rm_tree(const char *path)
 {
     nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
+
+void support_sh_in(const char *top, const char *fmt, ...)
+{
+    char r[128], o[128];
+    va_list ap;
+
+    snprintf(r, sizeof(r), "%s/storage", top);
+    snprintf(o, sizeof(o), "%s/host", top);
+    va_start(ap, fmt);
+    support_vsh(r, o, fmt, ap);
+    va_end(ap);
+}

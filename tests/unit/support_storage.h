@@ -17,6 +17,19 @@
 void support_vsh(const char *root, const char *outside, const char *fmt,
                  va_list ap);
 
+/* support_vsh with $R = <top>/storage and $O = <top>/host (the submit and
+ * file-work tests' layout). */
+void support_sh_in(const char *top, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The launch request the submit and file-work tests hold (launch "L1"). */
+#define SUPPORT_L1_REQUEST                                                     \
+    "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": "                \
+    "{\"path\": \"images/a.sif\", \"format\": \"sif\"}, \"command\": "         \
+    "[\"run\"], \"pools\": [{\"name\": \"main\", \"series\": \"h200\", "       \
+    "\"nodes\": 1}], \"ingest\": {\"endpoint\": \"https://i.example\", "       \
+    "\"token\": \"tok-123456789\"}}"
+
 /* Removes path and everything below it: links unlinked, never followed,
  * no mount point crossed. A missing path is fine. */
 void support_rm_tree(const char *path);

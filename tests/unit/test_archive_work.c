@@ -19,31 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LAUNCH "L1"
-#define REQUEST                                                                \
-    "{\"kind\": \"launch\", \"launch_id\": \"" LAUNCH "\", \"image\": "        \
-    "{\"path\": \"images/a.sif\", \"format\": \"sif\"}, \"command\": "         \
-    "[\"run\"], \"pools\": [{\"name\": \"main\", \"series\": \"h200\", "       \
-    "\"nodes\": 1}], \"ingest\": {\"endpoint\": \"https://i.example\", "       \
-    "\"token\": \"tok-123456789\"}}"
+#define LAUNCH  "L1"
+#define REQUEST SUPPORT_L1_REQUEST
 
 static char tmp[64];
 static forge_config_t *cfg;
 
-static void sh(const char *fmt, ...) FORGE_PRINTF(1, 2);
-
 /* A shell command with $R (the storage root) and $O (a host folder). */
-static void sh(const char *fmt, ...)
-{
-    char r[128], o[128];
-    va_list ap;
-
-    snprintf(r, sizeof(r), "%s/storage", tmp);
-    snprintf(o, sizeof(o), "%s/host", tmp);
-    va_start(ap, fmt);
-    support_vsh(r, o, fmt, ap);
-    va_end(ap);
-}
+#define sh(...) support_sh_in(tmp, __VA_ARGS__)
 
 static void fx_init(void)
 {
