@@ -343,10 +343,13 @@ class Worker:
         for line in self.lines():
             msg = line.get("msg", "")
             parts = msg.split()
-            if len(parts) < 3 or parts[0] != "partition":
+            # "partition 3: restoring", "partition 3 revoked: ...", and
+            # others ("partition 3: the state topic's end ...")
+            if (len(parts) < 3 or parts[0] != "partition" or
+                    not parts[1].rstrip(":").isdigit()):
                 continue
-            p, ts = int(parts[1]), _epoch(line["ts"])
-            if parts[2] == "assigned:":
+            p, ts = int(parts[1].rstrip(":")), _epoch(line["ts"])
+            if parts[2] == "restoring":
                 open_since[p] = ts
             elif parts[2] in ("revoked:", "lost:") and p in open_since:
                 out.append((p, open_since.pop(p), ts))
