@@ -162,10 +162,21 @@ def test_kill9_workers(stack, slurm, logdir):
     run("kill9", stack, slurm, logdir, faults_during)
 
 
+# A group session that outlasts a broker restart (60-80 s on these
+# machines): the workers keep their partitions and watch their jobs through
+# it. With the 6 s session the other scenarios use, every partition is lost
+# at once, nobody watches a job that ends meanwhile, and slurmctld forgets it
+# after MinJobAge (60 s here, no accounting): such a launch can only end LOST
+# (README, Polling). A site sizes its session the same way.
+BROKER_SESSION = {"FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "120000",
+                  "FORGE_KAFKA_PROP_MAX_POLL_INTERVAL_MS": "120000"}
+
+
 def test_broker_restart(stack, slurm, logdir):
     kafka = (lambda fleet, faults: restart_daemon(fleet, faults, "kafka"))
     steps = [(0.2, kafka), (0.6, kafka)] if LONG else [(0.3, kafka)]
-    run("broker", stack, slurm, logdir, timeline(*steps))
+    run("broker", stack, slurm, logdir, timeline(*steps),
+        extra_env=lambda span: BROKER_SESSION)
 
 
 def test_slurmctld_stopped_20s(stack, slurm, logdir):
