@@ -111,17 +111,17 @@ forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
     return FORGE_OK;
 }
 
-forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
-                               int32_t partition, const char *key,
-                               const void *value, size_t len,
-                               forge_error_t *err)
+forge_kafka_record_t forge_kafka_event_record(const char *topic,
+                                              int32_t partition,
+                                              const char *key,
+                                              const void *value, size_t len)
 {
     static const char type[] = "application/cloudevents+json";
-    forge_kafka_header_t h = {"content-type", type, sizeof(type) - 1};
-    forge_kafka_record_t r = {topic, partition, key, strlen(key),
-                              value, len,       &h,  1};
+    static const forge_kafka_header_t h = {"content-type", type,
+                                           sizeof(type) - 1};
 
-    return forge_kafka_produce_record(k, &r, err);
+    return (forge_kafka_record_t){topic, partition, key, strlen(key),
+                                  value, len,       &h,  1};
 }
 
 void forge_kafka_fail_txn(forge_kafka_t *k)

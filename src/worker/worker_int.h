@@ -12,7 +12,7 @@
 #include "kafka/kafka.h"
 #include "launch/owner.h"
 #include "launch/state.h"
-#include "worker/pool.h"
+#include "worker/loop.h"
 #include "worker/work.h"
 #include "worker/worker.h"
 
@@ -32,11 +32,12 @@ typedef struct worker {
     const forge_series_catalog_t *catalog;
     const forge_tenants_t *tenants; /* NULL: no tenants */
     const forge_sealer_t *sealer;   /* the state records' requests */
-    forge_kafka_t *kafka;
+    /* the seams (loop.h): Kafka, and the pools by lane */
+    const forge_loop_kafka_ops_t *kafka_ops;
+    void *kafka;
+    const forge_loop_pool_ops_t *pool_ops;
+    void *pools;
     forge_owner_t *owner;
-    forge_pool_t *slurm;    /* submits, cancels (submit.h) */
-    forge_pool_t *poller;   /* poll ticks (poller.h) */
-    forge_pool_t *archiver; /* archives and cleanups (archive_work.h) */
     size_t archives_out;    /* ARCHIVE items deferred or posted */
     forge_work_t *deferred; /* posted once the transaction commits */
     forge_ended_t *ended;   /* ends the ticks saw, kept across rewinds */
