@@ -790,6 +790,11 @@ void forge_loop_step(forge_loop_t *w)
     report_ready(w);
 }
 
+void forge_loop_tick_now(forge_loop_t *l)
+{
+    l->next_poll_ms = forge_clock_ms();
+}
+
 bool forge_loop_fatal(const forge_loop_t *l)
 {
     return l->fatal;

@@ -94,6 +94,9 @@ void forge_loop_set_kafka(forge_loop_t *l, const forge_loop_kafka_ops_t *ops,
 /* One pass: a batch of requests, the pools' results, the poll tick when
  * due, the commit, restores waiting for a pass. */
 void forge_loop_step(forge_loop_t *l);
+/* The next step runs the poll tick whatever the interval (the unit tests
+ * drive the tick with it, not with the clock). */
+void forge_loop_tick_now(forge_loop_t *l);
 /* Shutting down: no new requests, the poll tick interrupted, submits and
  * cancels in flight waited for (FORGE_WORKER_DRAIN_MS), a last commit. */
 void forge_loop_drain(forge_loop_t *l);

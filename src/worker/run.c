@@ -15,7 +15,8 @@
 #include "worker/submit.h"
 #include "worker/worker_int.h" /* FORGE_ARCHIVE_THREADS */
 
-/* ---- Kafka: kafka.h, one call each ---------------------------------------- */
+/* ---- Kafka: kafka.h, one call each ----------------------------------------
+ */
 
 static bool k_poll(void *k, int timeout_ms, forge_kafka_message_t *msg)
 {
@@ -73,11 +74,12 @@ static int k_restore(void *k, int32_t p,
 }
 
 static const forge_loop_kafka_ops_t kafka_ops = {
-    k_poll,      k_pause,     k_resume, k_pause_all,      k_produce,
-    k_fail_txn,  k_mark_done, k_commit, k_restore_budget, k_restore,
+    k_poll,     k_pause,     k_resume, k_pause_all,      k_produce,
+    k_fail_txn, k_mark_done, k_commit, k_restore_budget, k_restore,
 };
 
-/* ---- the pools: pool.h, by lane ------------------------------------------- */
+/* ---- the pools: pool.h, by lane -------------------------------------------
+ */
 
 typedef struct pools {
     forge_pool_t *lane[FORGE_LANE__COUNT];
