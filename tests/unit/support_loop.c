@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Kafka ---------------------------------------------------------------- */
+/* ---- Kafka ----------------------------------------------------------------
+ */
 
 static void record_set(fake_record_t *r, const char *topic, int32_t p,
                        const char *key, const void *value, size_t len)
@@ -43,8 +44,8 @@ static bool f_poll(void *k, int timeout_ms, forge_kafka_message_t *msg)
             f->position[p] >= f->request_count[p])
             continue;
         r = &f->requests[p][f->position[p]];
-        *msg = (forge_kafka_message_t){p,      f->position[p]++, r->key,
-                                       strlen(r->key), r->value, r->len};
+        *msg = (forge_kafka_message_t){
+            p, f->position[p]++, r->key, strlen(r->key), r->value, r->len};
         return true;
     }
     if (f->revoke_count) {
@@ -264,9 +265,8 @@ char *fake_kafka_states(const fake_kafka_t *f, const char *status_topic,
     json_t *ev;
 
     while ((ev = fake_kafka_next_of(f, status_topic, key, &from))) {
-        const char *s =
-            json_string_value(json_object_get(json_object_get(ev, "data"),
-                                              "state"));
+        const char *s = json_string_value(
+            json_object_get(json_object_get(ev, "data"), "state"));
         snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
                  *out ? " " : "", s ? s : "?");
         json_decref(ev);
@@ -285,7 +285,8 @@ size_t fake_kafka_count(const fake_kafka_t *f, const char *topic,
     return n;
 }
 
-/* ---- the pools ------------------------------------------------------------ */
+/* ---- the pools ------------------------------------------------------------
+ */
 
 static void p_post(void *pools, forge_loop_lane_t lane, forge_work_t *work)
 {
@@ -373,8 +374,7 @@ forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane)
     return w;
 }
 
-void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane,
-                       forge_work_t *w)
+void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane, forge_work_t *w)
 {
     cr_assert_lt(p->done_count[lane], FAKE_MAX);
     p->done[lane][p->done_count[lane]++] = w;

@@ -93,7 +93,8 @@ static void fx_fini(void)
 
 TestSuite(loop, .init = fx_init, .fini = fx_fini);
 
-/* ---- what the test sends and reads ---------------------------------------- */
+/* ---- what the test sends and reads ----------------------------------------
+ */
 
 static const char *launch_req(const char *id, int attempt)
 {
@@ -231,13 +232,18 @@ static forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
 }
 
 /* The Slurm thread's answer to a submit of id: job_id (0: status). */
-static void submit_done(const char *id, forge_work_kind_t kind,
-                        uint32_t job_id, forge_slurm_status_t status)
+static void submit_done(const char *id, forge_work_kind_t kind, uint32_t job_id,
+                        forge_slurm_status_t status)
 {
     forge_work_t *w = next_work(FORGE_LANE_SLURM, kind, id);
 
     w->status = status;
     w->submit.job_id = job_id;
+    if (job_id) { /* as submit.c: the leader at least */
+        w->submit.component_ids = forge_xcalloc(1, sizeof(uint32_t));
+        w->submit.component_ids[0] = job_id;
+        w->submit.component_count = 1;
+    }
     fake_pools_finish(pools, FORGE_LANE_SLURM, w);
 }
 
@@ -287,7 +293,8 @@ static void tick_step(void)
     step();
 }
 
-/* ---- restore, then requests ----------------------------------------------- */
+/* ---- restore, then requests -----------------------------------------------
+ */
 
 /* A submit goes out only once the transaction with its ACCEPTED committed. */
 static void accepted_first(void *ctx, forge_loop_lane_t lane,
@@ -343,7 +350,8 @@ Test(loop, a_failed_restore_keeps_the_partition_paused_then_retries)
     expect_states("L1", "ACCEPTED");
 }
 
-/* ---- an aborted transaction ----------------------------------------------- */
+/* ---- an aborted transaction -----------------------------------------------
+ */
 
 Test(loop, an_abort_rewinds_and_rederives_the_lost_work)
 {
@@ -418,11 +426,12 @@ Test(loop, a_waiting_producer_then_an_abort_takes_the_request_again)
     expect_states("L1", "");
     step();
     expect_states("L1", "ACCEPTED");
-    next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1");
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
 }
 
-/* ---- partitions leaving ---------------------------------------------------- */
+/* ---- partitions leaving ----------------------------------------------------
+ */
 
 Test(loop, a_revoke_commits_the_results_in_and_drops_deferred_work)
 {
@@ -480,7 +489,8 @@ Test(loop, a_cancel_of_a_restored_intent_cleans_its_tag_first)
     expect_states("I1", "CANCELLED");
 }
 
-/* ---- duplicates, conflicts, what cannot be a launch ------------------------ */
+/* ---- duplicates, conflicts, what cannot be a launch ------------------------
+ */
 
 Test(loop, duplicates_conflicts_and_invalid_requests)
 {
@@ -491,16 +501,17 @@ Test(loop, duplicates_conflicts_and_invalid_requests)
     send_launch(0, "L1", 1);
     send_launch(0, "L1", 1); /* the same again */
     send_launch(0, "L1", 2); /* while attempt 1 is live */
-    fake_kafka_send(kafka, 0, "L3", "{\"kind\": \"launch\", "
-                                    "\"launch_id\": \"L3\"}");
+    fake_kafka_send(kafka, 0, "L3",
+                    "{\"kind\": \"launch\", "
+                    "\"launch_id\": \"L3\"}");
     fake_kafka_send(kafka, 0, "junk", "not json");
     step();
     expect_states("L1", "ACCEPTED REJECTED");
     ev = fake_kafka_next_of(kafka, cfg->topic_status, "L1", &from);
     json_decref(ev);
     ev = fake_kafka_next_of(kafka, cfg->topic_status, "L1", &from);
-    cr_assert_eq(json_integer_value(json_object_get(
-                     json_object_get(ev, "data"), "attempt")),
+    cr_assert_eq(json_integer_value(
+                     json_object_get(json_object_get(ev, "data"), "attempt")),
                  2);
     json_decref(ev);
     cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L1"), 1,
@@ -508,11 +519,12 @@ Test(loop, duplicates_conflicts_and_invalid_requests)
     expect_states("L3", "REJECTED");
     cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L3"), 1);
     cr_assert_eq(fake_kafka_count(kafka, cfg->topic_dlq, "junk"), 1);
-    next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1");
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
 }
 
-/* ---- cancels ---------------------------------------------------------------- */
+/* ---- cancels ----------------------------------------------------------------
+ */
 
 Test(loop, a_cancel_in_the_batch_of_its_launch_takes_the_submit_back)
 {
@@ -571,7 +583,8 @@ Test(loop, a_cancel_of_a_job_cancels_it_in_slurm)
     expect_states("L1", "ACCEPTED SUBMITTED CANCELLED");
 }
 
-/* ---- a submit's other answers ------------------------------------------------ */
+/* ---- a submit's other answers
+ * ------------------------------------------------ */
 
 Test(loop, a_submit_refused_is_rejected_and_a_failed_one_waits)
 {
@@ -598,7 +611,8 @@ Test(loop, a_submit_refused_is_rejected_and_a_failed_one_waits)
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
 }
 
-/* ---- the LOST grace --------------------------------------------------------- */
+/* ---- the LOST grace ---------------------------------------------------------
+ */
 
 Test(loop, a_missing_job_is_lost_only_after_the_grace)
 {
@@ -635,7 +649,8 @@ Test(loop, a_missing_job_is_lost_only_after_the_grace)
     expect_states("G3", "");
 }
 
-/* ---- after a terminal state ----------------------------------------------- */
+/* ---- after a terminal state -----------------------------------------------
+ */
 
 Test(loop, a_finished_launch_is_archived_announced_then_cleaned)
 {
@@ -646,8 +661,10 @@ Test(loop, a_finished_launch_is_archived_announced_then_cleaned)
     assign(0);
     step();
     w = next_work(FORGE_LANE_FILES, FORGE_WORK_ARCHIVE, "F1");
-    w->files.archive.path = forge_xstrdup("/storage/artifacts/F1/1/logs.tar.gz");
-    w->files.archive.relative_path = forge_xstrdup("artifacts/F1/1/logs.tar.gz");
+    w->files.archive.path =
+        forge_xstrdup("/storage/artifacts/F1/1/logs.tar.gz");
+    w->files.archive.relative_path =
+        forge_xstrdup("artifacts/F1/1/logs.tar.gz");
     fake_pools_finish(pools, FORGE_LANE_FILES, w);
     w = next_work(FORGE_LANE_FILES, FORGE_WORK_CLEANUP, "F2");
     w->code = FORGE_EUNSAFE_PATH; /* refused: final */
@@ -694,7 +711,8 @@ Test(loop, a_drain_stops_the_tick_and_takes_no_more_requests)
     expect_states("L1", "");
 }
 
-/* ---- forge_worker_run: the real seams wired in ---------------------------- */
+/* ---- forge_worker_run: the real seams wired in ----------------------------
+ */
 
 Test(loop, run_stops_with_78_when_kafka_refuses_its_configuration)
 {
