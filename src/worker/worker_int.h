@@ -3,7 +3,8 @@
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the
  * transaction; poll.c: a poll tick's items, and its answer onto the
- * records; finish.c: archive and cleanup after a terminal state). All of
+ * records; finish.c: archive and cleanup after a terminal state;
+ * restore.c: partitions read back from the state topic). All of
  * it runs on the consume loop's thread (see loop.c).
  */
 #ifndef FORGE_WORKER_INT_H
@@ -97,6 +98,14 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
                                    int attempt, int32_t partition,
                                    const forge_error_t *error);
+
+/* Restores partitions in turn (restore.c), as many as fit one pass of the
+ * loop; the rest wait, paused, for forge_worker_retry_restores. */
+void forge_worker_restore_each(worker_t *w, const int32_t *parts, size_t n);
+
+/* Restores that failed, once their backoff has passed, and those that
+ * waited for a pass; as many as fit this one. */
+void forge_worker_retry_restores(worker_t *w);
 
 /* The live job of r into a poll tick (poll.c), with what r knows of it. */
 void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r);
