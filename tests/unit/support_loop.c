@@ -299,17 +299,23 @@ static void p_post(void *pools, forge_loop_lane_t lane, forge_work_t *work)
     p->posted[lane][p->posted_count[lane]++] = work;
 }
 
+/* The first of n items (taken out), or NULL. */
+static forge_work_t *shift(forge_work_t **items, size_t *n)
+{
+    forge_work_t *w;
+
+    if (!*n)
+        return NULL;
+    w = items[0];
+    memmove(items, items + 1, --*n * sizeof(w));
+    return w;
+}
+
 static forge_work_t *p_take(void *pools, forge_loop_lane_t lane)
 {
     fake_pools_t *p = pools;
-    forge_work_t *w;
 
-    if (!p->done_count[lane])
-        return NULL;
-    w = p->done[lane][0];
-    memmove(p->done[lane], p->done[lane] + 1,
-            --p->done_count[lane] * sizeof(w));
-    return w;
+    return shift(p->done[lane], &p->done_count[lane]);
 }
 
 /* Settled when the test has carried out everything posted. */
@@ -364,14 +370,7 @@ void fake_pools_free(fake_pools_t *p)
 
 forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane)
 {
-    forge_work_t *w;
-
-    if (!p->posted_count[lane])
-        return NULL;
-    w = p->posted[lane][0];
-    memmove(p->posted[lane], p->posted[lane] + 1,
-            --p->posted_count[lane] * sizeof(w));
-    return w;
+    return shift(p->posted[lane], &p->posted_count[lane]);
 }
 
 void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane, forge_work_t *w)

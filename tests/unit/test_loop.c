@@ -163,17 +163,25 @@ static void expect_states(const char *id, const char *want)
     free(got);
 }
 
-/* The reason of id's last committed status event. */
-static void expect_reason(const char *id, const char *want)
+/* The last committed record of topic keyed id (new). */
+static json_t *last_of(const char *topic, const char *id)
 {
     json_t *o, *last = NULL;
     size_t from = 0;
 
-    while ((o = fake_kafka_next_of(kafka, cfg->topic_status, id, &from))) {
+    while ((o = fake_kafka_next_of(kafka, topic, id, &from))) {
         json_decref(last);
         last = o;
     }
-    cr_assert_not_null(last, "no event of %s", id);
+    cr_assert_not_null(last, "nothing of %s in %s", id, topic);
+    return last;
+}
+
+/* The reason of id's last committed status event. */
+static void expect_reason(const char *id, const char *want)
+{
+    json_t *last = last_of(cfg->topic_status, id);
+
     cr_expect_str_eq(json_string_value(json_object_get(
                          json_object_get(last, "data"), "reason")),
                      want, "%s: reason", id);
@@ -183,15 +191,7 @@ static void expect_reason(const char *id, const char *want)
 /* id's last committed state record (new). */
 static json_t *last_record(const char *id)
 {
-    json_t *o, *last = NULL;
-    size_t from = 0;
-
-    while ((o = fake_kafka_next_of(kafka, cfg->topic_state, id, &from))) {
-        json_decref(last);
-        last = o;
-    }
-    cr_assert_not_null(last, "no record of %s", id);
-    return last;
+    return last_of(cfg->topic_state, id);
 }
 
 static long long record_int(const char *id, const char *field)
