@@ -2,7 +2,8 @@
 /*
  * cmd_run.c - `forge-worker run`: configuration (exit 78 naming a bad
  * variable, the state keys' files included), the slurmrestd API version
- * check, signal handling, then the consume loop of src/worker/loop.c.
+ * check, signal handling, then the consume loop (src/worker/run.c puts it
+ * together).
  */
 #include "cli.h"
 #include "core/log.h"

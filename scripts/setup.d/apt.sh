@@ -14,6 +14,7 @@
 #   python3-jsonschema python3-yaml   the schemas checked against their examples
 #   curl jq                the stack scripts' readiness probes and the demo
 #   ShellCheck (shellcheck)   every shell script linted (scripts/check-shell)
+#   gcovr                  line coverage of the unit tests per folder (scripts/coverage)
 #   openjdk-17-jdk-headless maven   the Kafka 4 broker from Maven jars
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,4 +24,4 @@ stack_apt_install build-essential cmake pkg-config \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
 	libarchive-dev libcriterion-dev libmicrohttpd-dev python3-jsonschema python3-yaml \
-	curl jq shellcheck openjdk-17-jdk-headless maven
+	curl jq shellcheck gcovr openjdk-17-jdk-headless maven

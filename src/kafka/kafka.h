@@ -102,13 +102,13 @@ forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
                                       const forge_kafka_record_t *r,
                                       forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* An event or state record: keyed by launch_id, value `len` bytes, header
- * content-type application/cloudevents+json. partition -1: the
- * partitioner's. */
-forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
-                               int32_t partition, const char *key,
-                               const void *value, size_t len,
-                               forge_error_t *err) FORGE_WARN_UNUSED;
+/* An event or state record to produce: keyed by launch_id, value `len`
+ * bytes, header content-type application/cloudevents+json (static).
+ * partition -1: the partitioner's. Everything borrowed. */
+forge_kafka_record_t forge_kafka_event_record(const char *topic,
+                                              int32_t partition,
+                                              const char *key,
+                                              const void *value, size_t len);
 
 /* A message of the current transaction could not even be made (a state
  * record that could not be sealed): the transaction must not commit

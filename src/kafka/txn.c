@@ -23,7 +23,7 @@
  *     retriable for at most min(M/8, 30 s) (`abort_ms`);
  *   - then the consumer is rewound to the committed offsets: at most
  *     min(M/16, 10 s) to read them and as long to seek (`rewind_ms`).
- * The caller gets ABORTED and rewinds its memory (loop.c restore()), as
+ * The caller gets ABORTED and rewinds its memory (worker/restore.c), as
  * after any abortable error: what did not commit is done again. An abort
  * librdkafka refuses or cannot finish in its budget (the coordinator
  * unreachable throughout, or a commit still flushing) costs the producer:
@@ -111,17 +111,17 @@ forge_rc_t forge_kafka_produce_record(forge_kafka_t *k,
     return FORGE_OK;
 }
 
-forge_rc_t forge_kafka_produce(forge_kafka_t *k, const char *topic,
-                               int32_t partition, const char *key,
-                               const void *value, size_t len,
-                               forge_error_t *err)
+forge_kafka_record_t forge_kafka_event_record(const char *topic,
+                                              int32_t partition,
+                                              const char *key,
+                                              const void *value, size_t len)
 {
     static const char type[] = "application/cloudevents+json";
-    forge_kafka_header_t h = {"content-type", type, sizeof(type) - 1};
-    forge_kafka_record_t r = {topic, partition, key, strlen(key),
-                              value, len,       &h,  1};
+    static const forge_kafka_header_t h = {"content-type", type,
+                                           sizeof(type) - 1};
 
-    return forge_kafka_produce_record(k, &r, err);
+    return (forge_kafka_record_t){topic, partition, key, strlen(key),
+                                  value, len,       &h,  1};
 }
 
 void forge_kafka_fail_txn(forge_kafka_t *k)

@@ -9,8 +9,8 @@
  * table and the records (owner.h), and it alone writes this table:
  *   - a partition gets a new generation each time the loop builds its
  *     launches from the state topic: on assignment, and again when an
- *     aborted transaction rewinds memory to what committed (loop.c
- *     restore());
+ *     aborted transaction rewinds memory to what committed
+ *     (worker/restore.c);
  *   - it holds none (0) from the moment it starts leaving: after a
  *     rebalance's last Slurm results are in (on_flush), or when the group
  *     says it was lost (on_revoked).

@@ -2,19 +2,21 @@
 /*
  * loop.c - the consume loop. Threads and ownership:
  *   - this file runs on one thread, the loop's: it alone touches Kafka
- *     (kafka.h), the launch table (owner.h) and the records in it;
- *   - slurmrestd calls and file work run on three pools of threads
- *     (pool.h; the work: work.h): `slurm` for submits and cancels
- *     (submit.h), `poller` for poll ticks (poller.h), `archiver`
- *     (FORGE_ARCHIVE_THREADS threads) for archives and cleanups
- *     (archive_work.h). Work goes out with forge_pool_post and comes back
- *     through forge_pool_take; nothing slow ever runs here, so heartbeats
- *     and max.poll.interval.ms are safe, and a 1 GiB log never delays a
- *     poll tick.
+ *     (through loop.h's Kafka ops: kafka.h in a worker, a fake in the unit
+ *     tests), the launch table (owner.h) and the records in it;
+ *   - slurmrestd calls and file work run on three pools of threads, one
+ *     lane each of loop.h's pool ops (pool.h; the work: work.h): the Slurm
+ *     lane for submits and cancels (submit.h), the poller's for poll ticks
+ *     (poller.h), the files' (FORGE_ARCHIVE_THREADS threads) for archives
+ *     and cleanups (archive_work.h). Work goes out with post and comes back
+ *     through take; nothing slow ever runs here, so heartbeats and
+ *     max.poll.interval.ms are safe, and a 1 GiB log never delays a poll
+ *     tick. run.c starts them and wires them in.
  *
  * publish.c writes events and records into the transaction;
  * poll.c applies a poll tick's answer to the records;
- * finish.c archives and cleans after a terminal state.
+ * finish.c archives and cleans after a terminal state;
+ * restore.c reads a partition's records back from the state topic.
  *
  * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
  * BATCH_MS), one transaction carries the events, the state records and the
@@ -32,18 +34,13 @@
  * dropped. A cancel of a launch whose submit is already posted withdraws
  * it on the Slurm thread (forge_submit_withdraw), so it never POSTs.
  */
-#include "worker/worker.h"
+#include "worker/loop.h"
 #include "worker/worker_int.h"
 #include "kafka/dlq.h"
 #include "core/clock.h"
-#include "kafka/kafka.h"
 #include "core/log.h"
 #include "launch/owner.h"
 #include "request/prepare.h"
-#include "worker/archive_work.h"
-#include "worker/poller.h"
-#include "worker/submit.h"
-#include "core/testpoint.h"
 #include "core/util.h"
 
 #include <stdio.h>
@@ -51,12 +48,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH_MESSAGES       200
-#define BATCH_MS             50
-#define RETRY_BASE_MS        2000
-#define RETRY_MAX_MS         60000
-#define RESTORE_RETRY_MS     1000
-#define RESTORE_RETRY_MAX_MS 30000
+#define BATCH_MESSAGES 200
+#define BATCH_MS       50
+#define RETRY_BASE_MS  2000
+#define RETRY_MAX_MS   60000
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -68,7 +63,7 @@ static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
 
     forge_dlq_record(&d, w->cfg->topic_dlq, w->cfg->topic_requests, m, error,
                      (size_t)w->cfg->dlq_max_bytes);
-    if (forge_kafka_produce_record(w->kafka, &d.record, &err))
+    if (w->kafka_ops->produce(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
     forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
                    "(%s)%s",
@@ -164,7 +159,7 @@ static void on_cancel(worker_t *w, const forge_cancel_t *c)
     /* A submit not sent yet never will be; one posted already is withdrawn
      * on the Slurm thread: it submits nothing unless it is past its POST. */
     if (e->rec->job_id == 0 && e->busy && !withdraw_submit(w, e))
-        forge_submit_withdraw(w->slurm, e->rec->launch_id, e->rec->attempt);
+        w->pool_ops->withdraw(w->pools, e->rec->launch_id, e->rec->attempt);
     if (e->rec->job_id == 0 && !e->busy && !e->submit_unknown) {
         forge_worker_publish_event(
             w, e, &cancelled, true); /* never submitted: nothing to cancel */
@@ -198,7 +193,7 @@ static void on_message(worker_t *w, const forge_kafka_message_t *m)
     else
         on_cancel(w, &p->request->cancel);
     forge_prepared_destroy(p);
-    forge_kafka_mark_done(w->kafka, m->partition, m->offset);
+    w->kafka_ops->mark_done(w->kafka, m->partition, m->offset);
 }
 
 /* ---- results from the threads ------------------------------------------- */
@@ -338,13 +333,13 @@ static void on_slurm_result(worker_t *w, forge_work_t *work)
         on_submitted(w, work);
 }
 
-/* Every finished item of pool, oldest first, to on_result; then freed. */
-static void take_each(worker_t *w, forge_pool_t *pool,
+/* Every finished item of a lane, oldest first, to on_result; then freed. */
+static void take_each(worker_t *w, forge_loop_lane_t lane,
                       void (*on_result)(worker_t *, forge_work_t *))
 {
     forge_work_t *work;
 
-    while ((work = forge_pool_take(pool))) {
+    while ((work = w->pool_ops->take(w->pools, lane))) {
         on_result(w, work);
         forge_work_free(work);
     }
@@ -352,9 +347,9 @@ static void take_each(worker_t *w, forge_pool_t *pool,
 
 static void on_results(worker_t *w)
 {
-    take_each(w, w->slurm, on_slurm_result);
-    take_each(w, w->poller, forge_worker_on_polled);
-    take_each(w, w->archiver, forge_worker_on_finished_work);
+    take_each(w, FORGE_LANE_SLURM, on_slurm_result);
+    take_each(w, FORGE_LANE_POLLER, forge_worker_on_polled);
+    take_each(w, FORGE_LANE_FILES, forge_worker_on_finished_work);
 }
 
 /* ---- the poll tick and the retry scan --------------------------------------
@@ -414,152 +409,22 @@ static void tick(worker_t *w)
     if (t.poll->poll.item_count && !w->poll_in_flight) {
         w->poll_in_flight = true;
         w->poll_posted_ms = t.now;
-        forge_pool_post(w->poller, t.poll);
+        w->pool_ops->post(w->pools, FORGE_LANE_POLLER, t.poll);
     } else {
         forge_work_free(t.poll);
     }
     w->next_poll_ms = t.now + w->cfg->poll_interval_ms;
 }
 
-/* ---- partitions: restore, revoke, commit -----------------------------------
+/* ---- partitions: assign, revoke, commit -----------------------------------
  */
-
-typedef struct restoring {
-    worker_t *w;
-    int32_t partition;
-    size_t records;
-    size_t unopened;     /* records whose sealed request did not open */
-    forge_error_t first; /* why, for the first of them */
-} restoring_t;
-
-static void on_state_record(void *ctx, const char *key, size_t key_len,
-                            const char *value, size_t len)
-{
-    restoring_t *r = ctx;
-    forge_launch_record_t *rec = NULL;
-    forge_request_t *req = NULL;
-    forge_entry_t *e;
-    forge_error_t err = {0};
-
-    (void)key;
-    (void)key_len;
-    if (!value) /* a tombstone: nothing to carry on */
-        return;
-    if (forge_launch_record_decode(value, len, r->w->sealer, &rec, &err)) {
-        forge_log_warn("state record skipped: %s", err.message);
-        return;
-    }
-    if (rec->request_error && !r->unopened++)
-        r->first = *rec->request_error;
-    if (rec->request &&
-        forge_request_parse(rec->request, rec->request_len, &req, &err))
-        req = NULL; /* kept for its record; events go without labels */
-    e = forge_owner_put(r->w->owner, rec, req, r->partition); /* later wins */
-    e->submit_unknown = e->rec->job_id == 0;
-    r->records++;
-}
-
-static void restore(worker_t *w, int32_t p);
-
-/* The partition stays paused, nothing taken from it, and its restore is
- * tried again after a backoff (1 s, doubling, at most 30 s): a broker that
- * was away for a moment costs a moment, not the partition. */
-static void restore_failed(worker_t *w, int32_t p)
-{
-    int n = forge_owner_restore_failures(w->owner, p);
-    long long delay = RESTORE_RETRY_MS << (n < 5 ? n : 5);
-
-    if (delay > RESTORE_RETRY_MAX_MS)
-        delay = RESTORE_RETRY_MAX_MS;
-    n = forge_owner_restore_failed(w->owner, p, forge_clock_ms() + delay);
-    forge_log_error("partition %d: the state topic's end was not reached "
-                    "(attempt %d); the partition stays paused, restored "
-                    "again in %lld ms",
-                    (int)p, n, delay);
-}
-
-/* Restores in a row hold the loop at most forge_kafka_restore_pass_ms (a
- * quarter of max.poll.interval.ms: the group must be polled in time), each
- * at most forge_kafka_restore_timeout_ms: one starts only if it can end
- * within the pass. */
-static bool restore_fits(const worker_t *w, long long pass_start)
-{
-    return forge_clock_ms() - pass_start +
-               forge_kafka_restore_timeout_ms(w->kafka) <=
-           forge_kafka_restore_pass_ms(w->kafka);
-}
-
-/* Restores that failed, once their backoff has passed, and those that
- * waited for a pass; as many as fit this one. */
-static void retry_restores(worker_t *w)
-{
-    long long start = forge_clock_ms();
-    int32_t p;
-
-    while (restore_fits(w, start) &&
-           (p = forge_owner_restore_due(w->owner, forge_clock_ms())) >= 0)
-        restore(w, p);
-}
-
-/* The partition as it was before it was restored: paused (nothing taken
- * from it until its records are back), its launches forgotten. */
-static void unrestore(worker_t *w, int32_t p)
-{
-    forge_kafka_pause(w->kafka, p);
-    w->poll_epoch++; /* the poller forgets what it saw: records rewind */
-    forge_owner_drop(w->owner, p);
-    forge_owner_assign(w->owner, p);
-}
-
-/* Restores parts in turn, as many as fit this pass (restore_fits); the
- * rest wait, paused, for the next pass of the loop (retry_restores). */
-static void restore_each(worker_t *w, const int32_t *parts, size_t n)
-{
-    long long start = forge_clock_ms();
-
-    for (size_t i = 0; i < n; i++) {
-        if (restore_fits(w, start)) {
-            restore(w, parts[i]);
-            continue;
-        }
-        unrestore(w, parts[i]);
-        forge_owner_restore_later(w->owner, parts[i], forge_clock_ms());
-        forge_log_info("partition %d: restore waits for the loop's next pass",
-                       (int)parts[i]);
-    }
-}
-
-static void restore(worker_t *w, int32_t p)
-{
-    restoring_t r = {w, p, 0, 0, {0}};
-
-    forge_log_info("partition %d: restoring", (int)p);
-    unrestore(w, p);
-    if (FORGE_TESTPOINT_RESTORE_FAIL() ||
-        FORGE_TESTPOINT_RESTORE_STALLS(
-            forge_kafka_restore_timeout_ms(w->kafka)) ||
-        forge_kafka_restore(w->kafka, p, on_state_record, &r,
-                            forge_kafka_restore_timeout_ms(w->kafka)) != 0) {
-        restore_failed(w, p);
-        return;
-    }
-    forge_owner_set_ready(w->owner, p);
-    forge_kafka_resume(w->kafka, p);
-    forge_log_info("partition %d restored (%zu records)", (int)p, r.records);
-    if (r.unopened)
-        forge_log_error("partition %d: %zu records carry a request this worker "
-                        "cannot open (first: %s); those launches go on "
-                        "without it, and an interrupted submit among them "
-                        "fails (request_unavailable)",
-                        (int)p, r.unopened, r.first.message);
-}
 
 static void on_assigned(void *ctx, const int32_t *parts, size_t n)
 {
     worker_t *w = ctx;
 
     w->joined = true;
-    restore_each(w, parts, n);
+    forge_worker_restore_each(w, parts, n);
 }
 
 /* Deferred work of a transaction that did not commit, or of partitions
@@ -590,17 +455,18 @@ static void post_deferred(worker_t *w)
         if (e && (work->kind == FORGE_WORK_SUBMIT ||
                   work->kind == FORGE_WORK_CLEAN_SUBMIT))
             e->submit_unknown = true; /* from now on, it may reach Slurm */
-        forge_pool_post(work->kind == FORGE_WORK_ARCHIVE ||
-                                work->kind == FORGE_WORK_CLEANUP
-                            ? w->archiver
-                            : w->slurm,
-                        work);
+        w->pool_ops->post(w->pools,
+                          work->kind == FORGE_WORK_ARCHIVE ||
+                                  work->kind == FORGE_WORK_CLEANUP
+                              ? FORGE_LANE_FILES
+                              : FORGE_LANE_SLURM,
+                          work);
     }
 }
 
 static forge_kafka_outcome_t commit(worker_t *w)
 {
-    forge_kafka_outcome_t out = forge_kafka_commit(w->kafka);
+    forge_kafka_outcome_t out = w->kafka_ops->commit(w->kafka);
     size_t n;
     int32_t *parts;
 
@@ -611,7 +477,7 @@ static forge_kafka_outcome_t commit(worker_t *w)
     } else if (out == FORGE_KAFKA_ABORTED) {
         drop_deferred(w);
         parts = forge_owner_partitions(w->owner, &n);
-        restore_each(w, parts, n); /* memory back to what committed */
+        forge_worker_restore_each(w, parts, n); /* back to what committed */
         free(parts);
     } else {
         w->fatal = true;
@@ -656,13 +522,15 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
     long long until =
         forge_clock_ms() + (w->drained ? 0 : FORGE_WORKER_SETTLE_MS);
 
-    if (!forge_pool_settle(w->slurm, until - forge_clock_ms()))
+    if (!w->pool_ops->settle(w->pools, FORGE_LANE_SLURM,
+                             until - forge_clock_ms()))
         forge_log_warn("partitions leave with Slurm calls in flight: their "
                        "next owner settles them by the jobs' tags");
     /* Archives too, in the time left: their events go out with this
      * commit. One not done in time is redone by the next owner, and the
      * archive in place first stays (archive.c never replaces one). */
-    if (!forge_pool_settle(w->archiver, until - forge_clock_ms()))
+    if (!w->pool_ops->settle(w->pools, FORGE_LANE_FILES,
+                             until - forge_clock_ms()))
         forge_log_warn("partitions leave with archives in progress: their "
                        "next owner archives again");
     on_results(w);
@@ -693,7 +561,7 @@ static void consume_batch(worker_t *w, int timeout_ms)
     forge_kafka_message_t m;
 
     for (int n = 0; n < BATCH_MESSAGES; n++) {
-        if (!forge_kafka_poll(w->kafka, n ? 0 : timeout_ms, &m))
+        if (!w->kafka_ops->poll(w->kafka, n ? 0 : timeout_ms, &m))
             break;
         if (forge_owner_owns(w->owner, m.partition))
             on_message(w, &m);
@@ -717,19 +585,19 @@ static void report_ready(worker_t *w)
     w->readiness = now;
 }
 
-static void drain(worker_t *w)
+void forge_loop_drain(worker_t *w)
 {
     long long until = forge_clock_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
     /* A poll tick in progress stops between two calls, the call under way
      * interrupted: whoever owns its jobs next polls them. */
-    forge_pool_interrupt(w->poller);
-    forge_kafka_pause_all(w->kafka);
-    while (!w->fatal && forge_pool_in_flight(w->slurm) &&
+    w->pool_ops->interrupt(w->pools, FORGE_LANE_POLLER);
+    w->kafka_ops->pause_all(w->kafka);
+    while (!w->fatal && w->pool_ops->in_flight(w->pools, FORGE_LANE_SLURM) &&
            forge_clock_ms() < until) {
         forge_kafka_message_t m;
-        (void)forge_kafka_poll(w->kafka, 100, &m); /* heartbeats */
+        (void)w->kafka_ops->poll(w->kafka, 100, &m); /* heartbeats */
         on_results(w);
         commit(w);
     }
@@ -739,55 +607,73 @@ static void drain(worker_t *w)
     w->drained = true;
 }
 
-int forge_worker_run(const forge_config_t *cfg,
-                     const forge_series_catalog_t *catalog,
-                     const forge_tenants_t *tenants,
-                     const forge_sealer_t *sealer, volatile sig_atomic_t *stop)
+forge_loop_t *forge_loop_new(const forge_config_t *cfg,
+                             const forge_series_catalog_t *catalog,
+                             const forge_tenants_t *tenants,
+                             const forge_sealer_t *sealer)
 {
-    worker_t w = {.cfg = cfg,
-                  .catalog = catalog,
-                  .tenants = tenants,
-                  .sealer = sealer,
-                  .owner = forge_owner_new(),
-                  .ended = forge_ended_new()};
-    forge_kafka_handlers_t h = {&w, on_assigned, on_revoked, on_flush};
-    forge_error_t err = {0};
-    int rc = 78;
+    worker_t *w = forge_xcalloc(1, sizeof(*w));
 
-    if (forge_submit_start(cfg, catalog, tenants,
-                           forge_owner_generations(w.owner), &w.slurm, &err) ||
-        forge_poller_start(cfg, &w.poller, &err) ||
-        forge_files_start(cfg, tenants, FORGE_ARCHIVE_THREADS, &w.archiver,
-                          &err) ||
-        forge_kafka_new(cfg, &h, stop, &w.kafka, &err)) {
-        forge_log_error("cannot start: %s", err.message);
-        /* 78 is "the configuration is wrong": not for a broker's answer */
-        if (err.code == FORGE_EIO)
-            rc = *stop ? 0 : 1;
-        goto out;
-    }
-    forge_log_info("forge-worker %s running: group %s, topic %s",
-                   cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
-    while (!*stop && !w.fatal) {
-        consume_batch(&w, 100);
-        on_results(&w);
-        if (forge_clock_ms() >= w.next_poll_ms)
-            tick(&w);
-        commit(&w);
-        retry_restores(&w);
-        report_ready(&w);
-    }
-    if (!w.fatal)
-        drain(&w);
-    rc = w.fatal ? 1 : 0;
-out:
-    forge_kafka_destroy(w.kafka); /* leaves the group: revoke + flush */
-    drop_deferred(&w);
-    forge_pool_stop(w.slurm);
-    forge_pool_stop(w.poller);
-    forge_pool_stop(w.archiver); /* an archive in progress finishes */
-    forge_owner_destroy(w.owner);
-    forge_ended_free(w.ended);
-    forge_log_info("stopped (exit %d)", rc);
-    return rc;
+    w->cfg = cfg;
+    w->catalog = catalog;
+    w->tenants = tenants;
+    w->sealer = sealer;
+    w->owner = forge_owner_new();
+    w->ended = forge_ended_new();
+    return w;
+}
+
+const forge_generations_t *forge_loop_generations(const forge_loop_t *l)
+{
+    return forge_owner_generations(l->owner);
+}
+
+void forge_loop_set_pools(forge_loop_t *l, const forge_loop_pool_ops_t *ops,
+                          void *pools)
+{
+    l->pool_ops = ops;
+    l->pools = pools;
+}
+
+forge_kafka_handlers_t forge_loop_handlers(forge_loop_t *l)
+{
+    return (forge_kafka_handlers_t){l, on_assigned, on_revoked, on_flush};
+}
+
+void forge_loop_set_kafka(forge_loop_t *l, const forge_loop_kafka_ops_t *ops,
+                          void *k)
+{
+    l->kafka_ops = ops;
+    l->kafka = k;
+}
+
+void forge_loop_step(forge_loop_t *w)
+{
+    consume_batch(w, 100);
+    on_results(w);
+    if (forge_clock_ms() >= w->next_poll_ms)
+        tick(w);
+    commit(w);
+    forge_worker_retry_restores(w);
+    report_ready(w);
+}
+
+void forge_loop_tick_now(forge_loop_t *l)
+{
+    l->next_poll_ms = forge_clock_ms();
+}
+
+bool forge_loop_fatal(const forge_loop_t *l)
+{
+    return l->fatal;
+}
+
+void forge_loop_destroy(forge_loop_t *l)
+{
+    if (!l)
+        return;
+    drop_deferred(l);
+    forge_owner_destroy(l->owner);
+    forge_ended_free(l->ended);
+    free(l);
 }

@@ -60,8 +60,9 @@ int forge_worker_produce_json(worker_t *w, const char *topic, int32_t partition,
 {
     char *text = json_dumps(o, JSON_COMPACT);
     forge_error_t err = {0};
-    int rc = forge_kafka_produce(w->kafka, topic, partition, key, text,
-                                 strlen(text), &err);
+    forge_kafka_record_t r =
+        forge_kafka_event_record(topic, partition, key, text, strlen(text));
+    int rc = w->kafka_ops->produce(w->kafka, &r, &err);
 
     if (rc)
         forge_log_error("%s", err.message);
@@ -79,7 +80,7 @@ int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
         /* never in clear, and never a transaction without it */
         forge_log_error("the record of %s cannot be sealed: %s",
                         e->rec->launch_id, err.message);
-        forge_kafka_fail_txn(w->kafka);
+        w->kafka_ops->fail_txn(w->kafka);
         return -1;
     }
     return forge_worker_produce_json(w, w->cfg->topic_state, e->partition,

@@ -3,7 +3,8 @@
  * worker_int.h - what the worker's files share (loop.c: the loop,
  * requests, partitions; publish.c: events and records into the
  * transaction; poll.c: a poll tick's items, and its answer onto the
- * records; finish.c: archive and cleanup after a terminal state). All of
+ * records; finish.c: archive and cleanup after a terminal state;
+ * restore.c: partitions read back from the state topic). All of
  * it runs on the consume loop's thread (see loop.c).
  */
 #ifndef FORGE_WORKER_INT_H
@@ -12,7 +13,7 @@
 #include "kafka/kafka.h"
 #include "launch/owner.h"
 #include "launch/state.h"
-#include "worker/pool.h"
+#include "worker/loop.h"
 #include "worker/work.h"
 #include "worker/worker.h"
 
@@ -32,11 +33,12 @@ typedef struct worker {
     const forge_series_catalog_t *catalog;
     const forge_tenants_t *tenants; /* NULL: no tenants */
     const forge_sealer_t *sealer;   /* the state records' requests */
-    forge_kafka_t *kafka;
+    /* the seams (loop.h): Kafka, and the pools by lane */
+    const forge_loop_kafka_ops_t *kafka_ops;
+    void *kafka;
+    const forge_loop_pool_ops_t *pool_ops;
+    void *pools;
     forge_owner_t *owner;
-    forge_pool_t *slurm;    /* submits, cancels (submit.h) */
-    forge_pool_t *poller;   /* poll ticks (poller.h) */
-    forge_pool_t *archiver; /* archives and cleanups (archive_work.h) */
     size_t archives_out;    /* ARCHIVE items deferred or posted */
     forge_work_t *deferred; /* posted once the transaction commits */
     forge_ended_t *ended;   /* ends the ticks saw, kept across rewinds */
@@ -96,6 +98,14 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 void forge_worker_publish_unstored(worker_t *w, const char *launch_id,
                                    int attempt, int32_t partition,
                                    const forge_error_t *error);
+
+/* Restores partitions in turn (restore.c), as many as fit one pass of the
+ * loop; the rest wait, paused, for forge_worker_retry_restores. */
+void forge_worker_restore_each(worker_t *w, const int32_t *parts, size_t n);
+
+/* Restores that failed, once their backoff has passed, and those that
+ * waited for a pass; as many as fit this one. */
+void forge_worker_retry_restores(worker_t *w);
 
 /* The live job of r into a poll tick (poll.c), with what r knows of it. */
 void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r);

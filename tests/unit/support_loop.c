@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * support_loop.c - the consume loop's seams faked in memory (see
+ * support_loop.h for what each fake keeps and why it is a fake).
+ */
+#include "support_loop.h"
+
+#include "core/util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Kafka ----------------------------------------------------------------
+ */
+
+static void record_set(fake_record_t *r, const char *topic, int32_t p,
+                       const char *key, const void *value, size_t len)
+{
+    r->topic = forge_xstrdup(topic);
+    r->partition = p;
+    r->key = key ? forge_xstrdup(key) : NULL;
+    r->value = forge_xstrndup(value, len);
+    r->len = len;
+}
+
+static void record_clear(fake_record_t *r)
+{
+    free(r->topic);
+    free(r->key);
+    free(r->value);
+    memset(r, 0, sizeof(*r));
+}
+
+static bool f_poll(void *k, int timeout_ms, forge_kafka_message_t *msg)
+{
+    fake_kafka_t *f = k;
+
+    (void)timeout_ms;
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++) {
+        fake_record_t *r;
+        if (!f->assigned[p] || f->paused[p] ||
+            f->position[p] >= f->request_count[p])
+            continue;
+        r = &f->requests[p][f->position[p]];
+        *msg = (forge_kafka_message_t){
+            p, f->position[p]++, r->key, strlen(r->key), r->value, r->len};
+        return true;
+    }
+    if (f->revoke_count) {
+        size_t n = f->revoke_count;
+        f->revoke_count = 0;
+        fake_kafka_revoke(f, f->revoke_parts, n, f->revoke_lost);
+    }
+    return false;
+}
+
+static void f_pause(void *k, int32_t p)
+{
+    ((fake_kafka_t *)k)->paused[p] = true;
+}
+
+static void f_resume(void *k, int32_t p)
+{
+    ((fake_kafka_t *)k)->paused[p] = false;
+}
+
+static void f_pause_all(void *k)
+{
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+        f_pause(k, p);
+}
+
+static forge_rc_t f_produce(void *k, const forge_kafka_record_t *r,
+                            forge_error_t *err)
+{
+    fake_kafka_t *f = k;
+
+    (void)err;
+    cr_assert_lt(f->txn_count, FAKE_MAX);
+    record_set(&f->txn[f->txn_count++], r->topic, r->partition, r->key,
+               r->value, r->value_len);
+    return FORGE_OK;
+}
+
+static void f_fail_txn(void *k)
+{
+    ((fake_kafka_t *)k)->txn_failed = true;
+}
+
+static void f_mark_done(void *k, int32_t p, int64_t offset)
+{
+    ((fake_kafka_t *)k)->txn_offsets[p] = offset + 1;
+}
+
+static void drop_txn(fake_kafka_t *f)
+{
+    for (size_t i = 0; i < f->txn_count; i++)
+        record_clear(&f->txn[i]);
+    f->txn_count = 0;
+    f->txn_failed = false;
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+        f->txn_offsets[p] = -1;
+}
+
+static bool pending(const fake_kafka_t *f)
+{
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+        if (f->txn_offsets[p] >= 0)
+            return true;
+    return f->txn_count > 0 || f->txn_failed;
+}
+
+static forge_kafka_outcome_t f_commit(void *k)
+{
+    fake_kafka_t *f = k;
+    forge_kafka_outcome_t told = FORGE_KAFKA_COMMITTED;
+
+    if (!pending(f))
+        return FORGE_KAFKA_COMMITTED;
+    if (f->outcome_count) {
+        told = f->outcomes[0];
+        memmove(f->outcomes, f->outcomes + 1,
+                --f->outcome_count * sizeof(f->outcomes[0]));
+    }
+    if (told == FORGE_KAFKA_WAITING || told == FORGE_KAFKA_FATAL)
+        return told;
+    if (told == FORGE_KAFKA_ABORTED || f->txn_failed) {
+        drop_txn(f);
+        for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+            f->position[p] = f->committed[p];
+        f->aborts++;
+        return FORGE_KAFKA_ABORTED;
+    }
+    for (size_t i = 0; i < f->txn_count; i++) {
+        cr_assert_lt(f->out_count, FAKE_MAX * 4);
+        f->out[f->out_count++] = f->txn[i];
+        memset(&f->txn[i], 0, sizeof(f->txn[i]));
+    }
+    f->txn_count = 0;
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+        if (f->txn_offsets[p] >= 0)
+            f->committed[p] = f->txn_offsets[p];
+    drop_txn(f);
+    f->commits++;
+    return FORGE_KAFKA_COMMITTED;
+}
+
+static void f_restore_budget(void *k, int *one_ms, int *pass_ms)
+{
+    (void)k;
+    *one_ms = 1000;
+    *pass_ms = 60000;
+}
+
+static int f_restore(void *k, int32_t p,
+                     void (*fn)(void *, const char *, size_t, const char *,
+                                size_t),
+                     void *ctx, int timeout_ms)
+{
+    fake_kafka_t *f = k;
+
+    (void)timeout_ms;
+    f->restores++;
+    if (f->restore_failures_left > 0) {
+        f->restore_failures_left--;
+        return -1;
+    }
+    for (size_t i = 0; i < f->out_count; i++) {
+        const fake_record_t *r = &f->out[i];
+        if (r->partition == p && !strcmp(r->topic, f->state_topic))
+            fn(ctx, r->key, strlen(r->key), r->value, r->len);
+    }
+    return 0;
+}
+
+const forge_loop_kafka_ops_t fake_kafka_ops = {
+    f_poll,     f_pause,     f_resume, f_pause_all,      f_produce,
+    f_fail_txn, f_mark_done, f_commit, f_restore_budget, f_restore,
+};
+
+fake_kafka_t *fake_kafka_new(const forge_kafka_handlers_t *h,
+                             const char *state_topic)
+{
+    fake_kafka_t *f = forge_xcalloc(1, sizeof(*f));
+
+    f->h = *h;
+    f->state_topic = state_topic;
+    drop_txn(f);
+    return f;
+}
+
+void fake_kafka_free(fake_kafka_t *f)
+{
+    if (!f)
+        return;
+    drop_txn(f);
+    for (size_t i = 0; i < f->out_count; i++)
+        record_clear(&f->out[i]);
+    for (int32_t p = 0; p < FAKE_PARTITIONS; p++)
+        for (int64_t i = 0; i < f->request_count[p]; i++)
+            record_clear(&f->requests[p][i]);
+    free(f);
+}
+
+void fake_kafka_send(fake_kafka_t *f, int32_t p, const char *key,
+                     const char *value)
+{
+    cr_assert_lt(f->request_count[p], FAKE_MAX);
+    record_set(&f->requests[p][f->request_count[p]++], "requests", p, key,
+               value, strlen(value));
+}
+
+void fake_kafka_assign(fake_kafka_t *f, const int32_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        f->assigned[parts[i]] = true;
+        f->paused[parts[i]] = true;
+        f->position[parts[i]] = f->committed[parts[i]];
+    }
+    f->h.assigned(f->h.ctx, parts, n);
+}
+
+void fake_kafka_revoke(fake_kafka_t *f, const int32_t *parts, size_t n,
+                       bool lost)
+{
+    if (!lost && f->h.flush(f->h.ctx, parts, n) != 0)
+        lost = true;
+    if (lost)
+        drop_txn(f);
+    f->h.revoked(f->h.ctx, parts, n, lost);
+    for (size_t i = 0; i < n; i++)
+        f->assigned[parts[i]] = false;
+}
+
+void fake_kafka_put(fake_kafka_t *f, const char *topic, int32_t p,
+                    const char *key, const char *value)
+{
+    cr_assert_lt(f->out_count, FAKE_MAX * 4);
+    record_set(&f->out[f->out_count++], topic, p, key, value, strlen(value));
+}
+
+json_t *fake_kafka_next_of(const fake_kafka_t *f, const char *topic,
+                           const char *key, size_t *from)
+{
+    for (size_t i = *from; i < f->out_count; i++) {
+        const fake_record_t *r = &f->out[i];
+        json_t *o;
+        if (strcmp(r->topic, topic) || !r->key || strcmp(r->key, key))
+            continue;
+        *from = i + 1;
+        o = json_loadb(r->value, r->len, 0, NULL);
+        cr_assert_not_null(o, "not JSON: %s", r->value);
+        return o;
+    }
+    return NULL;
+}
+
+char *fake_kafka_states(const fake_kafka_t *f, const char *status_topic,
+                        const char *key)
+{
+    char out[1024] = "";
+    size_t from = 0;
+    json_t *ev;
+
+    while ((ev = fake_kafka_next_of(f, status_topic, key, &from))) {
+        const char *s = json_string_value(
+            json_object_get(json_object_get(ev, "data"), "state"));
+        snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+                 *out ? " " : "", s ? s : "?");
+        json_decref(ev);
+    }
+    return forge_xstrdup(out);
+}
+
+size_t fake_kafka_count(const fake_kafka_t *f, const char *topic,
+                        const char *key)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < f->out_count; i++)
+        n += !strcmp(f->out[i].topic, topic) && f->out[i].key &&
+             !strcmp(f->out[i].key, key);
+    return n;
+}
+
+/* ---- the pools ------------------------------------------------------------
+ */
+
+static void p_post(void *pools, forge_loop_lane_t lane, forge_work_t *work)
+{
+    fake_pools_t *p = pools;
+
+    cr_assert_lt(p->posted_count[lane], FAKE_MAX);
+    if (p->on_post)
+        p->on_post(p->on_post_ctx, lane, work);
+    work->next = NULL;
+    p->posted[lane][p->posted_count[lane]++] = work;
+}
+
+/* The first of n items (taken out), or NULL. */
+static forge_work_t *shift(forge_work_t **items, size_t *n)
+{
+    forge_work_t *w;
+
+    if (!*n)
+        return NULL;
+    w = items[0];
+    memmove(items, items + 1, --*n * sizeof(w));
+    return w;
+}
+
+static forge_work_t *p_take(void *pools, forge_loop_lane_t lane)
+{
+    fake_pools_t *p = pools;
+
+    return shift(p->done[lane], &p->done_count[lane]);
+}
+
+/* Settled when the test has carried out everything posted. */
+static bool p_settle(void *pools, forge_loop_lane_t lane, long timeout_ms)
+{
+    (void)timeout_ms;
+    return ((fake_pools_t *)pools)->posted_count[lane] == 0;
+}
+
+static size_t p_in_flight(void *pools, forge_loop_lane_t lane)
+{
+    fake_pools_t *p = pools;
+
+    return p->posted_count[lane] + p->done_count[lane];
+}
+
+static void p_interrupt(void *pools, forge_loop_lane_t lane)
+{
+    ((fake_pools_t *)pools)->interrupts[lane]++;
+}
+
+static void p_withdraw(void *pools, const char *launch_id, int attempt)
+{
+    fake_pools_t *p = pools;
+
+    cr_assert_lt(p->withdrawn_count, 16);
+    snprintf(p->withdrawn[p->withdrawn_count++], sizeof(p->withdrawn[0]),
+             "%s/%d", launch_id, attempt);
+}
+
+const forge_loop_pool_ops_t fake_pool_ops = {
+    p_post, p_take, p_settle, p_in_flight, p_interrupt, p_withdraw,
+};
+
+fake_pools_t *fake_pools_new(void)
+{
+    return forge_xcalloc(1, sizeof(fake_pools_t));
+}
+
+void fake_pools_free(fake_pools_t *p)
+{
+    if (!p)
+        return;
+    for (int l = 0; l < FORGE_LANE__COUNT; l++) {
+        for (size_t i = 0; i < p->posted_count[l]; i++)
+            forge_work_free(p->posted[l][i]);
+        for (size_t i = 0; i < p->done_count[l]; i++)
+            forge_work_free(p->done[l][i]);
+    }
+    free(p);
+}
+
+forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane)
+{
+    return shift(p->posted[lane], &p->posted_count[lane]);
+}
+
+void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane, forge_work_t *w)
+{
+    cr_assert_lt(p->done_count[lane], FAKE_MAX);
+    p->done[lane][p->done_count[lane]++] = w;
+}

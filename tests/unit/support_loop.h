@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * support_loop.h - fakes for the consume loop's two seams (worker/loop.h),
+ * for tests/unit/test_loop.c: the one place the loop runs without a
+ * broker and without slurmrestd. A fake here because a unit test cannot
+ * make the real ones abort a transaction, lose a partition or answer a
+ * poll tick on cue; the e2e tests (tests/e2e/worker) run the same loop on
+ * the real ones.
+ *
+ * fake_kafka_t: a broker in memory with what the loop relies on. The
+ * requests topic by partition (what the test appends), positions and
+ * committed offsets; one transaction at a time whose records and offsets
+ * show only once it commits; a commit that aborts (told to, or after
+ * fail_txn) drops them and rewinds every position to its committed offset;
+ * a partition's state records read back from what committed. Rebalances
+ * are the test's: fake_kafka_assign / fake_kafka_revoke call the loop's
+ * handlers as kafka.c does.
+ *
+ * fake_pools_t: the three lanes hold what the loop posts; the test takes
+ * an item (fake_pools_next), writes its result as the real thread would,
+ * and hands it back (fake_pools_finish) for the loop's next take.
+ */
+#ifndef FORGE_SUPPORT_LOOP_H
+#define FORGE_SUPPORT_LOOP_H
+
+#include "worker/loop.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKE_PARTITIONS 4
+#define FAKE_MAX        256
+
+typedef struct fake_record {
+    char *topic;
+    int32_t partition;
+    char *key;
+    char *value; /* NUL-terminated */
+    size_t len;
+} fake_record_t;
+
+typedef struct fake_kafka {
+    forge_kafka_handlers_t h;
+    const char *state_topic;
+    /* the requests topic */
+    fake_record_t requests[FAKE_PARTITIONS][FAKE_MAX];
+    int64_t request_count[FAKE_PARTITIONS];
+    int64_t position[FAKE_PARTITIONS];
+    int64_t committed[FAKE_PARTITIONS];
+    bool assigned[FAKE_PARTITIONS];
+    bool paused[FAKE_PARTITIONS];
+    /* the transaction open, and what committed */
+    fake_record_t txn[FAKE_MAX];
+    size_t txn_count;
+    int64_t txn_offsets[FAKE_PARTITIONS]; /* -1: none */
+    bool txn_failed;
+    fake_record_t out[FAKE_MAX * 4];
+    size_t out_count;
+    /* what the next commits say, in turn, instead of committing
+     * (FORGE_KAFKA_ABORTED, _WAITING, _FATAL; 0 ends the list) */
+    forge_kafka_outcome_t outcomes[8];
+    size_t outcome_count;
+    int commits, aborts, restores, restore_failures_left;
+    /* a revoke due inside the next poll that finds no message (kafka.c
+     * calls the handlers from inside poll, mid-batch) */
+    int32_t revoke_parts[FAKE_PARTITIONS];
+    size_t revoke_count;
+    bool revoke_lost;
+} fake_kafka_t;
+
+typedef struct fake_pools {
+    forge_work_t *posted[FORGE_LANE__COUNT][FAKE_MAX];
+    size_t posted_count[FORGE_LANE__COUNT];
+    forge_work_t *done[FORGE_LANE__COUNT][FAKE_MAX];
+    size_t done_count[FORGE_LANE__COUNT];
+    char withdrawn[16][80]; /* "<launch_id>/<attempt>" */
+    size_t withdrawn_count;
+    int interrupts[FORGE_LANE__COUNT];
+    /* optional: called at each post, before the item is held */
+    void (*on_post)(void *ctx, forge_loop_lane_t lane, const forge_work_t *w);
+    void *on_post_ctx;
+} fake_pools_t;
+
+extern const forge_loop_kafka_ops_t fake_kafka_ops;
+extern const forge_loop_pool_ops_t fake_pool_ops;
+
+/* A new fake (calloc'd) whose loop handlers are h; state_topic borrowed. */
+fake_kafka_t *fake_kafka_new(const forge_kafka_handlers_t *h,
+                             const char *state_topic);
+void fake_kafka_free(fake_kafka_t *f);
+/* A request at the end of partition p (copied). */
+void fake_kafka_send(fake_kafka_t *f, int32_t p, const char *key,
+                     const char *value);
+/* The group assigns / takes back partitions (the loop's handlers called:
+ * a revoke that is not lost flushes first, as kafka.c does). */
+void fake_kafka_assign(fake_kafka_t *f, const int32_t *parts, size_t n);
+void fake_kafka_revoke(fake_kafka_t *f, const int32_t *parts, size_t n,
+                       bool lost);
+/* A record straight into the committed log (a record another worker
+ * wrote before). */
+void fake_kafka_put(fake_kafka_t *f, const char *topic, int32_t p,
+                    const char *key, const char *value);
+/* The committed records of topic whose key is key, as JSON (new), from
+ * index *from on: the next one, *from moved past it; NULL when none. */
+json_t *fake_kafka_next_of(const fake_kafka_t *f, const char *topic,
+                           const char *key, size_t *from);
+/* The committed status events of launch key, their data.state joined by
+ * spaces ("ACCEPTED SUBMITTED ..."; new). */
+char *fake_kafka_states(const fake_kafka_t *f, const char *status_topic,
+                        const char *key);
+/* How many committed records topic has for key. */
+size_t fake_kafka_count(const fake_kafka_t *f, const char *topic,
+                        const char *key);
+
+fake_pools_t *fake_pools_new(void);
+/* Frees every item still held. */
+void fake_pools_free(fake_pools_t *p);
+/* The oldest item posted on lane (the caller holds it now), or NULL. */
+forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane);
+/* w finished (stolen): the loop's next take on lane hands it back. */
+void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane,
+                       forge_work_t *w);
+
+#endif

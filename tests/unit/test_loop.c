@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_loop.c - the consume loop (worker/loop.h) driven through its two
+ * seams with fakes (support_loop.h: Kafka in memory, pools whose work the
+ * test carries out): a partition restored before its requests are taken,
+ * an aborted transaction rewinding the records and what is re-derived
+ * from them (a submit's result, a terminal state published again), a
+ * revoked or lost partition's work dropped, duplicates, conflicting
+ * attempts and the three cancel paths, the LOST grace, and what follows a
+ * terminal state. What reaches "Kafka" is read back from the records that
+ * committed, as a consumer of the topics would.
+ */
+#include "core/clock.h"
+#include "core/util.h"
+#include "launch/events.h"
+#include "launch/launch.h"
+#include "worker/loop.h"
+#include "worker/worker.h"
+
+#include "support_loop.h"
+#include "support_storage.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmp[64];
+static forge_config_t *cfg;
+static forge_series_catalog_t *cat;
+static forge_sealer_t *sealer;
+static forge_loop_t *loop;
+static fake_kafka_t *kafka;
+static fake_pools_t *pools;
+
+static void load_sealer(void)
+{
+    char path[128], key[FORGE_SEAL_KEY_BYTES];
+    forge_error_t err = {0};
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/state-key", tmp);
+    memset(key, 'k', sizeof(key));
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
+    close(fd);
+    cr_assert_eq(forge_sealer_load(path, NULL, &sealer, &err), FORGE_OK, "%s",
+                 err.message);
+}
+
+static void fx_init(void)
+{
+    static const char series[] =
+        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+        "\"gpus_per_node\": 8}}}";
+    char storage[128];
+    char *envp[] = {storage, "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+                    "FORGE_POLL_INTERVAL_MS=3600000", "FORGE_LOST_GRACE_S=600",
+                    NULL};
+    forge_error_t err = {0};
+    forge_kafka_handlers_t h;
+
+    snprintf(tmp, sizeof(tmp), "/tmp/forge-loop-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+    support_sh_in(tmp, "mkdir -p $R/runtimes/images; "
+                       "touch $R/runtimes/images/a.sif");
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
+                 err.message);
+    cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
+    load_sealer();
+    loop = forge_loop_new(cfg, cat, NULL, sealer);
+    pools = fake_pools_new();
+    forge_loop_set_pools(loop, &fake_pool_ops, pools);
+    h = forge_loop_handlers(loop);
+    kafka = fake_kafka_new(&h, cfg->topic_state);
+    forge_loop_set_kafka(loop, &fake_kafka_ops, kafka);
+}
+
+static void fx_fini(void)
+{
+    forge_loop_destroy(loop);
+    fake_pools_free(pools);
+    fake_kafka_free(kafka);
+    forge_sealer_destroy(sealer);
+    forge_series_catalog_destroy(cat);
+    forge_config_destroy(cfg);
+    support_rm_tree(tmp);
+}
+
+TestSuite(loop, .init = fx_init, .fini = fx_fini);
+
+/* ---- what the test sends and reads ----------------------------------------
+ */
+
+static const char *launch_req(const char *id, int attempt)
+{
+    static char buf[512];
+
+    snprintf(buf, sizeof(buf),
+             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"attempt\": %d, "
+             "\"image\": {\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
+             "\"command\": [\"run\"], \"pools\": [{\"name\": \"main\", "
+             "\"series\": \"h200\", \"nodes\": 1}]}",
+             id, attempt);
+    return buf;
+}
+
+static void send_launch(int32_t p, const char *id, int attempt)
+{
+    fake_kafka_send(kafka, p, id, launch_req(id, attempt));
+}
+
+static void send_cancel(int32_t p, const char *id)
+{
+    char buf[128];
+
+    snprintf(buf, sizeof(buf),
+             "{\"kind\": \"cancel\", \"launch_id\": \"%s\", \"attempt\": 1}",
+             id);
+    fake_kafka_send(kafka, p, id, buf);
+}
+
+/* A record another worker committed before: launch id (attempt 1) in
+ * `state`, with job_id (0: none) and missing_since_ms. */
+static void stored(int32_t p, const char *id, forge_state_t state,
+                   uint32_t job_id, long long missing_since_ms)
+{
+    const char *req = launch_req(id, 1);
+    forge_launch_record_t *r = forge_launch_record_new(id, 1, req, strlen(req));
+    forge_error_t err = {0};
+    json_t *o = NULL;
+    char *text;
+
+    r->state = state;
+    r->seq = 3;
+    r->job_id = job_id;
+    r->missing_since_ms = missing_since_ms;
+    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
+                 "%s", err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    fake_kafka_put(kafka, cfg->topic_state, p, id, text);
+    free(text);
+    json_decref(o);
+    forge_launch_record_free(r);
+}
+
+static void assign(int32_t p)
+{
+    fake_kafka_assign(kafka, &p, 1);
+}
+
+/* The committed status events of id, their states in order. */
+static void expect_states(const char *id, const char *want)
+{
+    char *got = fake_kafka_states(kafka, cfg->topic_status, id);
+
+    cr_expect_str_eq(got, want, "%s: states \"%s\", want \"%s\"", id, got,
+                     want);
+    free(got);
+}
+
+/* The last committed record of topic keyed id (new). */
+static json_t *last_of(const char *topic, const char *id)
+{
+    json_t *o, *last = NULL;
+    size_t from = 0;
+
+    while ((o = fake_kafka_next_of(kafka, topic, id, &from))) {
+        json_decref(last);
+        last = o;
+    }
+    cr_assert_not_null(last, "nothing of %s in %s", id, topic);
+    return last;
+}
+
+/* The reason of id's last committed status event. */
+static void expect_reason(const char *id, const char *want)
+{
+    json_t *last = last_of(cfg->topic_status, id);
+
+    cr_expect_str_eq(json_string_value(json_object_get(
+                         json_object_get(last, "data"), "reason")),
+                     want, "%s: reason", id);
+    json_decref(last);
+}
+
+/* id's last committed state record (new). */
+static json_t *last_record(const char *id)
+{
+    return last_of(cfg->topic_state, id);
+}
+
+static long long record_int(const char *id, const char *field)
+{
+    json_t *r = last_record(id);
+    long long v = json_integer_value(json_object_get(r, field));
+
+    json_decref(r);
+    return v;
+}
+
+static bool record_bool(const char *id, const char *field)
+{
+    json_t *r = last_record(id);
+    bool v = json_is_true(json_object_get(r, field));
+
+    json_decref(r);
+    return v;
+}
+
+/* The work posted on lane for launch id (NULL: the oldest), of kind; the
+ * test holds it now. */
+static forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
+                               const char *id)
+{
+    size_t n = pools->posted_count[lane], i = 0;
+    forge_work_t *w;
+
+    while (id && i < n && strcmp(pools->posted[lane][i]->launch_id, id))
+        i++;
+    cr_assert_lt(i, n, "nothing posted for %s", id ? id : "a tick");
+    w = pools->posted[lane][i];
+    memmove(&pools->posted[lane][i], &pools->posted[lane][i + 1],
+            (n - i - 1) * sizeof(w));
+    pools->posted_count[lane]--;
+    cr_assert_eq(w->kind, kind, "kind %d, want %d", w->kind, kind);
+    return w;
+}
+
+/* The Slurm thread's answer to a submit of id: job_id (0: status). */
+static void submit_done(const char *id, forge_work_kind_t kind, uint32_t job_id,
+                        forge_slurm_status_t status)
+{
+    forge_work_t *w = next_work(FORGE_LANE_SLURM, kind, id);
+
+    w->status = status;
+    w->submit.job_id = job_id;
+    if (job_id) { /* as submit.c: the leader at least */
+        w->submit.component_ids = forge_xcalloc(1, sizeof(uint32_t));
+        w->submit.component_ids[0] = job_id;
+        w->submit.component_count = 1;
+    }
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+}
+
+/* The poll tick the loop posts next, each item's outcome from answer(). */
+static forge_work_t *poll_tick(void)
+{
+    forge_work_t *t = next_work(FORGE_LANE_POLLER, FORGE_WORK_POLL, NULL);
+
+    t->status = FORGE_SLURM_OK;
+    return t;
+}
+
+static forge_poll_item_t *item_of(forge_work_t *tick, const char *id)
+{
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        if (!strcmp(tick->poll.items[i].launch_id, id))
+            return &tick->poll.items[i];
+    cr_assert_fail("%s is not in the tick", id);
+    return NULL;
+}
+
+/* The job Slurm now reports in slurm_state (exit code 0). */
+static void changed(forge_poll_item_t *it, const char *slurm_state)
+{
+    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
+
+    j->job_id = it->job_id;
+    j->state = forge_xcalloc(2, sizeof(char *));
+    j->state[0] = forge_xstrdup(slurm_state);
+    j->state_count = 1;
+    it->jobs.jobs = j;
+    it->jobs.count = 1;
+    it->states = forge_xstrdup(slurm_state);
+    it->outcome = FORGE_POLL_CHANGED;
+}
+
+static void step(void)
+{
+    forge_loop_step(loop);
+}
+
+/* A step with the poll tick due (the interval is an hour: a tick runs in
+ * the first step, then only in these). */
+static void tick_step(void)
+{
+    forge_loop_tick_now(loop);
+    step();
+}
+
+/* ---- restore, then requests -----------------------------------------------
+ */
+
+/* A submit goes out only once the transaction with its ACCEPTED committed. */
+static void accepted_first(void *ctx, forge_loop_lane_t lane,
+                           const forge_work_t *w)
+{
+    (void)ctx;
+    if (lane != FORGE_LANE_SLURM || w->kind != FORGE_WORK_SUBMIT)
+        return;
+    cr_assert_geq(fake_kafka_count(kafka, cfg->topic_state, w->launch_id), 1,
+                  "%s: submit posted before its intent committed",
+                  w->launch_id);
+}
+
+Test(loop, restores_a_partition_before_taking_its_requests)
+{
+    stored(0, "R1", FORGE_STATE_RUNNING, 42, 0);
+    send_launch(0, "R1", 1); /* sent again: its record says it is known */
+    send_launch(0, "L1", 1);
+    pools->on_post = accepted_first;
+    assign(0);
+    cr_assert_eq(kafka->restores, 1);
+    cr_assert_not(kafka->paused[0], "restored, yet still paused");
+    step();
+    expect_states("R1", "");
+    expect_states("L1", "ACCEPTED");
+    cr_assert_eq(kafka->committed[0], 2, "both requests are handled");
+    /* the restored job is polled; L1's submit is the one Slurm work */
+    {
+        forge_work_t *t = poll_tick();
+        cr_assert_eq(item_of(t, "R1")->job_id, 42);
+        forge_work_free(t);
+    }
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED");
+    cr_expect_eq(record_int("L1", "job_id"), 7);
+}
+
+Test(loop, a_failed_restore_keeps_the_partition_paused_then_retries)
+{
+    send_launch(0, "L1", 1);
+    kafka->restore_failures_left = 1;
+    assign(0);
+    step();
+    cr_assert(kafka->paused[0]);
+    expect_states("L1", "");
+    forge_clock_sleep_ms(1100); /* the first backoff: 1 s */
+    step();
+    cr_assert_eq(kafka->restores, 2);
+    cr_assert_not(kafka->paused[0]);
+    step();
+    expect_states("L1", "ACCEPTED");
+}
+
+/* ---- an aborted transaction -----------------------------------------------
+ */
+
+Test(loop, an_abort_rewinds_and_rederives_the_lost_work)
+{
+    assign(0);
+    send_launch(0, "L1", 1);
+    step();
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    send_launch(0, "L2", 1);
+    kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_ABORTED;
+    step(); /* SUBMITTED of L1, ACCEPTED of L2: aborted */
+    cr_assert_eq(kafka->aborts, 1);
+    cr_assert_eq(kafka->restores, 2, "an abort restores what committed");
+    expect_states("L1", "ACCEPTED");
+    expect_states("L2", "");
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM),
+                   "work of an aborted transaction is never posted");
+    tick_step(); /* L2 again from the rewound offset; L1 cleaned first */
+    expect_states("L2", "ACCEPTED");
+    submit_done("L1", FORGE_WORK_CLEAN_SUBMIT, 7, FORGE_SLURM_OK);
+    submit_done("L2", FORGE_WORK_SUBMIT, 8, FORGE_SLURM_OK);
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED");
+    expect_states("L2", "ACCEPTED SUBMITTED");
+}
+
+Test(loop, an_abort_republishes_a_terminal_state_slurm_forgot)
+{
+    forge_work_t *t;
+    unsigned long epoch;
+
+    stored(0, "R1", FORGE_STATE_RUNNING, 42, 0);
+    assign(0);
+    step();
+    t = poll_tick();
+    epoch = t->poll.epoch;
+    changed(item_of(t, "R1"), "COMPLETED");
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_ABORTED;
+    step();
+    expect_states("R1", "");
+    tick_step();
+    t = poll_tick();
+    cr_assert_gt(t->poll.epoch, epoch, "the poller must forget what it saw");
+    item_of(t, "R1")->outcome = FORGE_POLL_ABSENT; /* slurmctld forgot it */
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("R1", "SUCCEEDED");
+    cr_expect_eq(record_int("R1", "missing_since_ms"), 0);
+}
+
+Test(loop, a_fatal_commit_ends_the_loop)
+{
+    assign(0);
+    send_launch(0, "L1", 1);
+    kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_FATAL;
+    step();
+    cr_assert(forge_loop_fatal(loop));
+}
+
+/* The producer waits for the broker (nothing committed), then aborts once
+ * it is back: the request is taken again, and submitted once. */
+Test(loop, a_waiting_producer_then_an_abort_takes_the_request_again)
+{
+    assign(0);
+    send_launch(0, "L1", 1);
+    kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_WAITING;
+    kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_ABORTED;
+    step();
+    cr_assert_not(forge_loop_fatal(loop));
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+    step(); /* the abort: rewound */
+    expect_states("L1", "");
+    step();
+    expect_states("L1", "ACCEPTED");
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
+}
+
+/* ---- partitions leaving ----------------------------------------------------
+ */
+
+Test(loop, a_revoke_commits_the_results_in_and_drops_deferred_work)
+{
+    int32_t both[] = {0, 1};
+
+    fake_kafka_assign(kafka, both, 2);
+    send_launch(0, "L1", 1);
+    step();
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    /* mid-batch: L2's submit is deferred when partitions 0 and 1 leave */
+    send_launch(1, "L2", 1);
+    kafka->revoke_parts[0] = 0;
+    kafka->revoke_parts[1] = 1;
+    kafka->revoke_count = 2;
+    tick_step();
+    expect_states("L1", "ACCEPTED SUBMITTED"); /* in the last transaction */
+    expect_states("L2", "ACCEPTED");
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM),
+                   "a leaving partition's deferred submit was posted");
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_POLLER),
+                   "the jobs of partitions gone are polled");
+}
+
+Test(loop, a_lost_partition_drops_results_that_come_back_late)
+{
+    int32_t p = 0;
+
+    assign(0);
+    send_launch(0, "L1", 1);
+    step();
+    fake_kafka_revoke(kafka, &p, 1, true);
+    assign(0); /* back, restored: a new generation of the partition */
+    /* the submit posted by the generation before comes back */
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    tick_step();
+    expect_states("L1", "ACCEPTED");
+    /* what is left to do is derived from the record: the tag cleaned
+     * first (a submit may have reached Slurm), then submitted */
+    submit_done("L1", FORGE_WORK_CLEAN_SUBMIT, 8, FORGE_SLURM_OK);
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED");
+    cr_expect_eq(record_int("L1", "job_id"), 8);
+}
+
+Test(loop, a_cancel_of_a_restored_intent_cleans_its_tag_first)
+{
+    stored(0, "I1", FORGE_STATE_ACCEPTED, 0, 0);
+    assign(0);
+    send_cancel(0, "I1");
+    step();
+    cr_assert(record_bool("I1", "cancel_requested"));
+    expect_states("I1", "");
+    submit_done("I1", FORGE_WORK_CLEAN_CANCEL, 0, FORGE_SLURM_OK);
+    step();
+    expect_states("I1", "CANCELLED");
+}
+
+/* ---- duplicates, conflicts, what cannot be a launch ------------------------
+ */
+
+Test(loop, duplicates_conflicts_and_invalid_requests)
+{
+    json_t *ev;
+    size_t from = 0;
+
+    assign(0);
+    send_launch(0, "L1", 1);
+    send_launch(0, "L1", 1); /* the same again */
+    send_launch(0, "L1", 2); /* while attempt 1 is live */
+    fake_kafka_send(kafka, 0, "L3",
+                    "{\"kind\": \"launch\", "
+                    "\"launch_id\": \"L3\"}");
+    fake_kafka_send(kafka, 0, "junk", "not json");
+    step();
+    expect_states("L1", "ACCEPTED REJECTED");
+    ev = fake_kafka_next_of(kafka, cfg->topic_status, "L1", &from);
+    json_decref(ev);
+    ev = fake_kafka_next_of(kafka, cfg->topic_status, "L1", &from);
+    cr_assert_eq(json_integer_value(
+                     json_object_get(json_object_get(ev, "data"), "attempt")),
+                 2);
+    json_decref(ev);
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L1"), 1,
+                 "the conflicting attempt has no record");
+    expect_states("L3", "REJECTED");
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L3"), 1);
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_dlq, "junk"), 1);
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
+}
+
+/* ---- cancels ----------------------------------------------------------------
+ */
+
+Test(loop, a_cancel_in_the_batch_of_its_launch_takes_the_submit_back)
+{
+    assign(0);
+    send_launch(0, "L1", 1);
+    send_cancel(0, "L1");
+    send_cancel(0, "L9"); /* unknown: nothing */
+    step();
+    expect_states("L1", "ACCEPTED CANCELLED");
+    expect_states("L9", "");
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+}
+
+Test(loop, a_cancel_of_a_posted_submit_withdraws_it)
+{
+    assign(0);
+    send_launch(0, "L1", 1);
+    step();
+    send_cancel(0, "L1");
+    step();
+    cr_assert_eq(pools->withdrawn_count, 1);
+    cr_assert_str_eq(pools->withdrawn[0], "L1/1");
+    cr_assert(record_bool("L1", "cancel_requested"));
+    {
+        forge_work_t *w = next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1");
+        w->refused = FORGE_WORK_WITHDRAWN;
+        w->status = FORGE_SLURM_OK;
+        fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    }
+    step();
+    expect_states("L1", "ACCEPTED CANCELLED");
+}
+
+Test(loop, a_cancel_of_a_job_cancels_it_in_slurm)
+{
+    forge_work_t *w, *t;
+
+    assign(0);
+    send_launch(0, "L1", 1);
+    step();
+    submit_done("L1", FORGE_WORK_SUBMIT, 33, FORGE_SLURM_OK);
+    step();
+    send_cancel(0, "L1");
+    send_cancel(0, "L1"); /* asked twice: one cancel */
+    step();
+    w = next_work(FORGE_LANE_SLURM, FORGE_WORK_CANCEL, "L1");
+    cr_assert_eq(w->cancel.job_id, 33);
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+    w->status = FORGE_SLURM_OK;
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    tick_step();
+    t = poll_tick();
+    changed(item_of(t, "L1"), "CANCELLED");
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED CANCELLED");
+}
+
+/* ---- a submit's other answers
+ * ------------------------------------------------ */
+
+Test(loop, a_submit_refused_is_rejected_and_a_failed_one_waits)
+{
+    forge_work_t *w;
+
+    assign(0);
+    send_launch(0, "L1", 1);
+    send_launch(0, "L2", 1);
+    send_launch(0, "L3", 1);
+    step();
+    w = next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1");
+    w->status = FORGE_SLURM_REJECTED;
+    w->code = FORGE_EUNSAFE_PATH;
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    submit_done("L2", FORGE_WORK_SUBMIT, 0, FORGE_SLURM_REJECTED);
+    submit_done("L3", FORGE_WORK_SUBMIT, 0, FORGE_SLURM_TRANSPORT);
+    step();
+    expect_states("L1", "ACCEPTED REJECTED");
+    expect_reason("L1", forge_rc_name(FORGE_EUNSAFE_PATH)); /* our code */
+    expect_states("L2", "ACCEPTED REJECTED");
+    expect_reason("L2", "slurm_refused");
+    expect_states("L3", "ACCEPTED");
+    tick_step(); /* L3 waits out its backoff (2 s): nothing posted yet */
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+}
+
+/* ---- the LOST grace ---------------------------------------------------------
+ */
+
+Test(loop, a_missing_job_is_lost_only_after_the_grace)
+{
+    long long now = forge_event_now_ms();
+    forge_work_t *t;
+
+    stored(0, "G1", FORGE_STATE_RUNNING, 51, 0);
+    stored(0, "G2", FORGE_STATE_RUNNING, 52, now - 601000);
+    stored(0, "G3", FORGE_STATE_RUNNING, 53, now - 590000);
+    stored(0, "G4", FORGE_STATE_RUNNING, 54, now - 30000);
+    assign(0);
+    step();
+    t = poll_tick();
+    item_of(t, "G1")->outcome = FORGE_POLL_ABSENT;
+    item_of(t, "G2")->outcome = FORGE_POLL_ABSENT;
+    item_of(t, "G3")->outcome = FORGE_POLL_ABSENT;
+    item_of(t, "G4")->outcome = FORGE_POLL_UNCHANGED; /* back in Slurm */
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("G1", "");
+    cr_expect_geq(record_int("G1", "missing_since_ms"), now,
+                  "missing from now on");
+    expect_states("G2", "LOST");
+    expect_states("G3", "");
+    expect_states("G4", "");
+    cr_expect_eq(record_int("G4", "missing_since_ms"), 0);
+    tick_step(); /* missing again, within the grace */
+    t = poll_tick();
+    item_of(t, "G1")->outcome = FORGE_POLL_ABSENT;
+    item_of(t, "G3")->outcome = FORGE_POLL_ABSENT;
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("G1", "");
+    expect_states("G3", "");
+}
+
+/* ---- after a terminal state -----------------------------------------------
+ */
+
+Test(loop, a_finished_launch_is_archived_announced_then_cleaned)
+{
+    forge_work_t *w;
+
+    stored(0, "F1", FORGE_STATE_SUCCEEDED, 61, 0);
+    stored(0, "F2", FORGE_STATE_REJECTED, 0, 0);
+    assign(0);
+    step();
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_ARCHIVE, "F1");
+    w->files.archive.path =
+        forge_xstrdup("/storage/artifacts/F1/1/logs.tar.gz");
+    w->files.archive.relative_path =
+        forge_xstrdup("artifacts/F1/1/logs.tar.gz");
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_CLEANUP, "F2");
+    w->code = FORGE_EUNSAFE_PATH; /* refused: final */
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_logs, "F1"), 1);
+    cr_assert(record_bool("F1", "archived"));
+    cr_assert(record_bool("F2", "cleaned"));
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_CLEANUP, "F1");
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
+    cr_assert(record_bool("F1", "cleaned"));
+    tick_step(); /* nothing more to do for either */
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES));
+}
+
+Test(loop, a_failed_archive_is_retried_later)
+{
+    forge_work_t *w;
+
+    stored(0, "F1", FORGE_STATE_FAILED, 61, 0);
+    assign(0);
+    step();
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_ARCHIVE, "F1");
+    w->code = FORGE_EARCHIVE;
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_logs, "F1"), 0);
+    tick_step(); /* the retry waits 10 s */
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES));
+}
+
+/* ---- shutting down ------------------------------------------------------- */
+
+Test(loop, a_drain_stops_the_tick_and_takes_no_more_requests)
+{
+    assign(0);
+    step();
+    forge_loop_drain(loop);
+    cr_assert_eq(pools->interrupts[FORGE_LANE_POLLER], 1);
+    cr_assert(kafka->paused[0]);
+    send_launch(0, "L1", 1);
+    step();
+    expect_states("L1", "");
+}
+
+/* ---- forge_worker_run: the real seams wired in ----------------------------
+ */
+
+Test(loop, run_stops_with_78_when_kafka_refuses_its_configuration)
+{
+    /* set past the configuration's checks: librdkafka refuses it */
+    forge_kafka_prop_t props[] = {{"enable.idempotence", "false"}};
+    char storage[128], jwt[128];
+    char *envp[] = {storage,
+                    jwt,
+                    "FORGE_SLURM_REST_URL=http://127.0.0.1:9",
+                    "FORGE_SLURM_REST_USER=forge",
+                    "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+                    "FORGE_KAFKA_BROKERS=127.0.0.1:1",
+                    NULL};
+    forge_config_t *full = NULL, bad;
+    forge_error_t err = {0};
+    volatile sig_atomic_t stop = 0;
+
+    support_sh_in(tmp, "printf 'a.b.c' > $R/../jwt; chmod 600 $R/../jwt");
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
+    snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s/jwt", tmp);
+    cr_assert_eq(forge_config_load(envp, &full, &err), FORGE_OK, "%s",
+                 err.message);
+    bad = *full;
+    bad.kafka_props = props;
+    bad.kafka_prop_count = 1;
+    cr_assert_eq(forge_worker_run(&bad, cat, NULL, sealer, &stop), 78);
+    forge_config_destroy(full);
+}
