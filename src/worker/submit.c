@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.c - the Slurm threads (submit.h): a submit (render, stage, POST;
- * adopt by the comment tag when the outcome is unknown), the clean of an
- * interrupted or cancelled submit, a cancel; and, before each step of
+ * submit.c - the Slurm threads (submit.h): a submit (stage, POST; adopt
+ * by the comment tag when the outcome is unknown; the request as the loop
+ * prepared it, or, for a restored intent or a retry, prepared here), the clean
+ * of an interrupted or cancelled submit, a cancel; and, before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
@@ -199,27 +200,57 @@ static bool adopt_tagged(submitter_t *s, forge_work_t *w)
     return found;
 }
 
-/* The request checked and rendered, and its staging folder written: false
+/* Refused before Slurm saw it: final (work.h's `code`). */
+static bool refuse(forge_work_t *w, const forge_error_t *err)
+{
+    w->status = FORGE_SLURM_REJECTED;
+    w->code = err->code;
+    forge_work_say(w, "%s", err->message);
+    return false;
+}
+
+/* w's request parsed, checked and rendered, unless the loop did it when it
+ * took the request (work.h: prepared): a restored intent, a retry. False
  * (w's result says why) when it cannot be. */
-static bool stage(submitter_t *s, forge_work_t *w, forge_prepared_t **p,
-                  const char **user)
+static bool prepared(submitter_t *s, forge_work_t *w)
 {
     forge_error_t err = {0};
-    forge_fs_owner_t owner;
-    char *staging = NULL;
+    forge_prepared_t *p = NULL;
+    const forge_tenant_t *tenant = NULL;
 
+    if (w->submit.prepared)
+        return true;
     if (forge_prepare(w->submit.request, w->submit.request_len, s->cfg,
-                      s->catalog, p, &err) ||
-        !(*p)->payload ||
-        forge_work_files_owner(s->cfg, s->tenants, (*p)->request, &owner, user,
-                               &err)) {
-        w->status = FORGE_SLURM_REJECTED;
-        w->code = err.code;
-        forge_work_say(w, "%s", err.message);
-        return false;
+                      s->catalog, &p, &err) ||
+        (!p->payload &&
+         forge_error_set(&err, FORGE_ESCHEMA, "$", "not a launch")) ||
+        forge_tenant_of(s->tenants, p->request, &tenant, &err)) {
+        forge_prepared_destroy(p);
+        return refuse(w, &err);
     }
-    if (forge_staging_prepare(s->cfg, &(*p)->request->launch, owner,
-                              (*p)->script, &staging, &err)) {
+    forge_work_take_prepared(w, p, &p->request->launch, tenant);
+    forge_prepared_destroy(p);
+    return true;
+}
+
+/* Its staging folder written, in one pass (staging.h): false (w's result
+ * says why) when it cannot be. */
+static bool stage(submitter_t *s, forge_work_t *w)
+{
+    const forge_work_prepared_t *p = w->submit.prepared;
+    forge_staging_files_t files = {p->script, NULL, 0};
+    forge_error_t err = {0};
+    forge_fs_owner_t owner;
+
+    if (p->has_credentials) {
+        files.credentials = p->credentials.data;
+        files.credentials_len = p->credentials.len;
+    }
+    /* a tenant's owner is known without the storage; none: the root's */
+    if (p->tenant && forge_staging_owner(s->cfg, p->tenant, &owner, &err))
+        return refuse(w, &err);
+    if (forge_staging_write(s->cfg, w->launch_id, w->attempt,
+                            p->tenant ? &owner : NULL, &files, &err)) {
         /* Something planted on the storage: refused, not retried forever.
          * Anything else (I/O) is retried later. */
         bool unsafe = err.code == FORGE_EUNSAFE_PATH;
@@ -228,14 +259,14 @@ static bool stage(submitter_t *s, forge_work_t *w, forge_prepared_t **p,
         forge_work_say(w, "%s", err.message);
         return false;
     }
-    free(staging);
     return true;
 }
 
 /* The POST, and what it made: the job and its components. */
-static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
-                 const char *user)
+static void post(submitter_t *s, forge_work_t *w)
 {
+    const forge_work_prepared_t *p = w->submit.prepared;
+    const char *user = p->tenant ? p->tenant->slurm_user : NULL;
     forge_slurm_result_t res = {0};
     forge_slurm_submit_t sub;
 
@@ -249,7 +280,7 @@ static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
                w->status != FORGE_SLURM_AUTH && adopt_tagged(s, w)) {
         w->status = FORGE_SLURM_OK; /* it did reach Slurm */
     }
-    if (w->status == FORGE_SLURM_OK && p->request->launch.pool_count > 1)
+    if (w->status == FORGE_SLURM_OK && p->pool_count > 1)
         learn_components(s, w); /* a het job: its component ids */
     else if (w->status == FORGE_SLURM_OK)
         single_component(&w->submit);
@@ -257,16 +288,12 @@ static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
 
 static void do_submit(submitter_t *s, forge_work_t *w)
 {
-    forge_prepared_t *p = NULL;
-    const char *user;
-
-    if (may_act(s, w, true) && stage(s, w, &p, &user)) {
+    if (may_act(s, w, true) && prepared(s, w) && stage(s, w)) {
         FORGE_TESTPOINT_CRASH("submit.before");
         /* refused now: its staging folder goes with the launch's cleanup */
         if (may_act(s, w, true))
-            post(s, w, p, user);
+            post(s, w);
     }
-    forge_prepared_destroy(p);
 }
 
 /* The jobs cancelled in turn while w may act, up to the first failure

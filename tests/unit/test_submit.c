@@ -12,6 +12,9 @@
  * saw is read from a scripted fake slurmrestd (support_http.h), the one
  * way to hold a submit's answer back while the next item waits.
  *
+ * A submit the loop prepared is taken as it is: not parsed, checked nor
+ * rendered again.
+ *
  * And the lanes (FORGE_SLURM_MAX_CONNECTIONS): one launch's work never
  * overtakes itself nor runs beside itself, launches of other lanes are
  * submitted side by side, and a withdrawal reaches a submit queued in any
@@ -20,6 +23,7 @@
 #include "core/clock.h"
 #include "core/util.h"
 #include "launch/generation.h"
+#include "request/prepare.h"
 #include "worker/submit.h"
 #include "worker/work.h"
 
@@ -347,6 +351,48 @@ Test(ownership, withdrawn_clean_submit_cleans_and_submits_nothing)
     cr_assert_eq(seen("POST", "forge:L2:1"), 0, "the withdrawn submit posted");
     cr_assert_eq(done->next->refused, FORGE_WORK_WITHDRAWN);
     cr_assert_eq(done->next->status, FORGE_SLURM_OK, "%s", done->next->message);
+    free_list(done);
+}
+
+/* ---- one prepare (work.h: prepared) ---------------------------------------
+ */
+
+/* What the loop does when it takes the request: parse, check, render. */
+static void prepare_now(forge_work_t *w)
+{
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_prepare(w->submit.request, w->submit.request_len, cfg,
+                               cat, &p, &err),
+                 FORGE_OK, "%s", err.message);
+    forge_work_take_prepared(w, p, &p->request->launch, NULL);
+    cr_assert_null(p->script, "the script is taken, not copied");
+    cr_assert_null(p->payload);
+    forge_prepared_destroy(p);
+}
+
+Test(ownership, a_submit_the_loop_prepared_is_not_prepared_again)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *ready = work_in(FORGE_WORK_SUBMIT, "L1", 0, gen), *done;
+
+    prepare_now(ready);
+    /* the image goes after the loop checked it: its check stands */
+    sh("rm $R/runtimes/images/a.sif");
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    forge_pool_post(slurm, ready);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L2", 0, gen));
+    done = settle(2);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(seen("POST", "forge:L1:1"), 1);
+    sh("test -f $R/staging/L1/1/job.sh");
+    /* the control: one prepared here (a restored intent, a retry) is
+     * checked now */
+    cr_assert_eq(done->next->status, FORGE_SLURM_REJECTED);
+    cr_assert_eq(done->next->code, FORGE_EIMAGE_MISSING, "%s",
+                 done->next->message);
+    cr_assert_eq(seen("POST", "forge:L2:1"), 0);
     free_list(done);
 }
 
