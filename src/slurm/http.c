@@ -159,6 +159,9 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
         curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT,
                      c->fresh_connection ? 1L : 0L);
+    /* one connection per client (a submit lane, the poller): a fresh one
+     * replaces the one kept before */
+    curl_easy_setopt(curl, CURLOPT_MAXCONNECTS, 1L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
