@@ -66,7 +66,7 @@ typedef struct forge_work_prepared {
     char *script;            /* the batch script */
     json_t *payload;         /* the submit body (this reference: the item's) */
     forge_buf_t credentials; /* the credentials file's bytes (render.h):
-                                secrets, wiped when freed; */
+                                secrets, wiped when freed */
     bool has_credentials;    /* false: the launch has none */
     size_t pool_count;
     /* whom it runs as (tenants.h; NULL: no tenant): borrowed from the
