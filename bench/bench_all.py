@@ -92,11 +92,15 @@ def submits(args):
                  f"worker's submit)", f"{fresh:.0f}",
                  f"{c} keep-alive connections: {raw_n:.0f}",
                  fresh / raw_n, "-"))
-    lat, trip = r["worker_unlimited"]["latency"], r["raw_1"]["latency"]
-    rows.append(("ACCEPTED -> SUBMITTED, median per launch, 1 worker, "
-                 f"{n} at once", f"{lat * 1000:.0f} ms",
-                 f"one POST's round trip, keep-alive: {trip * 1000:.1f} ms",
-                 lat / trip, "-"))
+    trip = r["raw_1"]["latency"]
+    alone = r["alone"]
+    for lat, what in ((alone["latency"], f"one at a time ({alone['launches']}"
+                                         " launches, an idle worker)"),
+                      (r["worker_unlimited"]["latency"], f"{n} at once")):
+        rows.append((f"ACCEPTED -> SUBMITTED, median per launch, {what}",
+                     f"{lat * 1000:.0f} ms",
+                     f"one POST's round trip, keep-alive: "
+                     f"{trip * 1000:.1f} ms", lat / trip, "-"))
     rounds = "; ".join(f"{k} {', '.join(f'{x:.0f}' for x in r[k]['rates'])}"
                        for k in ("raw_1", "raw_n", "raw_n_fresh", "worker",
                                  "worker_unlimited"))

@@ -19,8 +19,10 @@ A benchmark, not a test: it prints, it never fails on speed.
                    worker's default FORGE_SLURM_MAX_RPS, then without a
                    budget (FORGE_SLURM_MAX_RPS=0); both with the default
                    FORGE_SLURM_MAX_CONNECTIONS
-  latency          ACCEPTED -> SUBMITTED per launch (median), next to one
-                   POST's round trip on a keep-alive connection (median)
+  latency          ACCEPTED -> SUBMITTED per launch (median) of the N at
+                   once, and of --alone launches sent one at a time to an
+                   idle worker, next to one POST's round trip on a
+                   keep-alive connection (median)
 
 Every phase runs `rounds` times (median kept); between phases the jobs of
 the last one are cancelled in one call and Slurm is let go idle, so a
@@ -28,7 +30,7 @@ phase never pays for the one before. Jobs are /bin/true on one GPU.
 
 Prints one JSON object (scripts/bench reads it):
   FORGE_STACK_ENV=... $FORGE_CACHE_DIR/venv/bin/python bench/bench_submit.py \\
-      [--launches 300] [--connections 4] [--rounds 3]
+      [--launches 300] [--connections 4] [--rounds 3] [--alone 20]
 """
 
 import argparse
@@ -205,6 +207,30 @@ def through_worker(stack, binary, n, logdir, extra_env):
         reader.close()
 
 
+def latency_through_worker(stack, binary, n, logdir):
+    """ACCEPTED -> SUBMITTED of n launches sent one at a time to an idle
+    worker (each the only one in flight): median s, and the job ids."""
+    topics = Topics(stack, "bench-latency")
+    reader = StatusReader(stack, topics.status)
+    worker = Worker(stack, topics, unique_id("wl"), unique_id("g"), logdir,
+                    {"FORGE_POLL_INTERVAL_MS": "5000"}, binary)
+    out, jobs = [], []
+    try:
+        worker.wait_ready(timeout=120)
+        for _ in range(n):
+            lid = unique_id("bl")
+            topics.send(lid, launch(lid, COMMAND))
+            sub = reader.wait_state(lid, "SUBMITTED", timeout=120)
+            acc = reader.wait_state(lid, "ACCEPTED", timeout=10)
+            out.append(_epoch(sub["time"]) - _epoch(acc["time"]))
+            jobs.append(sub["data"]["slurm"]["job_id"])
+        return statistics.median(out), jobs
+    finally:
+        worker.terminate()
+        worker.stop_quietly()
+        reader.close()
+
+
 def median_of(rounds, phase, slurm):
     """Each round of phase() -> (rate, latency, jobs); its jobs cancelled
     after it. Medians of rate and latency."""
@@ -222,6 +248,7 @@ def main():
     ap.add_argument("--launches", type=int, default=300)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--alone", type=int, default=20)
     args = ap.parse_args()
     stack = Stack()
     binary = os.environ.get("FORGE_WORKER_BIN",
@@ -245,6 +272,9 @@ def main():
             args.rounds,
             lambda: through_worker(stack, binary, n, logdir, env), slurm)
         result[name] = {"rate": rate, "latency": lat, "rates": rates}
+    lat, jobs = latency_through_worker(stack, binary, args.alone, logdir)
+    slurm.cancel(jobs)
+    result["alone"] = {"latency": lat, "launches": args.alone}
     print(json.dumps(result))
 
 
