@@ -177,6 +177,7 @@ def main():
     text = table(rows)
     print(text)
     print(NOT_YET)
+    host = describe_host()  # before the file is opened: a clean tree
     with open(args.out, "w") as f:
         f.write("# Benchmarks\n\n"
                 "Written by `scripts/bench` (never by hand; not part of "
@@ -185,7 +186,7 @@ def main():
                 "carries from one machine to another. Ratios are "
                 "measured / baseline, but for render, where it is the "
                 "cost ratio (baseline rate / measured rate).\n\n"
-                f"Last run: {describe_host()}.\n\n"
+                f"Last run: {host}.\n\n"
                 f"{text}\n\n"
                 + "".join(f"{n}.\n\n" for n in notes)
                 + f"{NOT_YET}\n")
