@@ -20,6 +20,14 @@ long long forge_clock_ms(void)
     return (long long)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
 }
 
+long long forge_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
 struct timespec forge_clock_deadline(long ms)
 {
     struct timespec ts;
@@ -45,6 +53,18 @@ void forge_clock_sleep_ms(long ms)
     if (ms <= 0)
         return;
     until = forge_clock_deadline(ms);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
+           EINTR)
+        ;
+}
+
+void forge_clock_sleep_ns(long long ns)
+{
+    long long end = forge_clock_ns() + ns;
+    struct timespec until = {(time_t)(end / NS_PER_S), (long)(end % NS_PER_S)};
+
+    if (ns <= 0)
+        return;
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
            EINTR)
         ;

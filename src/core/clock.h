@@ -32,6 +32,13 @@
 /* Milliseconds on the monotonic clock, now. Never goes back. */
 long long forge_clock_ms(void);
 
+/* The same clock in nanoseconds (request budgets: slurm/budget.h). */
+long long forge_clock_ns(void);
+
+/* Sleeps at least ns nanoseconds (none for ns <= 0), as forge_clock_sleep_ms.
+ */
+void forge_clock_sleep_ns(long long ns);
+
 /* Sleeps at least ms milliseconds (none for ms <= 0), whatever signals
  * arrive meanwhile. */
 void forge_clock_sleep_ms(long ms);

@@ -67,6 +67,12 @@ typedef struct forge_config {
     char *slurm_account;
     char *slurm_qos;
     int slurm_default_time_limit_min;
+    /* Submits in parallel: this many lanes, each its own slurmrestd
+     * connection (submit.h). */
+    int slurm_max_connections;
+    /* Requests per second to slurmrestd, all clients of the process
+     * together (slurm/budget.h); 0: no budget. */
+    int slurm_max_rps;
     forge_runtime_profile_t runtime_profile;
 
     char *storage_root;       /* as this worker sees it */

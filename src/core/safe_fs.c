@@ -358,22 +358,29 @@ static forge_rc_t settle_dir(int fd, const struct stat *st, const char *name,
     if (me == 0 && !owner_ok && fchown(fd, want, want_gid) != 0)
         return forge_error_set(err, FORGE_EIO, "storage", "chown %s: %s", name,
                                strerror(errno));
-    /* Always: the explicit mode also sets the ACL mask of a default ACL. */
-    if ((me == 0 || st->st_uid == me) && fchmod(fd, lv->mode) != 0)
+    /* The explicit mode also sets the ACL mask of a default ACL: the
+     * group bits shown are that mask, so a folder already showing the
+     * level's mode has it. */
+    if ((me == 0 || st->st_uid == me) && (st->st_mode & 07777) != lv->mode &&
+        fchmod(fd, lv->mode) != 0)
         return forge_error_set(err, FORGE_EIO, "storage", "chmod %s: %s", name,
                                strerror(errno));
     return FORGE_OK;
 }
 
-/* One component of a mkdir -p: made if missing, opened, settled. */
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* One component of a mkdir -p: opened, made first if missing (at once
+ * when its parent was just made: *created says whether this one was),
+ * settled. */
 static forge_rc_t mkdir_one(int parent, const char *where, const char *rel,
                             size_t upto, const forge_fs_level_t *lv, int *fd,
-                            forge_error_t *err)
+                            bool *created, forge_error_t *err)
 {
     const char *name = rel + upto;
     char comp[NAME_MAX + 1], buf[SHOWN_MAX];
     size_t n = strcspn(name, "/");
-    bool created;
+    bool parent_new = *created;
     struct stat st;
     forge_rc_t rc;
 
@@ -384,19 +391,22 @@ static forge_rc_t mkdir_one(int parent, const char *where, const char *rel,
     memcpy(comp, name, n);
     comp[n] = '\0';
     shown(buf, where, rel, upto + n);
-    created = mkdirat(parent, comp, 0700) == 0;
-    if (!created && errno != EEXIST)
-        return forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s", buf,
-                               strerror(errno));
-    *fd = openat(parent, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    *created = false;
+    *fd = parent_new ? -1 : openat(parent, comp, DIR_FLAGS);
+    if (parent_new || (*fd < 0 && errno == ENOENT)) {
+        *created = mkdirat(parent, comp, 0700) == 0;
+        if (!*created && errno != EEXIST)
+            return forge_error_set(err, FORGE_EIO, "storage", "mkdir %s: %s",
+                                   buf, strerror(errno));
+        *fd = openat(parent, comp, DIR_FLAGS);
+    }
     if (*fd < 0 && (errno == ENOTDIR || errno == ELOOP) &&
         lv->existing == FORGE_FS_REPLACE && unlinkat(parent, comp, 0) == 0) {
         forge_log_warn("%s was not a folder (a link or file planted there): "
                        "removed, never followed",
                        buf);
-        created = mkdirat(parent, comp, 0700) == 0;
-        *fd = openat(parent, comp,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        *created = mkdirat(parent, comp, 0700) == 0;
+        *fd = openat(parent, comp, DIR_FLAGS);
     }
     if (*fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
         bool link = fstatat(parent, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -412,7 +422,7 @@ static forge_rc_t mkdir_one(int parent, const char *where, const char *rel,
         rc = forge_error_set(err, FORGE_EIO, "storage", "stat %s: %s", buf,
                              strerror(errno));
     else
-        rc = settle_dir(*fd, &st, buf, lv, created, err);
+        rc = settle_dir(*fd, &st, buf, lv, *created, err);
     if (rc) {
         close(*fd);
         *fd = -1;
@@ -426,6 +436,7 @@ forge_rc_t forge_fs_mkdirs(int dirfd, const char *where, const char *rel,
 {
     int cur = dirfd;
     size_t upto = 0, i = 0;
+    bool created = false; /* the last component was made here */
     forge_rc_t rc = FORGE_OK;
 
     *fd = -1;
@@ -435,7 +446,7 @@ forge_rc_t forge_fs_mkdirs(int dirfd, const char *where, const char *rel,
         const forge_fs_level_t *lv =
             &levels[i < level_count ? i : level_count - 1];
         int next = -1;
-        rc = mkdir_one(cur, where, rel, upto, lv, &next, err);
+        rc = mkdir_one(cur, where, rel, upto, lv, &next, &created, err);
         if (cur != dirfd)
             close(cur);
         cur = next;
@@ -499,6 +510,15 @@ forge_rc_t forge_fs_write_file(int dirfd, const char *where, const char *name,
                                const void *data, size_t len, mode_t mode,
                                forge_fs_owner_t owner, forge_error_t *err)
 {
+    return forge_fs_put_file(dirfd, where, name, data, len, mode, owner,
+                             FORGE_FS_SYNCED, err);
+}
+
+forge_rc_t forge_fs_put_file(int dirfd, const char *where, const char *name,
+                             const void *data, size_t len, mode_t mode,
+                             forge_fs_owner_t owner, forge_fs_sync_t sync,
+                             forge_error_t *err)
+{
     char buf[SHOWN_MAX], *tmp;
     int fd;
     forge_rc_t rc;
@@ -507,7 +527,8 @@ forge_rc_t forge_fs_write_file(int dirfd, const char *where, const char *name,
                                    err)))
         return rc;
     shown(buf, where, name, strlen(name));
-    if (!forge_write_all(fd, data, len) || fsync(fd) != 0) {
+    if (!forge_write_all(fd, data, len) ||
+        (sync == FORGE_FS_SYNCED && fsync(fd) != 0)) {
         rc = forge_error_set(err, FORGE_EIO, "storage", "write %s: %s", buf,
                              strerror(errno));
         close(fd);

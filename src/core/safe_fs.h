@@ -88,10 +88,12 @@ typedef struct forge_fs_level {
 } forge_fs_level_t;
 
 /*
- * mkdir -p of rel beneath dirfd: each missing component made (mkdirat, mode
- * 0700), then every component opened without following, checked to be a
- * folder, and given its level's owner and mode by descriptor (fchmod also
- * sets the ACL mask a default ACL would have widened). Component i follows
+ * mkdir -p of rel beneath dirfd: every component opened without
+ * following (and, only when missing, made first: mkdirat, mode 0700; below
+ * a folder just made nothing is looked for), checked to be a folder, and
+ * given its level's owner and mode by descriptor where they differ
+ * (fchmod also sets the ACL mask a default ACL would have widened: the
+ * mode's group bits are that mask). Component i follows
  * levels[i], the last level serving the components beyond. Ownership is
  * only checked and changed when the worker runs as root. *fd: the last
  * folder (new).
@@ -109,9 +111,22 @@ forge_rc_t forge_fs_create_temp(int dirfd, const char *where, const char *name,
                                 mode_t mode, forge_fs_owner_t owner, char **tmp,
                                 int *fd, forge_error_t *err) FORGE_WARN_UNUSED;
 
+/* Whether a file written is synced (fsync) before it is renamed into
+ * place: only what a crash of this host must not lose. */
+typedef enum forge_fs_sync {
+    FORGE_FS_SYNCED,
+    FORGE_FS_UNSYNCED,
+} forge_fs_sync_t;
+
 /* name in dirfd holds data, atomically: a temporary (forge_fs_create_temp)
- * written, synced and renamed over name. A link planted at name is
- * replaced, never written through. */
+ * written, synced as `sync` says and renamed over name. A link planted at
+ * name is replaced, never written through. */
+forge_rc_t forge_fs_put_file(int dirfd, const char *where, const char *name,
+                             const void *data, size_t len, mode_t mode,
+                             forge_fs_owner_t owner, forge_fs_sync_t sync,
+                             forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* forge_fs_put_file, FORGE_FS_SYNCED. */
 forge_rc_t forge_fs_write_file(int dirfd, const char *where, const char *name,
                                const void *data, size_t len, mode_t mode,
                                forge_fs_owner_t owner,

@@ -17,7 +17,7 @@
  * Every entry of the launch table is stamped with its partition's
  * generation when it is made (owner.c), and every work item the loop
  * makes for an entry carries that partition and generation (work.h).
- * The Slurm thread (submit.h) asks forge_generation_current() itself,
+ * The Slurm threads (submit.h) ask forge_generation_current() themselves,
  * right before each step that changes something outside the worker (a
  * submit's POST, a cancel, writing or removing a staging folder): work of
  * a generation that has passed is refused (FORGE_WORK_STALE), nothing of

@@ -20,11 +20,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The storage root's owner when the worker runs as root (root: its open
+ * descriptor), else FORGE_FS_KEEP. */
+static forge_rc_t root_owner(const forge_config_t *cfg, int root,
+                             forge_fs_owner_t *owner, forge_error_t *err)
+{
+    struct stat st;
+
+    *owner = FORGE_FS_KEEP;
+    if (geteuid() != 0)
+        return FORGE_OK;
+    if (fstat(root, &st) != 0)
+        return forge_error_set(err, FORGE_EIO, "FORGE_STORAGE_ROOT", "%s: %s",
+                               cfg->storage_root, strerror(errno));
+    *owner = (forge_fs_owner_t){st.st_uid, st.st_gid};
+    return FORGE_OK;
+}
+
 forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
                                        forge_fs_owner_t *owner,
                                        forge_error_t *err)
 {
-    struct stat st;
     int fd;
     forge_rc_t rc;
 
@@ -33,11 +49,7 @@ forge_rc_t forge_staging_default_owner(const forge_config_t *cfg,
         return FORGE_OK;
     if ((rc = forge_fs_open_root(cfg->storage_root, &fd, err)))
         return rc;
-    if (fstat(fd, &st) != 0)
-        rc = forge_error_set(err, FORGE_EIO, "FORGE_STORAGE_ROOT", "%s: %s",
-                             cfg->storage_root, strerror(errno));
-    else
-        *owner = (forge_fs_owner_t){st.st_uid, st.st_gid};
+    rc = root_owner(cfg, fd, owner, err);
     close(fd);
     return rc;
 }
@@ -55,21 +67,52 @@ forge_rc_t forge_staging_owner(const forge_config_t *cfg,
 
 /* The credentials file, or none (and none left from an earlier try). */
 static forge_rc_t write_credentials(int dfd, const char *rel,
-                                    const forge_launch_t *launch,
+                                    const forge_staging_files_t *files,
                                     forge_fs_owner_t owner, forge_error_t *err)
 {
-    forge_buf_t b = FORGE_BUF_INIT;
-    forge_rc_t rc = FORGE_OK;
+    if (files->credentials)
+        return forge_fs_put_file(dfd, rel, FORGE_CREDENTIALS_FILE,
+                                 files->credentials, files->credentials_len,
+                                 0600, owner, FORGE_FS_SYNCED, err);
+    if (unlinkat(dfd, FORGE_CREDENTIALS_FILE, 0) != 0 && errno != ENOENT)
+        return forge_error_set(err, FORGE_EIO, "staging", "remove %s/%s: %s",
+                               rel, FORGE_CREDENTIALS_FILE, strerror(errno));
+    return FORGE_OK;
+}
 
-    if (forge_render_credentials(launch, &b))
-        rc = forge_fs_write_file(dfd, rel, FORGE_CREDENTIALS_FILE, b.data,
-                                 b.len, 0600, owner, err);
-    else if (unlinkat(dfd, FORGE_CREDENTIALS_FILE, 0) != 0 && errno != ENOENT)
-        rc = forge_error_set(err, FORGE_EIO, "staging", "remove %s/%s: %s", rel,
-                             FORGE_CREDENTIALS_FILE, strerror(errno));
-    if (b.data)
-        memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
-    forge_buf_clear(&b);
+forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
+                               int attempt, const forge_fs_owner_t *owner,
+                               const forge_staging_files_t *files,
+                               forge_error_t *err)
+{
+    forge_fs_level_t levels[] = {
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR},      /* staging */
+        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR},      /* <launch_id> */
+        {0700, FORGE_FS_KEEP, FORGE_FS_OWNER_OR_US}, /* <attempt> */
+    };
+    char *rel = forge_path_staging_rel(launch_id, attempt);
+    int root = -1, dfd = -1;
+    forge_fs_owner_t job;
+    forge_rc_t rc;
+
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)))
+        goto out;
+    if (owner)
+        job = *owner;
+    else if ((rc = root_owner(cfg, root, &job, err)))
+        goto out;
+    levels[2].owner = job;
+    if (!(rc = forge_fs_mkdirs(root, "", rel, levels, 3, &dfd, err)) &&
+        !(rc = forge_fs_put_file(dfd, rel, FORGE_STAGING_SCRIPT, files->script,
+                                 strlen(files->script), 0600, job,
+                                 FORGE_FS_UNSYNCED, err)))
+        rc = write_credentials(dfd, rel, files, job, err);
+out:
+    if (dfd >= 0)
+        close(dfd);
+    if (root >= 0)
+        close(root);
+    free(rel);
     return rc;
 }
 
@@ -78,29 +121,22 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
                                  forge_fs_owner_t owner, const char *script,
                                  char **path, forge_error_t *err)
 {
-    const forge_fs_level_t levels[] = {
-        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* staging */
-        {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR}, /* <launch_id> */
-        {0700, owner, FORGE_FS_OWNER_OR_US},    /* <attempt> */
-    };
-    char *rel = forge_path_staging_rel(launch->launch_id, launch->attempt);
-    int root = -1, dfd = -1;
+    forge_buf_t b = FORGE_BUF_INIT;
+    forge_staging_files_t files = {script, NULL, 0};
     forge_rc_t rc;
 
     *path = NULL;
-    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
-        (rc = forge_fs_mkdirs(root, "", rel, levels, 3, &dfd, err)) ||
-        (rc = forge_fs_write_file(dfd, rel, FORGE_STAGING_SCRIPT, script,
-                                  strlen(script), 0600, owner, err)) ||
-        (rc = write_credentials(dfd, rel, launch, owner, err)))
-        goto out;
-    *path = forge_path_staging(cfg, launch->launch_id, launch->attempt);
-out:
-    if (dfd >= 0)
-        close(dfd);
-    if (root >= 0)
-        close(root);
-    free(rel);
+    if (forge_render_credentials(launch, &b)) {
+        files.credentials = b.data;
+        files.credentials_len = b.len;
+    }
+    rc = forge_staging_write(cfg, launch->launch_id, launch->attempt, &owner,
+                             &files, err);
+    if (b.data)
+        memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
+    forge_buf_clear(&b);
+    if (!rc)
+        *path = forge_path_staging(cfg, launch->launch_id, launch->attempt);
     return rc;
 }
 

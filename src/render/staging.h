@@ -46,7 +46,31 @@ forge_rc_t forge_staging_owner(const forge_config_t *cfg,
                                forge_fs_owner_t *owner,
                                forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* Creates (or refreshes) the staging folder of launch for owner. *path:
+/* What goes into a staging folder: the batch script, and the credentials
+ * file's bytes (render.h's forge_render_credentials), or none: then none
+ * is left there from an earlier try either. */
+typedef struct forge_staging_files {
+    const char *script;
+    const void *credentials; /* NULL: none */
+    size_t credentials_len;
+} forge_staging_files_t;
+
+/*
+ * Creates (or refreshes) the staging folder of (launch_id, attempt) in one
+ * pass over the storage: the root opened once, each missing folder made
+ * once (an existing one only opened and checked), job.sh and credentials
+ * written (atomically, as below). owner NULL: forge_staging_default_owner's,
+ * read from the root already open. Only the credentials file is synced
+ * before it is renamed into place: a job whose worker's host crashed must
+ * still find it (or fail closed without it); job.sh is a record of what
+ * was submitted (Slurm keeps the script it runs), not synced.
+ */
+forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
+                               int attempt, const forge_fs_owner_t *owner,
+                               const forge_staging_files_t *files,
+                               forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The same for launch (its credentials rendered here) and owner. *path:
  * host-side folder (new) on success. */
 forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
                                  const forge_launch_t *launch,

@@ -8,6 +8,7 @@
 #include "slurm/client_int.h"
 #include "core/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +56,7 @@ void forge_slurm_options_from_config(const forge_config_t *cfg,
     opts->backoff_max_ms = 5000;
     opts->token_lifetime_s = 300;
     opts->max_body_bytes = 64u << 20;
+    opts->max_rps = cfg->slurm_max_rps;
 }
 
 forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
@@ -80,7 +82,10 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
         c->opts.backoff_base_ms = 1;
     if (c->opts.backoff_max_ms < c->opts.backoff_base_ms)
         c->opts.backoff_max_ms = c->opts.backoff_base_ms;
-    c->rand_state = (unsigned)time(NULL) ^ (unsigned)getpid();
+    /* the address too: clients made in the same second (the submit
+     * lanes) must not back off in step */
+    c->rand_state =
+        (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)c;
     if (!c->base_url || !c->user) {
         rc = forge_error_set(err, FORGE_ECONFIG, "FORGE_SLURM_REST_URL",
                              "the slurmrestd client needs a URL and a user");
@@ -93,6 +98,7 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
              (int)((c->opts.request_timeout_ms + 999) / 1000) + 1, &c->auth,
              err)))
         goto fail;
+    c->budget = forge_slurm_budget_acquire(c->base_url, opts->max_rps);
     if (!(c->curl = curl_easy_init())) {
         rc = forge_error_set(err, FORGE_EIO, "curl", "curl_easy_init failed");
         goto fail;
@@ -111,6 +117,7 @@ void forge_slurm_client_destroy(forge_slurm_client_t *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     forge_slurm_auth_destroy(c->auth);
+    forge_slurm_budget_release(c->budget);
     free(c->base_url);
     free(c->user);
     free(c->ca_file);

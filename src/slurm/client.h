@@ -73,11 +73,15 @@ typedef struct forge_slurm_options {
     int token_lifetime_s;  /* minted tokens; re-minted while they have
                               request_timeout_ms + 1 s left */
     size_t max_body_bytes; /* responses larger than this are refused */
+    int max_rps; /* requests per second to base_url, shared by every client
+                    of the process with the same base_url and rate
+                    (budget.h); 0: no budget */
 } forge_slurm_options_t;
 
 /* Options from the worker's configuration, with production defaults
  * (connect 5 s, request 30 s, 4 attempts, 200 ms .. 5 s backoff, 300 s
- * tokens, 64 MiB bodies). Strings are borrowed from cfg. */
+ * tokens, 64 MiB bodies; the budget FORGE_SLURM_MAX_RPS). Strings are
+ * borrowed from cfg. */
 void forge_slurm_options_from_config(const forge_config_t *cfg,
                                      forge_slurm_options_t *opts);
 

@@ -7,6 +7,7 @@
 #define FORGE_SLURM_CLIENT_INT_H
 
 #include "slurm/auth.h"
+#include "slurm/budget.h"
 #include "slurm/client.h"
 
 #include <curl/curl.h>
@@ -20,6 +21,7 @@ struct forge_slurm_client {
                            (slurmrestd's user proxy: forge_slurm_submit_as) */
     char *ca_file;
     forge_slurm_auth_t *auth;
+    forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
     CURL *curl;
     bool fresh_connection; /* the last answer was an error: slurmrestd
                               closes such connections */

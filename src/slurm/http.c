@@ -13,11 +13,15 @@
  * (even past max_attempts: that request is no retry of a failure), then the
  * call fails with AUTH.
  *
+ * Budget: every request (a retry too) takes a token of the cluster's
+ * request budget first (budget.h, FORGE_SLURM_MAX_RPS), waiting for its
+ * turn when the bucket is empty.
+ *
  * Interruption (forge_slurm_client_interrupt, from another thread): the
  * progress callback makes libcurl give up the request under way (it runs
  * while connecting and while waiting for an answer, at least once a
- * second), the backoff sleeps in short slices, and no request or retry
- * starts once the flag is set. The call then ends like a cut-off one.
+ * second), the backoff and budget sleeps in short slices, and no request or
+ * retry starts once the flag is set. The call then ends like a cut-off one.
  */
 #include "core/buf.h"
 #include "core/clock.h"
@@ -155,6 +159,9 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
         curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT,
                      c->fresh_connection ? 1L : 0L);
+    /* one connection per client (a submit lane, the poller): a fresh one
+     * replaces the one kept before */
+    curl_easy_setopt(curl, CURLOPT_MAXCONNECTS, 1L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -273,7 +280,8 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     res->http_status = 0;
     res->slurm_error = 0;
     res->message[0] = '\0';
-    if (interrupted(c)) { /* nothing starts once it is */
+    /* nothing starts once it is; the cluster's budget first (budget.h) */
+    if (interrupted(c) || forge_slurm_budget_wait(c->budget, &c->interrupted)) {
         *sent = false;
         set_message(res, INTERRUPTED);
         return FORGE_SLURM_TRANSPORT;

@@ -101,7 +101,7 @@ static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
 }
 
 static void on_launch(worker_t *w, const forge_kafka_message_t *m,
-                      forge_prepared_t *p)
+                      forge_prepared_t *p, const forge_tenant_t *tenant)
 {
     const forge_launch_t *l = &p->request->launch;
     forge_entry_t *e = forge_owner_find(w->owner, l->launch_id);
@@ -125,8 +125,11 @@ static void on_launch(worker_t *w, const forge_kafka_message_t *m,
     e = forge_owner_put(w->owner, rec, p->request, m->partition);
     p->request = NULL; /* stolen by the entry */
     if (forge_worker_publish_event(w, e, &accepted, true) == 0) {
+        forge_work_t *submit = forge_worker_new_work(FORGE_WORK_SUBMIT, e);
+        /* prepared once, here: the Slurm thread takes it as it is */
+        forge_work_take_prepared(submit, p, l, tenant);
         e->busy = true; /* the intent commits first, then the submit */
-        forge_worker_defer(w, forge_worker_new_work(FORGE_WORK_SUBMIT, e));
+        forge_worker_defer(w, submit);
     }
 }
 
@@ -189,7 +192,7 @@ static void on_message(worker_t *w, const forge_kafka_message_t *m)
         forge_tenant_of(w->tenants, p->request, &tenant, &err))
         on_invalid(w, m, &err);
     else if (p->request->kind == FORGE_REQUEST_LAUNCH)
-        on_launch(w, m, p);
+        on_launch(w, m, p, tenant);
     else
         on_cancel(w, &p->request->cancel);
     forge_prepared_destroy(p);

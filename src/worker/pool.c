@@ -3,9 +3,14 @@
  * pool.c - threads with an inbox and an outbox (pool.h), generic: what an
  * item is and how it runs is the handler table's.
  *
- * Threads and ownership: `lock` guards the three lists (inbox, running,
- * outbox), the counters and `stopping`; the threads wait on `wake`,
- * forge_pool_settle on `finished` (a condition on the monotonic clock).
+ * Lanes: each lane has its inbox and its condition (`wake`); with a lane
+ * handler thread i serves lane i alone (one item at a time, in the order
+ * posted), without one there is one lane that every thread serves.
+ *
+ * Threads and ownership: `lock` guards the lists (the lanes' inboxes,
+ * running, outbox), the counters and `stopping`; the threads wait on
+ * their lane's `wake`, forge_pool_settle on `finished` (a condition on the
+ * monotonic clock).
  * An item is touched by one thread at a time: the poster's before
  * forge_pool_post, one pool thread's while it runs (unlocked), the
  * taker's after forge_pool_take; forge_pool_each_pending visits items of
@@ -31,15 +36,29 @@ typedef struct queue {
     node_t *head, *tail;
 } queue_t;
 
+typedef struct lane {
+    queue_t inbox;
+    pthread_cond_t wake; /* an item in this inbox, or stopping */
+} lane_t;
+
+/* What one thread serves. */
+typedef struct seat {
+    struct forge_pool *pool;
+    lane_t *lane;
+} seat_t;
+
 struct forge_pool {
     forge_pool_handlers_t h;
+    forge_pool_lane_fn lane; /* NULL: one lane */
     void *ctx;
     pthread_t threads[FORGE_POOL_MAX_THREADS];
+    seat_t seats[FORGE_POOL_MAX_THREADS];
     size_t thread_count;
+    lane_t lanes[FORGE_POOL_MAX_THREADS];
+    size_t lane_count; /* the threads with a lane handler, else 1 */
     pthread_mutex_t lock;
-    pthread_cond_t wake;
     pthread_cond_t finished; /* an item reached the outbox */
-    queue_t inbox, outbox;
+    queue_t outbox;
     node_t *running; /* taken from the inbox, not yet in the outbox */
     size_t in_flight;
     size_t done; /* items in the outbox */
@@ -74,17 +93,17 @@ static void unlink_running(forge_pool_t *p, const node_t *n)
         }
 }
 
-/* The next item to run, moved to `running`; NULL once stopping. Called
- * and returns with the lock held. */
-static node_t *next_item(forge_pool_t *p)
+/* The next item of lane to run, moved to `running`; NULL once stopping.
+ * Called and returns with the lock held. */
+static node_t *next_item(forge_pool_t *p, lane_t *lane)
 {
     node_t *n;
 
-    while (!p->inbox.head && !p->stopping)
-        pthread_cond_wait(&p->wake, &p->lock);
+    while (!lane->inbox.head && !p->stopping)
+        pthread_cond_wait(&lane->wake, &p->lock);
     if (p->stopping)
         return NULL;
-    n = pop(&p->inbox);
+    n = pop(&lane->inbox);
     n->next = p->running;
     p->running = n;
     return n;
@@ -92,11 +111,12 @@ static node_t *next_item(forge_pool_t *p)
 
 static void *thread_main(void *arg)
 {
-    forge_pool_t *p = arg;
+    seat_t *seat = arg;
+    forge_pool_t *p = seat->pool;
     node_t *n;
 
     pthread_mutex_lock(&p->lock);
-    while ((n = next_item(p))) {
+    while ((n = next_item(p, seat->lane))) {
         pthread_mutex_unlock(&p->lock);
         p->h.run(p->ctx, n->item);
         pthread_mutex_lock(&p->lock);
@@ -115,8 +135,10 @@ static forge_pool_t *pool_new(const forge_pool_handlers_t *h, void *ctx)
 
     p->h = *h;
     p->ctx = ctx;
+    p->lane_count = 1;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->wake, NULL);
+    for (size_t i = 0; i < FORGE_POOL_MAX_THREADS; i++)
+        pthread_cond_init(&p->lanes[i].wake, NULL);
     forge_clock_cond_init(&p->finished);
     return p;
 }
@@ -124,6 +146,14 @@ static forge_pool_t *pool_new(const forge_pool_handlers_t *h, void *ctx)
 forge_rc_t forge_pool_start(const char *name, size_t threads,
                             const forge_pool_handlers_t *h, void *ctx,
                             forge_pool_t **out, forge_error_t *err)
+{
+    return forge_pool_start_lanes(name, threads, h, NULL, ctx, out, err);
+}
+
+forge_rc_t forge_pool_start_lanes(const char *name, size_t threads,
+                                  const forge_pool_handlers_t *h,
+                                  forge_pool_lane_fn lane, void *ctx,
+                                  forge_pool_t **out, forge_error_t *err)
 {
     forge_pool_t *p = pool_new(h, ctx);
 
@@ -133,8 +163,12 @@ forge_rc_t forge_pool_start(const char *name, size_t threads,
         return forge_error_set(err, FORGE_EINVAL, name, "%zu threads: 1 to %d",
                                threads, FORGE_POOL_MAX_THREADS);
     }
+    if ((p->lane = lane))
+        p->lane_count = threads;
     for (size_t i = 0; i < threads; i++) {
-        if (pthread_create(&p->threads[i], NULL, thread_main, p) != 0) {
+        p->seats[i] = (seat_t){p, &p->lanes[i % p->lane_count]};
+        if (pthread_create(&p->threads[i], NULL, thread_main, &p->seats[i]) !=
+            0) {
             forge_pool_stop(p);
             return forge_error_set(err, FORGE_EIO, name,
                                    "pthread_create failed");
@@ -148,12 +182,15 @@ forge_rc_t forge_pool_start(const char *name, size_t threads,
 void forge_pool_post(forge_pool_t *p, void *item)
 {
     node_t *n = forge_xcalloc(1, sizeof(*n));
+    lane_t *lane =
+        &p->lanes[p->lane_count > 1 ? p->lane(p->ctx, item) % p->lane_count
+                                    : 0];
 
     n->item = item;
     pthread_mutex_lock(&p->lock);
-    push(&p->inbox, n);
+    push(&lane->inbox, n);
     p->in_flight++;
-    pthread_cond_signal(&p->wake);
+    pthread_cond_signal(&lane->wake);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -203,8 +240,9 @@ void forge_pool_each_pending(forge_pool_t *p, void (*visit)(void *, void *),
                              void *ctx)
 {
     pthread_mutex_lock(&p->lock);
-    for (node_t *n = p->inbox.head; n; n = n->next)
-        visit(ctx, n->item);
+    for (size_t i = 0; i < p->lane_count; i++)
+        for (node_t *n = p->lanes[i].inbox.head; n; n = n->next)
+            visit(ctx, n->item);
     for (node_t *n = p->running; n; n = n->next)
         visit(ctx, n->item);
     pthread_mutex_unlock(&p->lock);
@@ -214,7 +252,8 @@ void forge_pool_interrupt(forge_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
-    pthread_cond_broadcast(&p->wake);
+    for (size_t i = 0; i < p->lane_count; i++)
+        pthread_cond_broadcast(&p->lanes[i].wake);
     pthread_cond_broadcast(&p->finished);
     pthread_mutex_unlock(&p->lock);
     if (p->h.interrupt)
@@ -238,12 +277,14 @@ void forge_pool_stop(forge_pool_t *p)
     forge_pool_interrupt(p);
     for (size_t i = 0; i < p->thread_count; i++)
         pthread_join(p->threads[i], NULL);
-    drop_all(p, &p->inbox);
+    for (size_t i = 0; i < p->lane_count; i++)
+        drop_all(p, &p->lanes[i].inbox);
     drop_all(p, &p->outbox);
     if (p->h.destroy)
         p->h.destroy(p->ctx);
     pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->wake);
+    for (size_t i = 0; i < FORGE_POOL_MAX_THREADS; i++)
+        pthread_cond_destroy(&p->lanes[i].wake);
     pthread_cond_destroy(&p->finished);
     free(p);
 }

@@ -13,6 +13,9 @@
  * when the start fails), and is destroyed once its threads are joined.
  * forge_pool_each_pending lets the poster look at items the pool holds,
  * under the pool's lock, without taking them back.
+ *
+ * Order: items start in the order posted (per lane, with lanes:
+ * forge_pool_start_lanes) and come back in the order they finish.
  */
 #ifndef FORGE_POOL_H
 #define FORGE_POOL_H
@@ -22,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define FORGE_POOL_MAX_THREADS 8
+#define FORGE_POOL_MAX_THREADS 64
 
 typedef struct forge_pool_handlers {
     /* One item, on one of the pool's threads (ctx: the pool's context,
@@ -38,6 +41,11 @@ typedef struct forge_pool_handlers {
     void (*destroy)(void *ctx);
 } forge_pool_handlers_t;
 
+/* Which lane an item goes to (forge_pool_start_lanes; taken modulo the
+ * lanes): the same item must always give the same answer, from any
+ * thread. */
+typedef size_t (*forge_pool_lane_fn)(void *ctx, const void *item);
+
 typedef struct forge_pool forge_pool_t;
 
 /* `threads` threads (1 .. FORGE_POOL_MAX_THREADS) running h (copied) with
@@ -48,7 +56,18 @@ forge_rc_t forge_pool_start(const char *name, size_t threads,
                             forge_pool_t **out,
                             forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* Hands item to the pool (stolen); items start in the order posted. */
+/* The same with lanes: `lanes` threads, thread i running only the items
+ * `lane` sends to lane i, one at a time in the order posted. Items of one
+ * lane never overtake each other nor run at once; lanes run side by side.
+ * (forge_pool_start: any free thread takes the oldest item.) */
+forge_rc_t forge_pool_start_lanes(const char *name, size_t lanes,
+                                  const forge_pool_handlers_t *h,
+                                  forge_pool_lane_fn lane, void *ctx,
+                                  forge_pool_t **out,
+                                  forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* Hands item to the pool (stolen); items (of one lane) start in the order
+ * posted. */
 void forge_pool_post(forge_pool_t *p, void *item);
 
 /* The oldest finished item (the caller owns it), or NULL. Never blocks. */

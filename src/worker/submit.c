@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.c - the Slurm thread (submit.h): a submit (render, stage, POST;
- * adopt by the comment tag when the outcome is unknown), the clean of an
- * interrupted or cancelled submit, a cancel; and, before each step of
+ * submit.c - the Slurm threads (submit.h): a submit (stage, POST; adopt
+ * by the comment tag when the outcome is unknown; the request as the loop
+ * prepared it, or, for a restored intent or a retry, prepared here), the clean
+ * of an interrupted or cancelled submit, a cancel; and, before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
- * Threads and ownership: everything here runs on the pool's one thread
- * (pool.h), which owns the slurmrestd client, but for
+ * Lanes: the pool has FORGE_SLURM_MAX_CONNECTIONS threads, one per lane
+ * (pool.h), and each lane its own slurmrestd client (its own keep-alive
+ * connection). A launch's work always goes to the lane its launch_id
+ * hashes to, so everything of one launch (submit, clean, cancel) runs in
+ * the order posted and never at once, while launches of other lanes are
+ * submitted side by side. The cluster's request budget (slurm/budget.h)
+ * is shared by the lanes and the poller.
+ *
+ * Threads and ownership: everything here runs on the pool's threads, each
+ * the only user of its lane's client, but for
  * forge_slurm_client_interrupt, which a stop calls from the loop's thread.
- * The work item is this thread's while it runs (work.h); the loop's
+ * The work item is its lane thread's while it runs (work.h); the loop's
  * thread only sets its `withdraw` flag (an atomic, through
  * forge_submit_withdraw under the pool's lock). Ownership of launches
  * (generation.h) is asked with atomics, never the loop's lock or tables:
@@ -34,8 +43,31 @@ typedef struct submitter {
     const forge_series_catalog_t *catalog;
     const forge_tenants_t *tenants;         /* NULL: none */
     const forge_generations_t *generations; /* NULL: nothing checked */
-    forge_slurm_client_t *client;
+    size_t lane_count;
+    forge_slurm_client_t **clients; /* one per lane */
 } submitter_t;
+
+/* FNV-1a of the launch id: the same on every thread and in every run. */
+size_t forge_submit_lane(const char *launch_id, size_t lanes)
+{
+    uint32_t h = 2166136261u;
+
+    for (const char *c = launch_id ? launch_id : ""; *c; c++)
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    return lanes ? h % lanes : 0;
+}
+
+static size_t lane_of(const submitter_t *s, const forge_work_t *w)
+{
+    return forge_submit_lane(w->launch_id, s->lane_count);
+}
+
+/* The client of w's lane: only ever used by that lane's thread. */
+static forge_slurm_client_t *client_of(const submitter_t *s,
+                                       const forge_work_t *w)
+{
+    return s->clients[lane_of(s, w)];
+}
 
 /* ---- ownership and intent --------------------------------------------- */
 
@@ -118,7 +150,7 @@ static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
 {
     char *comment = forge_render_job_comment(w->launch_id, w->attempt);
     forge_slurm_status_t st =
-        forge_slurm_find_by_comment(s->client, comment, jobs, res);
+        forge_slurm_find_by_comment(client_of(s, w), comment, jobs, res);
 
     free(comment);
     return st;
@@ -133,12 +165,13 @@ static void single_component(forge_work_submit_t *sub)
 
 /* The leader and component ids of the new job (details; just the id when
  * the details cannot be had). */
-static void learn_components(submitter_t *s, forge_work_submit_t *sub)
+static void learn_components(submitter_t *s, forge_work_t *w)
 {
+    forge_work_submit_t *sub = &w->submit;
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
 
-    if (forge_slurm_job_details(s->client, sub->job_id, &jobs, &res) ==
+    if (forge_slurm_job_details(client_of(s, w), sub->job_id, &jobs, &res) ==
             FORGE_SLURM_OK &&
         jobs.count > 0) {
         sub->component_ids = forge_xcalloc(jobs.count, sizeof(uint32_t));
@@ -167,27 +200,57 @@ static bool adopt_tagged(submitter_t *s, forge_work_t *w)
     return found;
 }
 
-/* The request checked and rendered, and its staging folder written: false
+/* Refused before Slurm saw it: final (work.h's `code`). */
+static bool refuse(forge_work_t *w, const forge_error_t *err)
+{
+    w->status = FORGE_SLURM_REJECTED;
+    w->code = err->code;
+    forge_work_say(w, "%s", err->message);
+    return false;
+}
+
+/* w's request parsed, checked and rendered, unless the loop did it when it
+ * took the request (work.h: prepared): a restored intent, a retry. False
  * (w's result says why) when it cannot be. */
-static bool stage(submitter_t *s, forge_work_t *w, forge_prepared_t **p,
-                  const char **user)
+static bool prepared(submitter_t *s, forge_work_t *w)
 {
     forge_error_t err = {0};
-    forge_fs_owner_t owner;
-    char *staging = NULL;
+    forge_prepared_t *p = NULL;
+    const forge_tenant_t *tenant = NULL;
 
+    if (w->submit.prepared)
+        return true;
     if (forge_prepare(w->submit.request, w->submit.request_len, s->cfg,
-                      s->catalog, p, &err) ||
-        !(*p)->payload ||
-        forge_work_files_owner(s->cfg, s->tenants, (*p)->request, &owner, user,
-                               &err)) {
-        w->status = FORGE_SLURM_REJECTED;
-        w->code = err.code;
-        forge_work_say(w, "%s", err.message);
-        return false;
+                      s->catalog, &p, &err) ||
+        (!p->payload &&
+         forge_error_set(&err, FORGE_ESCHEMA, "$", "not a launch")) ||
+        forge_tenant_of(s->tenants, p->request, &tenant, &err)) {
+        forge_prepared_destroy(p);
+        return refuse(w, &err);
     }
-    if (forge_staging_prepare(s->cfg, &(*p)->request->launch, owner,
-                              (*p)->script, &staging, &err)) {
+    forge_work_take_prepared(w, p, &p->request->launch, tenant);
+    forge_prepared_destroy(p);
+    return true;
+}
+
+/* Its staging folder written, in one pass (staging.h): false (w's result
+ * says why) when it cannot be. */
+static bool stage(submitter_t *s, forge_work_t *w)
+{
+    const forge_work_prepared_t *p = w->submit.prepared;
+    forge_staging_files_t files = {p->script, NULL, 0};
+    forge_error_t err = {0};
+    forge_fs_owner_t owner;
+
+    if (p->has_credentials) {
+        files.credentials = p->credentials.data;
+        files.credentials_len = p->credentials.len;
+    }
+    /* a tenant's owner is known without the storage; none: the root's */
+    if (p->tenant && forge_staging_owner(s->cfg, p->tenant, &owner, &err))
+        return refuse(w, &err);
+    if (forge_staging_write(s->cfg, w->launch_id, w->attempt,
+                            p->tenant ? &owner : NULL, &files, &err)) {
         /* Something planted on the storage: refused, not retried forever.
          * Anything else (I/O) is retried later. */
         bool unsafe = err.code == FORGE_EUNSAFE_PATH;
@@ -196,18 +259,19 @@ static bool stage(submitter_t *s, forge_work_t *w, forge_prepared_t **p,
         forge_work_say(w, "%s", err.message);
         return false;
     }
-    free(staging);
     return true;
 }
 
 /* The POST, and what it made: the job and its components. */
-static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
-                 const char *user)
+static void post(submitter_t *s, forge_work_t *w)
 {
+    const forge_work_prepared_t *p = w->submit.prepared;
+    const char *user = p->tenant ? p->tenant->slurm_user : NULL;
     forge_slurm_result_t res = {0};
     forge_slurm_submit_t sub;
 
-    w->status = forge_slurm_submit_as(s->client, user, p->payload, &sub, &res);
+    w->status =
+        forge_slurm_submit_as(client_of(s, w), user, p->payload, &sub, &res);
     forge_work_say(w, "%s", res.message);
     if (w->status == FORGE_SLURM_OK) {
         FORGE_TESTPOINT_CRASH("submit.after");
@@ -216,24 +280,20 @@ static void post(submitter_t *s, forge_work_t *w, const forge_prepared_t *p,
                w->status != FORGE_SLURM_AUTH && adopt_tagged(s, w)) {
         w->status = FORGE_SLURM_OK; /* it did reach Slurm */
     }
-    if (w->status == FORGE_SLURM_OK && p->request->launch.pool_count > 1)
-        learn_components(s, &w->submit); /* a het job: its component ids */
+    if (w->status == FORGE_SLURM_OK && p->pool_count > 1)
+        learn_components(s, w); /* a het job: its component ids */
     else if (w->status == FORGE_SLURM_OK)
         single_component(&w->submit);
 }
 
 static void do_submit(submitter_t *s, forge_work_t *w)
 {
-    forge_prepared_t *p = NULL;
-    const char *user;
-
-    if (may_act(s, w, true) && stage(s, w, &p, &user)) {
+    if (may_act(s, w, true) && prepared(s, w) && stage(s, w)) {
         FORGE_TESTPOINT_CRASH("submit.before");
         /* refused now: its staging folder goes with the launch's cleanup */
         if (may_act(s, w, true))
-            post(s, w, p, user);
+            post(s, w);
     }
-    forge_prepared_destroy(p);
 }
 
 /* The jobs cancelled in turn while w may act, up to the first failure
@@ -245,8 +305,8 @@ static void cancel_tagged(submitter_t *s, forge_work_t *w,
     for (size_t i = 0;
          w->status == FORGE_SLURM_OK && i < jobs->count && may_act(s, w, false);
          i++) {
-        forge_slurm_status_t st =
-            forge_slurm_cancel(s->client, jobs->jobs[i].job_id, NULL, res);
+        forge_slurm_status_t st = forge_slurm_cancel(
+            client_of(s, w), jobs->jobs[i].job_id, NULL, res);
         if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
             w->status = st;
         forge_log_info("cancelled job %u left by an interrupted submit of %s",
@@ -299,7 +359,8 @@ static void do_cancel(submitter_t *s, forge_work_t *w)
 
     if (!may_act(s, w, false))
         return;
-    w->status = forge_slurm_cancel(s->client, w->cancel.job_id, NULL, &res);
+    w->status =
+        forge_slurm_cancel(client_of(s, w), w->cancel.job_id, NULL, &res);
     forge_work_say(w, "%s", res.message);
 }
 
@@ -325,18 +386,26 @@ static void run(void *ctx, void *item)
                    (int)w->kind);
 }
 
+static size_t lane(void *ctx, const void *item)
+{
+    return lane_of(ctx, item);
+}
+
 static void interrupt(void *ctx)
 {
     submitter_t *s = ctx;
 
-    forge_slurm_client_interrupt(s->client); /* the call under way */
+    for (size_t i = 0; i < s->lane_count; i++)
+        forge_slurm_client_interrupt(s->clients[i]); /* the calls under way */
 }
 
 static void destroy(void *ctx)
 {
     submitter_t *s = ctx;
 
-    forge_slurm_client_destroy(s->client);
+    for (size_t i = 0; i < s->lane_count; i++)
+        forge_slurm_client_destroy(s->clients[i]);
+    free(s->clients);
     free(s);
 }
 
@@ -350,6 +419,8 @@ forge_rc_t forge_submit_start(const forge_config_t *cfg,
                               forge_pool_t **out, forge_error_t *err)
 {
     submitter_t *s = forge_xcalloc(1, sizeof(*s));
+    size_t lanes =
+        cfg->slurm_max_connections > 0 ? (size_t)cfg->slurm_max_connections : 1;
     forge_slurm_options_t opts;
     forge_rc_t rc;
 
@@ -358,10 +429,13 @@ forge_rc_t forge_submit_start(const forge_config_t *cfg,
     s->catalog = catalog;
     s->tenants = tenants;
     s->generations = generations;
+    s->clients = forge_xcalloc(lanes, sizeof(*s->clients));
     forge_slurm_options_from_config(cfg, &opts);
-    if ((rc = forge_slurm_client_new(&opts, &s->client, err))) {
-        free(s);
-        return rc;
-    }
-    return forge_pool_start("slurm", 1, &handlers, s, out, err);
+    for (; s->lane_count < lanes; s->lane_count++)
+        if ((rc = forge_slurm_client_new(&opts, &s->clients[s->lane_count],
+                                         err))) {
+            destroy(s);
+            return rc;
+        }
+    return forge_pool_start_lanes("slurm", lanes, &handlers, lane, s, out, err);
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.h - the Slurm thread: submits, cancels, and the clean of an
+ * submit.h - the Slurm threads: submits, cancels, and the clean of an
  * interrupted or cancelled submit (work.h kinds SUBMIT, CLEAN_SUBMIT,
- * CLEAN_CANCEL, CANCEL), one at a time on one thread with its own
- * slurmrestd client (a pool, pool.h), so a slow submit never delays a poll
- * tick (poller.h) nor an archive (archive_work.h).
+ * CLEAN_CANCEL, CANCEL), on FORGE_SLURM_MAX_CONNECTIONS lanes (a pool with
+ * a lane per thread, pool.h), each lane with its own slurmrestd client, so
+ * a slow submit never delays a poll tick (poller.h) nor an archive
+ * (archive_work.h), and launches are submitted side by side. A launch's
+ * work always takes the lane its launch_id hashes to: one launch's steps
+ * run one at a time, in the order posted.
  *
  * Whether work may still act: the thread checks the partitions'
  * generations (generation.h has the whole story) itself right before
@@ -26,11 +29,11 @@
 #include "request/tenants.h"
 #include "worker/pool.h"
 
-/* The Slurm thread. All borrowed, and must outlive the pool: tenants
+/* The Slurm threads. All borrowed, and must outlive the pool: tenants
  * (NULL: none) says whom each launch is submitted for and whose its files
  * are; generations (NULL: nothing checked, for one-shot tools) is what
  * work is checked against. Stop it with forge_pool_stop: the work in hand
- * stops at its next slurmrestd call, the call under way is interrupted
+ * stops at its next slurmrestd call, the calls under way are interrupted
  * (forge_slurm_client_interrupt: within about a second). */
 forge_rc_t forge_submit_start(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
@@ -45,5 +48,8 @@ forge_rc_t forge_submit_start(const forge_config_t *cfg,
  * back with its job, as before. */
 void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
                            int attempt);
+
+/* The lane (0 .. lanes - 1) every piece of work of launch_id takes. */
+size_t forge_submit_lane(const char *launch_id, size_t lanes);
 
 #endif

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * work.c - a work item's life (work.h): made empty for its kind, freed
- * with whatever its kind's payload holds; and what submits and archives
- * share (whose a launch's files are). No threads of its own: an item is
+ * work.c - a work item's life (work.h): made empty for its kind, a
+ * submit given the loop's prepare, freed with whatever its kind's payload
+ * holds (secrets wiped); and what submits and archives share (whose a
+ * launch's files are). No threads of its own: an item is
  * touched by whoever owns it at the time (work.h).
  */
 #include "worker/work.h"
 #include "core/util.h"
+#include "render/render.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 forge_work_t *forge_work_new(forge_work_kind_t kind, const char *launch_id,
                              int attempt, int32_t partition,
@@ -28,10 +31,40 @@ forge_work_t *forge_work_new(forge_work_kind_t kind, const char *launch_id,
     return w;
 }
 
+void forge_work_take_prepared(forge_work_t *w, forge_prepared_t *p,
+                              const forge_launch_t *launch,
+                              const forge_tenant_t *tenant)
+{
+    forge_work_prepared_t *into = forge_xcalloc(1, sizeof(*into));
+
+    into->script = p->script;
+    into->payload = p->payload;
+    p->script = NULL;
+    p->payload = NULL;
+    into->has_credentials =
+        forge_render_credentials(launch, &into->credentials);
+    into->pool_count = launch->pool_count;
+    into->tenant = tenant;
+    w->submit.prepared = into;
+}
+
+static void free_prepared(forge_work_prepared_t *p)
+{
+    if (!p)
+        return;
+    free(p->script);
+    json_decref(p->payload);
+    if (p->credentials.data) /* secrets: not left in freed memory */
+        memset(p->credentials.data, 0, p->credentials.cap);
+    forge_buf_clear(&p->credentials);
+    free(p);
+}
+
 static void free_submit(forge_work_t *w)
 {
     free(w->submit.request);
     free(w->submit.component_ids);
+    free_prepared(w->submit.prepared);
 }
 
 static void free_poll(forge_work_t *w)

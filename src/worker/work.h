@@ -24,7 +24,9 @@
 
 #include "archive/archive.h"
 #include "core/error.h"
+#include "core/buf.h"
 #include "render/staging.h"
+#include "request/prepare.h"
 #include "request/request.h"
 #include "request/tenants.h"
 #include "slurm/client.h"
@@ -57,11 +59,29 @@ typedef enum forge_work_refusal {
                             ran; `status` says how it went) */
 } forge_work_refusal_t;
 
+/* A submit's request as the loop prepared it when it took the request
+ * (parsed, checked against the storage, rendered: prepare.h), so the
+ * Slurm thread neither parses, checks nor renders it again. */
+typedef struct forge_work_prepared {
+    char *script;            /* the batch script */
+    json_t *payload;         /* the submit body (this reference: the item's) */
+    forge_buf_t credentials; /* the credentials file's bytes (render.h):
+                                secrets, wiped when freed */
+    bool has_credentials;    /* false: the launch has none */
+    size_t pool_count;
+    /* whom it runs as (tenants.h; NULL: no tenant): borrowed from the
+     * tenants, which outlive the pools (submit.h) */
+    const forge_tenant_t *tenant;
+} forge_work_prepared_t;
+
 /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL. */
 typedef struct forge_work_submit {
     char *request; /* the request bytes; NULL: its sealed request did not
                       open (a CLEAN_SUBMIT then submits nothing) */
     size_t request_len;
+    /* NULL: prepared on the Slurm thread from `request` (a restored
+     * intent, a retry) */
+    forge_work_prepared_t *prepared;
     atomic_bool withdraw; /* set by forge_submit_withdraw */
     /* results */
     uint32_t job_id; /* the new job (the leader) */
@@ -149,6 +169,14 @@ typedef struct forge_work {
 forge_work_t *forge_work_new(forge_work_kind_t kind, const char *launch_id,
                              int attempt, int32_t partition,
                              uint64_t generation);
+
+/* p's script and payload (taken: NULL left in p) and what the Slurm
+ * thread needs of launch (its credentials rendered, its pool count), for
+ * whom tenant says, into w's submit (a SUBMIT or CLEAN_SUBMIT): the one
+ * prepare of that submit. */
+void forge_work_take_prepared(forge_work_t *w, forge_prepared_t *p,
+                              const forge_launch_t *launch,
+                              const forge_tenant_t *tenant);
 
 /* w and everything it holds, whatever its kind. NULL-safe. */
 void forge_work_free(forge_work_t *w);

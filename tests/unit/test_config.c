@@ -31,6 +31,8 @@ Test(config, defaults_when_nothing_is_set)
     cr_assert_eq(cfg->slurm_api_version, FORGE_API_V0_0_43);
     cr_assert(cfg->slurm_tls_verify);
     cr_assert_eq(cfg->slurm_default_time_limit_min, 60);
+    cr_assert_eq(cfg->slurm_max_connections, 4);
+    cr_assert_eq(cfg->slurm_max_rps, 200);
     cr_assert_eq(cfg->runtime_profile, FORGE_PROFILE_ENROOT_PYXIS);
     cr_assert_str_eq(cfg->topic_requests, "forge.launch.requests");
     cr_assert_str_eq(cfg->topic_status, "forge.launch.status");
@@ -63,6 +65,8 @@ Test(config, every_value_read)
         "FORGE_SLURM_ACCOUNT=ml-team",
         "FORGE_SLURM_QOS=high",
         "FORGE_SLURM_DEFAULT_TIME_LIMIT=120",
+        "FORGE_SLURM_MAX_CONNECTIONS=64",
+        "FORGE_SLURM_MAX_RPS=0",
         "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
         "FORGE_STORAGE_ROOT=/mnt/shared/",
         "FORGE_SLURM_STORAGE_ROOT=/lustre/forge",
@@ -96,6 +100,8 @@ Test(config, every_value_read)
     cr_assert_str_eq(cfg->slurm_account, "ml-team");
     cr_assert_str_eq(cfg->slurm_qos, "high");
     cr_assert_eq(cfg->slurm_default_time_limit_min, 120);
+    cr_assert_eq(cfg->slurm_max_connections, 64);
+    cr_assert_eq(cfg->slurm_max_rps, 0);
     cr_assert_eq(cfg->runtime_profile, FORGE_PROFILE_APPTAINER);
     cr_assert_str_eq(cfg->storage_root, "/mnt/shared");
     cr_assert_str_eq(cfg->slurm_storage_root, "/lustre/forge");
@@ -255,6 +261,11 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_KAFKA_PROP_acks="}, "FORGE_KAFKA_PROP_acks"},
     {{"FORGE_WORKER_ID=worker 1"}, "FORGE_WORKER_ID"},
     {{"FORGE_POLL_INTERVAL_MS=50"}, "FORGE_POLL_INTERVAL_MS"},
+    {{"FORGE_SLURM_MAX_CONNECTIONS=0"}, "FORGE_SLURM_MAX_CONNECTIONS"},
+    {{"FORGE_SLURM_MAX_CONNECTIONS=65"}, "FORGE_SLURM_MAX_CONNECTIONS"},
+    {{"FORGE_SLURM_MAX_CONNECTIONS=four"}, "FORGE_SLURM_MAX_CONNECTIONS"},
+    {{"FORGE_SLURM_MAX_RPS=-1"}, "FORGE_SLURM_MAX_RPS"},
+    {{"FORGE_SLURM_MAX_RPS=1.5"}, "FORGE_SLURM_MAX_RPS"},
     {{"FORGE_POLL_INTERVAL_MS=1e3"}, "FORGE_POLL_INTERVAL_MS"},
     {{"FORGE_POLL_INTERVAL_MS= 500"}, "FORGE_POLL_INTERVAL_MS"},
     {{"FORGE_LOST_GRACE_S=-1"}, "FORGE_LOST_GRACE_S"},

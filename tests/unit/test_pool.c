@@ -6,7 +6,9 @@
  * when it is not done; an interrupt reaches the handlers and starts
  * nothing more; a stop with work queued drops every item the pool still
  * holds and destroys the context (ASan's leak check counts the rest);
- * each_pending sees exactly the items queued or running.
+ * each_pending sees exactly the items queued or running. With lanes
+ * (forge_pool_start_lanes): one lane's items run one at a time in the
+ * order posted, while the other lanes go on beside a lane held.
  *
  * A run handler may be held at a gate (the test opens it, or the
  * interrupt handler does, as a real one cuts its slurmrestd call short),
@@ -23,8 +25,11 @@
 
 #define MANY 20
 
+#define LANES 3
+
 typedef struct item {
     int id;
+    size_t lane; /* forge_pool_start_lanes */
 } item_t;
 
 /* What the handlers saw; the context is the pool's (destroyed with it),
@@ -35,7 +40,8 @@ static struct {
     bool gate_open;
     int ran[MANY + 1]; /* ids, in the order their run began */
     size_t ran_count;
-    size_t running; /* runs in progress */
+    size_t running;                               /* runs in progress */
+    size_t lane_running[LANES], lane_most[LANES]; /* at once, per lane */
     size_t interrupts, drops, destroys;
 } seen;
 
@@ -63,9 +69,12 @@ static void run(void *ctx, void *arg)
     if (seen.ran_count <= MANY)
         seen.ran[seen.ran_count++] = it->id;
     seen.running++;
+    if (++seen.lane_running[it->lane] > seen.lane_most[it->lane])
+        seen.lane_most[it->lane] = seen.lane_running[it->lane];
     pthread_cond_broadcast(&seen.changed);
     while (!seen.gate_open)
         pthread_cond_wait(&seen.changed, &seen.lock);
+    seen.lane_running[it->lane]--;
     seen.running--;
     pthread_mutex_unlock(&seen.lock);
 }
@@ -292,4 +301,95 @@ Test(pool, a_start_refused_still_destroys_its_context)
     cr_assert_eq(seen.destroys, 1);
     cr_assert(strstr(err.message, "threads"), "%s", err.message);
     forge_pool_stop(NULL);
+}
+
+/* ---- lanes ----------------------------------------------------------------
+ */
+
+static size_t lane_of(void *ctx, const void *item)
+{
+    (void)ctx;
+    return ((const item_t *)item)->lane;
+}
+
+static forge_pool_t *start_lanes(size_t lanes)
+{
+    forge_pool_t *p = NULL;
+    forge_error_t err = {0};
+
+    seen.gate_open = false;
+    cr_assert_eq(forge_pool_start_lanes("test", lanes, &handlers, lane_of,
+                                        forge_xcalloc(1, 16), &p, &err),
+                 FORGE_OK, "%s", err.message);
+    return p;
+}
+
+static void post_in(forge_pool_t *p, int id, size_t lane)
+{
+    item_t *it = forge_xcalloc(1, sizeof(*it));
+
+    it->id = id;
+    it->lane = lane;
+    forge_pool_post(p, it);
+}
+
+Test(pool, a_lane_held_never_delays_another)
+{
+    forge_pool_t *p = start_lanes(2);
+
+    post_in(p, 0, 0);
+    post_in(p, 1, 0); /* behind 0 in its lane */
+    post_in(p, 2, 1); /* posted last, runs beside 0 */
+    wait_running(2);  /* never returns unless 0 and 2 run at once */
+    usleep(100000);
+    pthread_mutex_lock(&seen.lock);
+    cr_assert_eq(seen.ran_count, 2, "item 1 ran while 0 was held");
+    cr_assert(seen.ran[0] != 1 && seen.ran[1] != 1);
+    pthread_mutex_unlock(&seen.lock);
+    cr_assert_eq(pending(p), 3, "two running, one queued");
+    open_gate();
+    cr_assert(forge_pool_settle(p, 10000));
+    for (int i = 0; i < 3; i++)
+        free(forge_pool_take(p));
+    forge_pool_stop(p);
+    cr_assert_eq(seen.ran[2], 1);
+}
+
+Test(pool, each_lane_runs_its_items_in_order_one_at_a_time)
+{
+    forge_pool_t *p = start_lanes(LANES);
+    int last[LANES] = {-1, -1, -1};
+
+    seen.gate_open = true;
+    for (int i = 0; i < MANY; i++) /* lanes 0, 0, 1, 2, 2, 0, ... */
+        post_in(p, i, (size_t)(i * 7 / 3) % LANES);
+    cr_assert(forge_pool_settle(p, 10000), "the items did not finish");
+    cr_assert_eq(seen.ran_count, MANY);
+    for (size_t i = 0; i < MANY; i++) {
+        size_t lane = (size_t)(seen.ran[i] * 7 / 3) % LANES;
+        cr_assert_gt(seen.ran[i], last[lane], "lane %zu ran %d after %d", lane,
+                     seen.ran[i], last[lane]);
+        last[lane] = seen.ran[i];
+    }
+    for (size_t l = 0; l < LANES; l++)
+        cr_assert_eq(seen.lane_most[l], 1, "lane %zu ran %zu at once", l,
+                     seen.lane_most[l]);
+    for (int i = 0; i < MANY; i++)
+        free(forge_pool_take(p));
+    cr_assert_eq(forge_pool_in_flight(p), 0);
+    forge_pool_stop(p);
+}
+
+Test(pool, a_stop_drops_what_every_lane_holds)
+{
+    forge_pool_t *p = start_lanes(LANES);
+
+    for (int i = 0; i < 9; i++)
+        post_in(p, i, (size_t)i % LANES);
+    wait_running(LANES);
+    cr_assert_eq(pending(p), 9, "each_pending sees every lane");
+    forge_pool_stop(p); /* its interrupt cuts the three runs short */
+    cr_assert_eq(ran_count(), LANES);
+    cr_assert_eq(seen.drops, 9, "6 never run and 3 never taken back");
+    cr_assert_eq(seen.destroys, 1);
 }

@@ -255,8 +255,58 @@ Test(staging, default_owner_is_the_storage_roots)
     cr_assert_eq(o.gid, 2002u);
 }
 
+Test(staging, write_without_an_owner_takes_the_storage_roots)
+{
+    forge_staging_files_t files = {SCRIPT, "A\0b\0", 4};
+    forge_error_t err = {0};
+    size_t len;
+    char *text;
+
+    cr_assert_eq(forge_staging_write(cfg, LAUNCH, 1, NULL, &files, &err),
+                 FORGE_OK, "%s", err.message);
+    assert_owned("staging/" LAUNCH "/1", 2001, 0700);
+    assert_owned("staging/" LAUNCH "/1/job.sh", 2001, 0600);
+    assert_owned("staging/" LAUNCH "/1/credentials", 2001, 0600);
+    text = slurp("staging/" LAUNCH "/1/credentials", &len);
+    cr_assert_eq(len, 4);
+    cr_assert_eq(memcmp(text, "A\0b\0", 4), 0);
+    free(text);
+}
+
 /* ---- retries and old deployments ------------------------------------------
  */
+
+static struct timespec changed_at(const char *rel)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    cr_assert_eq(lstat(path, &st), 0, "%s", path);
+    return st.st_ctim;
+}
+
+/* One pass: folders that are already right are opened and checked, never
+ * made again nor chmod-ed (each would be a metadata write on the shared
+ * storage per launch). */
+Test(staging, a_retry_leaves_the_folders_that_are_right_untouched)
+{
+    struct timespec s1, l1, s2, l2;
+
+    prepare_ok();
+    s1 = changed_at("staging");
+    l1 = changed_at("staging/" LAUNCH);
+    usleep(20000);
+    prepare_ok();
+    s2 = changed_at("staging");
+    l2 = changed_at("staging/" LAUNCH);
+    cr_assert(s1.tv_sec == s2.tv_sec && s1.tv_nsec == s2.tv_nsec,
+              "staging/ was changed again");
+    cr_assert(l1.tv_sec == l2.tv_sec && l1.tv_nsec == l2.tv_nsec,
+              "staging/" LAUNCH " was changed again");
+    assert_owned("staging", 0, 0711);
+    assert_owned("staging/" LAUNCH "/1", 2001, 0700);
+}
 
 Test(staging, a_retry_reuses_the_jobs_or_the_workers_folder)
 {

@@ -11,9 +11,19 @@
  * cancelled make no call that changes anything in Slurm. What the server
  * saw is read from a scripted fake slurmrestd (support_http.h), the one
  * way to hold a submit's answer back while the next item waits.
+ *
+ * A submit the loop prepared is taken as it is: not parsed, checked nor
+ * rendered again.
+ *
+ * And the lanes (FORGE_SLURM_MAX_CONNECTIONS): one launch's work never
+ * overtakes itself nor runs beside itself, launches of other lanes are
+ * submitted side by side, and a withdrawal reaches a submit queued in any
+ * lane.
  */
+#include "core/clock.h"
 #include "core/util.h"
 #include "launch/generation.h"
+#include "request/prepare.h"
 #include "worker/submit.h"
 #include "worker/work.h"
 
@@ -38,16 +48,17 @@ static forge_series_catalog_t *cat;
 /* A shell command with $R (the storage root) and $O (a host folder). */
 #define sh(...) support_sh_in(tmp, __VA_ARGS__)
 
-/* The storage and configuration, slurmrestd at url. */
-static void load(const char *url)
+/* The storage and configuration, slurmrestd at url, that many lanes. */
+static void load(const char *url, int lanes)
 {
     static const char series[] =
         "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
         "\"gpus_per_node\": 8}}}";
-    char storage[128], jwt[128], rest[128];
+    char storage[128], jwt[128], rest[128], conns[64];
     char *envp[] = {storage,
                     jwt,
                     rest,
+                    conns,
                     "FORGE_SLURM_REST_USER=forge",
                     "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
                     NULL};
@@ -61,6 +72,7 @@ static void load(const char *url)
     snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
     snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s/jwt", tmp);
     snprintf(rest, sizeof(rest), "FORGE_SLURM_REST_URL=%s", url);
+    snprintf(conns, sizeof(conns), "FORGE_SLURM_MAX_CONNECTIONS=%d", lanes);
     cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
                  err.message);
     cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
@@ -68,7 +80,7 @@ static void load(const char *url)
 
 static void fx_init(void)
 {
-    load("http://127.0.0.1:9");
+    load("http://127.0.0.1:9", 1);
 }
 
 static void fx_fini(void)
@@ -137,15 +149,23 @@ static support_http_t *srv;
 static forge_generations_t *gens;
 static forge_pool_t *slurm;
 
-static void own_init(void)
+/* The fake slurmrestd and a Slurm pool of `lanes` lanes on it. */
+static void start_lanes(int lanes)
 {
     forge_error_t err = {0};
 
     srv = support_http_start();
-    load(support_http_url(srv));
+    load(support_http_url(srv), lanes);
     gens = forge_generations_new();
     cr_assert_eq(forge_submit_start(cfg, cat, NULL, gens, &slurm, &err),
                  FORGE_OK, "%s", err.message);
+}
+
+/* One lane: every item waits behind the one before (as the tests below
+ * need: "while the next item waits"). */
+static void own_init(void)
+{
+    start_lanes(1);
 }
 
 static void own_fini(void)
@@ -331,5 +351,150 @@ Test(ownership, withdrawn_clean_submit_cleans_and_submits_nothing)
     cr_assert_eq(seen("POST", "forge:L2:1"), 0, "the withdrawn submit posted");
     cr_assert_eq(done->next->refused, FORGE_WORK_WITHDRAWN);
     cr_assert_eq(done->next->status, FORGE_SLURM_OK, "%s", done->next->message);
+    free_list(done);
+}
+
+/* ---- one prepare (work.h: prepared) ---------------------------------------
+ */
+
+/* What the loop does when it takes the request: parse, check, render. */
+static void prepare_now(forge_work_t *w)
+{
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_prepare(w->submit.request, w->submit.request_len, cfg,
+                               cat, &p, &err),
+                 FORGE_OK, "%s", err.message);
+    forge_work_take_prepared(w, p, &p->request->launch, NULL);
+    cr_assert_null(p->script, "the script is taken, not copied");
+    cr_assert_null(p->payload);
+    forge_prepared_destroy(p);
+}
+
+Test(ownership, a_submit_the_loop_prepared_is_not_prepared_again)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *ready = work_in(FORGE_WORK_SUBMIT, "L1", 0, gen), *done;
+
+    prepare_now(ready);
+    /* the image goes after the loop checked it: its check stands */
+    sh("rm $R/runtimes/images/a.sif");
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    forge_pool_post(slurm, ready);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L2", 0, gen));
+    done = settle(2);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(seen("POST", "forge:L1:1"), 1);
+    sh("test -f $R/staging/L1/1/job.sh");
+    /* the control: one prepared here (a restored intent, a retry) is
+     * checked now */
+    cr_assert_eq(done->next->status, FORGE_SLURM_REJECTED);
+    cr_assert_eq(done->next->code, FORGE_EIMAGE_MISSING, "%s",
+                 done->next->message);
+    cr_assert_eq(seen("POST", "forge:L2:1"), 0);
+    free_list(done);
+}
+
+/* ---- lanes (FORGE_SLURM_MAX_CONNECTIONS) ----------------------------------
+ */
+
+#define LANES 4
+
+static void lanes_init(void)
+{
+    start_lanes(LANES);
+}
+
+TestSuite(lanes, .init = lanes_init, .fini = own_fini, .timeout = 60);
+
+/* A launch id of LAUNCH's length in lane `lane`, other than `not`. */
+static const char *id_in_lane(size_t lane, const char * not )
+{
+    static char ids[LANES * 2][3];
+    static size_t next;
+    char *id = ids[next++ % (LANES * 2)];
+
+    for (char a = 'A'; a <= 'Z'; a++)
+        for (char b = '0'; b <= '9'; b++) {
+            snprintf(id, 3, "%c%c", a, b);
+            if (forge_submit_lane(id, LANES) == lane &&
+                (!not || strcmp(id, not )))
+                return id;
+        }
+    cr_assert_fail("no id in lane %zu", lane);
+    return NULL;
+}
+
+Test(lanes, a_launchs_work_never_overtakes_itself)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    const char *id = id_in_lane(0, NULL);
+    forge_work_t *done;
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 1500);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, id, 0, gen));
+    forge_pool_post(slurm, work_in(FORGE_WORK_CANCEL, id, 0, gen));
+    wait_requests(1);
+    usleep(500000); /* three lanes are idle: the cancel still waits */
+    cr_assert_eq(support_http_count(srv), 1, "the cancel overtook its submit");
+    done = settle(2);
+    cr_assert_eq(done->kind, FORGE_WORK_SUBMIT);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->next->kind, FORGE_WORK_CANCEL);
+    cr_assert_eq(seen("POST", ""), 1);
+    cr_assert_eq(seen("DELETE", ""), 1);
+    free_list(done);
+}
+
+Test(lanes, launches_of_other_lanes_are_submitted_side_by_side)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    long long start;
+    forge_work_t *done;
+
+    for (size_t i = 0; i < LANES; i++)
+        support_http_push(srv, SUBMIT, 200, SUBMITTED, 1000);
+    start = forge_clock_ms();
+    for (size_t i = 0; i < LANES; i++)
+        forge_pool_post(
+            slurm, work_in(FORGE_WORK_SUBMIT, id_in_lane(i, NULL), 0, gen));
+    done = settle(LANES);
+    /* one after the other: 4 s at least */
+    cr_assert_lt(forge_clock_ms() - start, 2500, "took %lld ms",
+                 forge_clock_ms() - start);
+    cr_assert_eq(seen("POST", ""), LANES);
+    for (forge_work_t *w = done; w; w = w->next)
+        cr_assert_eq(w->status, FORGE_SLURM_OK, "%s: %s", w->launch_id,
+                     w->message);
+    free_list(done);
+}
+
+Test(lanes, a_withdrawal_reaches_a_submit_queued_in_its_lane)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    const char *held = id_in_lane(1, NULL);
+    const char *queued = id_in_lane(1, held);
+    const char *beside = id_in_lane(2, NULL);
+    char tag[32];
+    forge_work_t *done;
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 1500);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, held, 0, gen));
+    wait_requests(1); /* the held one took the slow answer */
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, queued, 0, gen));
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, beside, 0, gen));
+    wait_requests(2); /* the other lane's went meanwhile */
+    forge_submit_withdraw(slurm, queued, 1);
+    done = settle(3);
+    snprintf(tag, sizeof(tag), "forge:%s:1", queued);
+    cr_assert_eq(seen("POST", tag), 0, "the withdrawn submit posted");
+    snprintf(tag, sizeof(tag), "forge:%s:1", beside);
+    cr_assert_eq(seen("POST", tag), 1);
+    for (forge_work_t *w = done; w; w = w->next)
+        cr_assert_eq(w->refused,
+                     strcmp(w->launch_id, queued) ? FORGE_WORK_DONE
+                                                  : FORGE_WORK_WITHDRAWN,
+                     "%s", w->launch_id);
     free_list(done);
 }

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""
+bench_all.py - every benchmark of scripts/bench, as one table of ratios,
+each figure next to its baseline measured in the same run; printed, and
+written to docs/BENCHMARKS.md. A benchmark, not a test: it never fails on
+speed (a target missed is said in the table).
+
+  submits      bench_submit.py: submits/s through one worker against raw
+               POSTs of the same bodies over 1 and N keep-alive connections
+               (and N fresh ones), ACCEPTED -> SUBMITTED latency against
+               one POST's round trip
+  render       build/bench/bench_render: parse+validate+render against a
+               bare jansson parse of the same request
+  archive      build/bench/bench_archive: forge_archive_logs against
+               `tar czf` over the same files
+
+  $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
+      [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
+      [--skip submits,render,archive]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+BUILD = os.environ.get("FORGE_BENCH_BUILD", os.path.join(TOP, "build"))
+
+NOT_YET = ("Not measured yet (issue 13, its other parts): poll tick calls, "
+           "bytes and worker CPU at 1,000 / 10,000 / 100,000 owned live jobs "
+           "against per-job polling and one `/jobs`; RSS per tracked launch "
+           "at the same sizes; restoring 100,000 launches against a plain "
+           "consumer of the same partitions; job end -> terminal event "
+           "latency at two poll intervals.")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True,
+                          **kw).stdout
+
+
+def number(pattern, text):
+    m = re.search(pattern, text)
+    if not m:
+        raise RuntimeError(f"no {pattern!r} in:\n{text}")
+    return float(m.group(1))
+
+
+def default_budget():
+    """FORGE_SLURM_MAX_RPS's default, from the configuration's table."""
+    with open(os.path.join(TOP, "src", "core", "config.c")) as f:
+        m = re.search(r'"FORGE_SLURM_MAX_RPS",\s*VAR_INT,\s*AT\(slurm_max_rps\),'
+                      r'\s*"(\d+)"', f.read())
+    return m.group(1) if m else "its default"
+
+
+def submits(args):
+    out = run([sys.executable, os.path.join(HERE, "bench_submit.py"),
+               "--launches", str(args.launches), "--connections",
+               str(args.connections), "--rounds", str(args.rounds)])
+    r = json.loads(out.strip().splitlines()[-1])
+    n, c = r["launches"], r["connections"]
+    raw_n, raw_1 = r["raw_n"]["rate"], r["raw_1"]["rate"]
+    budget = default_budget()
+    rows = []
+    # the default budget caps the worker's requests (a submit is one): the
+    # target is the worker's own pace, without it
+    for key, what, target in (
+            ("worker_unlimited", "no budget (FORGE_SLURM_MAX_RPS=0)",
+             ">= 0.8"),
+            ("worker", f"default budget (FORGE_SLURM_MAX_RPS={budget})",
+             f"- (at most {budget}/s by design)")):
+        w = r[key]["rate"]
+        rows.append((f"submits/s, {n} launches through 1 worker, "
+                     f"{c} lanes, {what}",
+                     f"{w:.0f}",
+                     f"raw POSTs of the same bodies, {c} keep-alive "
+                     f"connections: {raw_n:.0f}",
+                     w / raw_n, target))
+    w = r["worker_unlimited"]["rate"]
+    rows.append((f"submits/s, 1 worker, no budget", f"{w:.0f}",
+                 f"raw POSTs, 1 keep-alive connection: {raw_1:.0f}",
+                 w / raw_1, "-"))
+    fresh = r["raw_n_fresh"]["rate"]
+    rows.append((f"raw POSTs/s, {c} connections, a new one per POST (as a "
+                 f"worker's submit)", f"{fresh:.0f}",
+                 f"{c} keep-alive connections: {raw_n:.0f}",
+                 fresh / raw_n, "-"))
+    trip = r["raw_1"]["latency"]
+    alone = r["alone"]
+    for lat, what in ((alone["latency"], f"one at a time ({alone['launches']}"
+                                         " launches, an idle worker)"),
+                      (r["worker_unlimited"]["latency"], f"{n} at once")):
+        rows.append((f"ACCEPTED -> SUBMITTED, median per launch, {what}",
+                     f"{lat * 1000:.0f} ms",
+                     f"one POST's round trip, keep-alive: "
+                     f"{trip * 1000:.1f} ms", lat / trip, "-"))
+    rounds = "; ".join(f"{k} {', '.join(f'{x:.0f}' for x in r[k]['rates'])}"
+                       for k in ("raw_1", "raw_n", "raw_n_fresh", "worker",
+                                 "worker_unlimited"))
+    return rows, f"submits/s of each round (median kept): {rounds}"
+
+
+def render(args):
+    out = run([os.path.join(BUILD, "bench", "bench_render"), "2"])
+    base = number(r"baseline\s+jansson parse only\s+([0-9.]+)", out)
+    prep = number(r"measured\s+parse\+validate\+render\s+([0-9.]+)", out)
+    return [("requests/s, parse+validate+render (one ~2 KiB request)",
+             f"{prep:.0f}", f"bare jansson parse: {base:.0f}",
+             base / prep, "<= 2 (cost)")], None
+
+
+def archive(args):
+    out = run([os.path.join(BUILD, "bench", "bench_archive"),
+               str(args.archive_mib), "4"])
+    tar = number(r"baseline\s+tar czf \(gzip -6\)\s+([0-9.]+)", out)
+    ours = number(r"measured\s+forge_archive_logs\s+([0-9.]+)", out)
+    return [(f"MiB/s, logs archived ({args.archive_mib} MiB, 4 files)",
+             f"{ours:.1f}", f"tar czf: {tar:.1f}", ours / tar, ">= 0.8")], None
+
+
+BENCHES = {"submits": submits, "render": render, "archive": archive}
+
+
+def verdict(ratio, target):
+    m = re.match(r"(>=|<=) ([0-9.]+)", target)
+    if not m:
+        return ""
+    ok = ratio >= float(m.group(2)) if m.group(1) == ">=" else \
+        ratio <= float(m.group(2))
+    return " (met)" if ok else " (NOT met)"
+
+
+def table(rows):
+    lines = ["| measure | measured | baseline, same run | ratio | target |",
+             "|---|---|---|---|---|"]
+    for what, value, base, ratio, target in rows:
+        lines.append(f"| {what} | {value} | {base} | {ratio:.2f} | "
+                     f"{target}{verdict(ratio, target)} |")
+    return "\n".join(lines)
+
+
+def describe_host():
+    commit = run(["git", "-C", TOP, "describe", "--always", "--dirty"]).strip()
+    load = os.getloadavg()
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+            f"UTC, commit {commit}, {os.cpu_count()} cores, load "
+            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launches", type=int, default=300)
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--archive-mib", type=int, default=64)
+    ap.add_argument("--out", default=os.path.join(TOP, "docs",
+                                                  "BENCHMARKS.md"))
+    ap.add_argument("--skip", default="")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    rows, notes = [], []
+    for name, bench in BENCHES.items():
+        if name in skip:
+            continue
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        r, note = bench(args)
+        rows.extend(r)
+        if note:
+            notes.append(note)
+    text = table(rows)
+    print(text)
+    print(NOT_YET)
+    host = describe_host()  # before the file is opened: a clean tree
+    with open(args.out, "w") as f:
+        f.write("# Benchmarks\n\n"
+                "Written by `scripts/bench` (never by hand; not part of "
+                "`scripts/test`): each figure next to a baseline measured "
+                "in the same run on the same machine, so the ratio is what "
+                "carries from one machine to another. Ratios are "
+                "measured / baseline, but for render, where it is the "
+                "cost ratio (baseline rate / measured rate).\n\n"
+                f"Last run: {host}.\n\n"
+                f"{text}\n\n"
+                + "".join(f"{n}.\n\n" for n in notes)
+                + f"{NOT_YET}\n")
+    print(f"written to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
