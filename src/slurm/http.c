@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
+#include "ops/observe.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -255,6 +256,14 @@ static bool should_retry(forge_slurm_status_t st, bool sent,
            st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
 }
 
+/* slurmrestd answered as it would when it can act: readiness (ops/health.h)
+ * holds it up; no answer, a server error or an auth refusal does not. */
+static bool answered(forge_slurm_status_t st)
+{
+    return st == FORGE_SLURM_OK || st == FORGE_SLURM_NOT_FOUND ||
+           st == FORGE_SLURM_REJECTED;
+}
+
 /* One request. *json set only for answers with a JSON body. */
 static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
                                     const char *method, const char *body,
@@ -267,6 +276,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     struct curl_slist *headers;
     forge_slurm_status_t st;
     CURLcode rc;
+    long long started;
 
     *json = NULL;
     *sent = true;
@@ -283,6 +293,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         return FORGE_SLURM_AUTH;
     }
     headers = prepare(c, url, method, body, token, &r);
+    started = forge_clock_ms();
     rc = curl_easy_perform(c->curl);
     curl_slist_free_all(headers);
     res->attempts++;
@@ -300,6 +311,8 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     }
     if (res->message[0])
         scrub(res);
+    forge_observe_slurm(method, url, res->http_status, answered(st),
+                        forge_clock_ms() - started);
     c->fresh_connection = st != FORGE_SLURM_OK;
     forge_buf_clear(&r.body);
     return st;

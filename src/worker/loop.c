@@ -39,6 +39,8 @@
 #include "kafka/kafka.h"
 #include "core/log.h"
 #include "launch/owner.h"
+#include "ops/health.h"
+#include "ops/observe.h"
 #include "request/prepare.h"
 #include "worker/archive_work.h"
 #include "worker/poller.h"
@@ -70,6 +72,7 @@ static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
                      (size_t)w->cfg->dlq_max_bytes);
     if (forge_kafka_produce_record(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
+    forge_observe_dlq();
     forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
                    "(%s)%s",
                    (int)m->partition, (long long)m->offset, error->message,
@@ -407,6 +410,7 @@ static void tick(worker_t *w)
 
     t.poll->poll.epoch = w->poll_epoch;
     forge_owner_each(w->owner, tend_entry, &t);
+    forge_observe_tick(w->owner, w->next_poll_ms ? t.now - w->next_poll_ms : 0);
     /* how late the loop came to this tick: the e2e tests read it */
     forge_log_debug("poll tick: %zu live jobs, %lld ms late",
                     t.poll->poll.item_count,
@@ -715,6 +719,7 @@ static void report_ready(worker_t *w)
     else if (now == 2 && w->readiness != 2)
         forge_log_info("ready: standby, this worker owns no partition");
     w->readiness = now;
+    forge_health_loop_ready(now);
 }
 
 static void drain(worker_t *w)
@@ -722,6 +727,7 @@ static void drain(worker_t *w)
     long long until = forge_clock_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
+    forge_health_stopping();
     /* A poll tick in progress stops between two calls, the call under way
      * interrupted: whoever owns its jobs next polls them. */
     forge_pool_interrupt(w->poller);
@@ -769,6 +775,8 @@ int forge_worker_run(const forge_config_t *cfg,
     forge_log_info("forge-worker %s running: group %s, topic %s",
                    cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
     while (!*stop && !w.fatal) {
+        forge_health_beat();
+        FORGE_TESTPOINT_LOOP_STALL();
         consume_batch(&w, 100);
         on_results(&w);
         if (forge_clock_ms() >= w.next_poll_ms)
