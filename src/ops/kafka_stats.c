@@ -36,8 +36,10 @@ long forge_kafka_stats_lag(const char *json, size_t len, const char *name,
         json_int_t id = json_integer_value(json_object_get(p, "partition"));
         json_int_t end = json_integer_value(json_object_get(p, "ls_offset"));
         json_int_t at = json_integer_value(json_object_get(p, "app_offset"));
-        if (at < 0)
+        if (at < 0) /* nothing taken yet: from the committed offset */
             at = json_integer_value(json_object_get(p, "committed_offset"));
+        if (at < 0) /* none either: from the start (auto.offset.reset) */
+            at = json_integer_value(json_object_get(p, "lo_offset"));
         if (id < 0 || (size_t)n >= max || !fetch || !strcmp(fetch, "none") ||
             end < 0 || at < 0)
             continue; /* the internal UA partition, or not fetched here */

@@ -26,9 +26,9 @@ void forge_kafka_stats_conf(rd_kafka_conf_t *conf, const char *topic);
 /* The lag of topic's partitions in one statistics JSON: for each
  * partition the consumer fetches (fetch_state other than "none"), its
  * last stable offset (ls_offset; read_committed) minus the consumer's
- * position (app_offset, or committed_offset before anything was taken),
- * never below 0. Up to max entries into partitions/lags; how many, or -1
- * when json is not statistics. */
+ * position (app_offset; before anything was taken, committed_offset, or
+ * without one lo_offset, where earliest starts), never below 0. Up to max
+ * entries into partitions/lags; how many, or -1 when json is not statistics. */
 long forge_kafka_stats_lag(const char *json, size_t len, const char *topic,
                            int32_t *partitions, long long *lags, size_t max);
 

@@ -79,6 +79,14 @@ static series_t *series_of(family_t *f, const char *const *values)
     return s;
 }
 
+/* A counter or histogram without labels starts at 0: "nothing yet" is a
+ * value. A gauge shows once it is set: until then it is unknown. */
+static void start_series(family_t *f)
+{
+    if (!f->label_count && f->def->type != FORGE_METRIC_GAUGE)
+        (void)series_of(f, NULL);
+}
+
 forge_metrics_t *forge_metrics_new(const forge_metric_def_t *defs, size_t n)
 {
     forge_metrics_t *m = forge_xcalloc(1, sizeof(*m));
@@ -89,8 +97,7 @@ forge_metrics_t *forge_metrics_new(const forge_metric_def_t *defs, size_t n)
     for (size_t i = 0; i < n; i++) {
         m->families[i].def = &defs[i];
         m->families[i].label_count = labels_of(&defs[i]);
-        if (!m->families[i].label_count)
-            (void)series_of(&m->families[i], NULL);
+        start_series(&m->families[i]);
     }
     return m;
 }
@@ -173,8 +180,7 @@ void forge_metrics_reset(forge_metrics_t *m, size_t family)
         return;
     pthread_mutex_lock(&m->lock);
     drop_series(&m->families[family]);
-    if (!m->families[family].label_count)
-        (void)series_of(&m->families[family], NULL);
+    start_series(&m->families[family]);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -265,7 +271,7 @@ static void put_histogram(forge_buf_t *b, const family_t *f, const series_t *s)
 
     for (size_t i = 0; i < f->def->bucket_count; i++) {
         cumulative += s->buckets[i];
-        snprintf(le, sizeof(le), "%.17g", f->def->buckets[i]);
+        snprintf(le, sizeof(le), "%g", f->def->buckets[i]);
         put_sample(b, f, s, "_bucket", "le", le, cumulative);
     }
     put_sample(b, f, s, "_bucket", "le", "+Inf", s->count);

@@ -35,8 +35,9 @@ typedef struct forge_metric_def {
 typedef struct forge_metrics forge_metrics_t;
 
 /* A registry of the n families of defs (borrowed: a static table). A
- * family without labels starts with its one series at 0, so it shows from
- * the first scrape; labelled ones show their series once touched. */
+ * counter or histogram without labels starts with its one series at 0, so
+ * it shows from the first scrape; a gauge once it is set; labelled
+ * families show each series once touched. */
 forge_metrics_t *forge_metrics_new(const forge_metric_def_t *defs, size_t n);
 void forge_metrics_free(forge_metrics_t *m); /* NULL-safe */
 
