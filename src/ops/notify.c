@@ -46,7 +46,9 @@ int forge_notify(const char *state)
         return -1;
     if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
-    sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+    /* never blocks: a manager that does not read costs a message, never
+     * the loop's time */
+    sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT,
                   (struct sockaddr *)&sa, len);
     saved = errno;
     close(fd);

@@ -182,10 +182,12 @@ static const forge_metric_def_t defs[M__COUNT] = {
                     NULL,
                     0},
     [M_JWT] = {"forge_slurm_jwt_expiry_seconds",
-               "Seconds until the slurmrestd token in use expires (absent: "
+               "Seconds until the slurmrestd token in use expires, by source "
+               "(file: FORGE_SLURM_JWT_FILE, renewed by the site; minted: "
+               "from FORGE_SLURM_JWT_KEY_FILE, renewed by the worker; absent: "
                "a token without exp)",
                FORGE_METRIC_GAUGE,
-               {NULL},
+               {"source"},
                NULL,
                0},
     [M_HEARTBEAT_AGE] = {"forge_loop_heartbeat_age_seconds",
@@ -217,7 +219,8 @@ static const forge_metric_def_t defs[M__COUNT] = {
 };
 
 static forge_metrics_t *_Atomic registry;
-static atomic_llong jwt_exp; /* epoch seconds, 0: unknown */
+static atomic_llong jwt_exp;   /* epoch seconds, 0: unknown */
+static atomic_bool jwt_minted; /* where the token came from */
 
 #define REASONS_MAX 32
 
@@ -269,8 +272,10 @@ static void refresh(forge_metrics_t *m)
     forge_metrics_set(m, M_READY, NULL, v.ok);
     forge_metrics_set(m, M_PRODUCER, NULL, forge_health_producer_usable());
     forge_metrics_set(m, M_SLURM_AGE, NULL, age < 0 ? -1 : age / 1000.0);
-    if (exp)
-        forge_metrics_set(m, M_JWT, NULL, (double)(exp - time(NULL)));
+    if (exp) {
+        const char *source[] = {atomic_load(&jwt_minted) ? "minted" : "file"};
+        forge_metrics_set(m, M_JWT, source, (double)(exp - time(NULL)));
+    }
 }
 
 char *forge_observe_render(void)
@@ -514,7 +519,7 @@ static long base64url_decode(const char *in, size_t n, unsigned char *out)
     return len;
 }
 
-void forge_observe_jwt(const char *token)
+void forge_observe_jwt(const char *token, bool minted)
 {
     const char *dot = token ? strchr(token, '.') : NULL;
     const char *end = dot ? strchr(dot + 1, '.') : NULL;
@@ -530,6 +535,7 @@ void forge_observe_jwt(const char *token)
     n = base64url_decode(dot + 1, (size_t)(end - dot - 1), payload);
     claims =
         n > 0 ? json_loadb((const char *)payload, (size_t)n, 0, NULL) : NULL;
+    atomic_store(&jwt_minted, minted);
     if (json_is_integer(json_object_get(claims, "exp")))
         atomic_store(&jwt_exp, (long long)json_integer_value(
                                    json_object_get(claims, "exp")));
