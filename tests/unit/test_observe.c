@@ -192,13 +192,19 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
         b64[o++] = alphabet[(acc << (6 - bits)) & 63];
     b64[o] = '\0';
     snprintf(token, sizeof(token), "eyJhbGciOiJIUzI1NiJ9.%s.c2ln", b64);
-    forge_observe_jwt(token);
+    forge_observe_jwt(token, false);
     text = forge_observe_render();
-    at = strstr(text, "\nforge_slurm_jwt_expiry_seconds ");
+    at = strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"file\"} ");
     cr_assert_not_null(at, "%s", text);
-    snprintf(line, sizeof(line), "%s", at + 1);
-    cr_assert_geq(atof(line + strlen("forge_slurm_jwt_expiry_seconds ")), 3590,
-                  "%s", line);
+    snprintf(line, sizeof(line), "%s", strchr(at, '}') + 2);
+    cr_assert_geq(atof(line), 3590, "%s", line);
+    cr_assert_leq(atof(line), 3600, "%s", line);
+    free(text);
+    forge_observe_jwt(token, true); /* minted from the key instead */
+    text = forge_observe_render();
+    cr_assert_not_null(
+        strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"minted\"} "),
+        "%s", text);
     free(text);
 }
 
