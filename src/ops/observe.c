@@ -474,14 +474,15 @@ const char *forge_observe_slurm_operation(const char *method, const char *url)
 }
 
 void forge_observe_slurm(const char *method, const char *url, long status,
-                         bool answered, long long ms)
+                         forge_slurm_status_t outcome, long long ms)
 {
     forge_metrics_t *m = atomic_load(&registry);
     char code[24];
     const char *op = forge_observe_slurm_operation(method, url);
     const char *labels[] = {op, code};
 
-    if (answered)
+    if (outcome == FORGE_SLURM_OK || outcome == FORGE_SLURM_NOT_FOUND ||
+        outcome == FORGE_SLURM_REJECTED)
         forge_health_slurm_answered();
     if (!m)
         return;

@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "launch/owner.h"
 #include "launch/state.h"
+#include "slurm/client.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,10 +68,12 @@ void forge_observe_tick_done(long long ms);
 void forge_observe_archived(unsigned long long bytes);
 
 /* Any thread: one HTTP request to slurmrestd (url: the whole URL, its
- * operation read from the path), its HTTP status (0: no answer), whether
- * it counts as answered for readiness (health.h), and how long it took. */
+ * operation read from the path), its HTTP status (0: no answer), how it
+ * was classified (client.h), and how long it took. OK, NOT_FOUND and
+ * REJECTED are answers of a slurmrestd that can act: they hold readiness
+ * up (health.h); no answer, a server error or an auth refusal do not. */
 void forge_observe_slurm(const char *method, const char *url, long status,
-                         bool answered, long long ms);
+                         forge_slurm_status_t outcome, long long ms);
 
 /* The operation a slurmrestd URL is ("submit", "jobs_state", "job",
  * "cancel", "jobs", "accounting", "ping", "openapi", "other"). */

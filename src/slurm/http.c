@@ -256,14 +256,6 @@ static bool should_retry(forge_slurm_status_t st, bool sent,
            st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
 }
 
-/* slurmrestd answered as it would when it can act: readiness (ops/health.h)
- * holds it up; no answer, a server error or an auth refusal does not. */
-static bool answered(forge_slurm_status_t st)
-{
-    return st == FORGE_SLURM_OK || st == FORGE_SLURM_NOT_FOUND ||
-           st == FORGE_SLURM_REJECTED;
-}
-
 /* One request. *json set only for answers with a JSON body. */
 static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
                                     const char *method, const char *body,
@@ -311,7 +303,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     }
     if (res->message[0])
         scrub(res);
-    forge_observe_slurm(method, url, res->http_status, answered(st),
+    forge_observe_slurm(method, url, res->http_status, st,
                         forge_clock_ms() - started);
     c->fresh_connection = st != FORGE_SLURM_OK;
     forge_buf_clear(&r.body);

@@ -54,7 +54,8 @@ Test(observe, before_start_the_hooks_do_nothing)
 {
     forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
     forge_observe_txn(FORGE_OBSERVE_TXN_COMMITTED);
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 200, true, 3);
+    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 200,
+                        FORGE_SLURM_OK, 3);
     cr_assert_null(forge_observe_render());
     cr_assert_not(forge_observe_started());
 }
@@ -139,11 +140,16 @@ Test(observe, slurm_operations_are_read_from_the_url)
 Test(observe, slurm_requests_count_by_operation_and_code_with_latency)
 {
     start();
-    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 200, true,
-                        40);
-    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 500, false,
-                        10);
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 0, false, 2);
+    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 0,
+                        FORGE_SLURM_TRANSPORT, 2);
+    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 401,
+                        FORGE_SLURM_AUTH, 2);
+    cr_assert_lt(forge_health_slurm_age_ms(), 0, "no answer, an auth refusal");
+    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 500,
+                        FORGE_SLURM_SERVER, 10);
+    cr_assert_lt(forge_health_slurm_age_ms(), 0, "a server error");
+    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 200,
+                        FORGE_SLURM_OK, 40);
     expect("forge_slurm_requests_total{operation=\"submit\",code=\"200\"} 1",
            true);
     expect("forge_slurm_requests_total{operation=\"submit\",code=\"500\"} 1",
