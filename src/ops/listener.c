@@ -101,7 +101,8 @@ static forge_rc_t split(const char *hostport, char **host, const char **port,
 
     if (!colon || !colon[1])
         return forge_error_set(err, FORGE_ECONFIG, "FORGE_HTTP_LISTEN",
-                               "%s is not host:port", hostport);
+                               "FORGE_HTTP_LISTEN=%s is not host:port",
+                               hostport);
     n = (size_t)(colon - hostport);
     if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
         h++;
@@ -127,8 +128,8 @@ static int bind_socket(const char *hostport, forge_rc_t *rc, forge_error_t *err)
         return -1;
     if ((gai = getaddrinfo(*host ? host : NULL, port, &hints, &ai)) != 0) {
         *rc = forge_error_set(err, FORGE_ECONFIG, "FORGE_HTTP_LISTEN",
-                              "cannot resolve %s: %s", hostport,
-                              gai_strerror(gai));
+                              "FORGE_HTTP_LISTEN=%s cannot be resolved: %s",
+                              hostport, gai_strerror(gai));
         free(host);
         return -1;
     }
@@ -141,7 +142,8 @@ static int bind_socket(const char *hostport, forge_rc_t *rc, forge_error_t *err)
         /* in use: another process (an instance still stopping) has it, and
          * a restart may find it free; anything else is the address */
         *rc = forge_error_set(err, e == EADDRINUSE ? FORGE_EIO : FORGE_ECONFIG,
-                              "FORGE_HTTP_LISTEN", "cannot listen on %s: %s",
+                              "FORGE_HTTP_LISTEN",
+                              "FORGE_HTTP_LISTEN=%s cannot be listened on: %s",
                               hostport, strerror(e));
         if (fd >= 0)
             close(fd);
@@ -185,7 +187,8 @@ forge_rc_t forge_listener_start(const char *hostport, forge_listener_t **out,
         close(fd);
         free(l);
         return forge_error_set(err, FORGE_EIO, "FORGE_HTTP_LISTEN",
-                               "cannot serve HTTP on %s", hostport);
+                               "FORGE_HTTP_LISTEN=%s: cannot serve HTTP there",
+                               hostport);
     }
     *out = l;
     return FORGE_OK;
