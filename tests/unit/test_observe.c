@@ -326,3 +326,35 @@ Test(observe, live_launches_by_state_and_the_archive_queue)
     expect("forge_partitions_owned 2", true); /* owner.c said so */
     forge_owner_destroy(o);
 }
+
+/* The statistics the lag comes from: every 5 s unless the operator chose
+ * (FORGE_KAFKA_PROP_STATISTICS_INTERVAL_MS), and none before start. */
+static const char *interval_of(rd_kafka_conf_t *conf)
+{
+    static char value[32];
+    size_t size = sizeof(value);
+
+    cr_assert_eq(
+        rd_kafka_conf_get(conf, "statistics.interval.ms", value, &size),
+        RD_KAFKA_CONF_OK);
+    return value;
+}
+
+Test(observe, the_consumer_gets_statistics_every_5_s_unless_set)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+    forge_kafka_stats_conf(conf, "req"); /* not started: nothing */
+    cr_assert_str_eq(interval_of(conf), "0");
+    start();
+    forge_kafka_stats_conf(conf, "req");
+    cr_assert_str_eq(interval_of(conf), FORGE_KAFKA_STATS_INTERVAL);
+    rd_kafka_conf_destroy(conf);
+    conf = rd_kafka_conf_new();
+    cr_assert_eq(
+        rd_kafka_conf_set(conf, "statistics.interval.ms", "1000", NULL, 0),
+        RD_KAFKA_CONF_OK);
+    forge_kafka_stats_conf(conf, "req");
+    cr_assert_str_eq(interval_of(conf), "1000");
+    rd_kafka_conf_destroy(conf);
+}
