@@ -127,6 +127,12 @@ def env_example_names():
     return names
 
 
+def known_variables():
+    """Every variable of src/core/config.c's table."""
+    with open(os.path.join(TOP, "src", "core", "config.c")) as f:
+        return set(re.findall(r'\{"(FORGE_[A-Z0-9_]+)"', f.read()))
+
+
 def check_worker_needs(docs):
     pod = docs["Deployment"][1]["spec"]["template"]["spec"]
     config = docs["ConfigMap"][1]["data"]
@@ -171,9 +177,15 @@ def check_worker_needs(docs):
     missing = env_example_names() - set(config)
     if missing:
         fail(f"the ConfigMap lacks variables of the env example: {missing}")
+    unknown = {k for k in config if k.startswith("FORGE_")} - \
+        known_variables()
+    if unknown:
+        fail(f"the ConfigMap sets variables the worker does not know: "
+             f"{unknown}")
     if "FORGE_WORKER_ID" in config:
         fail("FORGE_WORKER_ID must be each pod's own, not the ConfigMap's")
-    ok("the ConfigMap holds every variable the env example sets")
+    ok("the ConfigMap holds every variable the env example sets, and only "
+       "variables the worker knows")
 
     scaled = docs["ScaledObject"][1]["spec"]
     kafka = scaled["triggers"][0]["metadata"]
