@@ -481,8 +481,10 @@ void forge_observe_slurm(const char *method, const char *url, long status,
     const char *op = forge_observe_slurm_operation(method, url);
     const char *labels[] = {op, code};
 
-    if (outcome == FORGE_SLURM_OK || outcome == FORGE_SLURM_NOT_FOUND ||
-        outcome == FORGE_SLURM_REJECTED)
+    /* a ping's answer counts only if slurmctld responds: probe.c says */
+    if ((outcome == FORGE_SLURM_OK || outcome == FORGE_SLURM_NOT_FOUND ||
+         outcome == FORGE_SLURM_REJECTED) &&
+        strcmp(op, "ping") != 0)
         forge_health_slurm_answered();
     if (!m)
         return;

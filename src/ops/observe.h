@@ -71,7 +71,9 @@ void forge_observe_archived(unsigned long long bytes);
  * operation read from the path), its HTTP status (0: no answer), how it
  * was classified (client.h), and how long it took. OK, NOT_FOUND and
  * REJECTED are answers of a slurmrestd that can act: they hold readiness
- * up (health.h); no answer, a server error or an auth refusal do not. */
+ * up (health.h); no answer, a server error or an auth refusal do not. A
+ * ping's answer is left to the probe (probe.h), which knows whether
+ * slurmctld responded. */
 void forge_observe_slurm(const char *method, const char *url, long status,
                          forge_slurm_status_t outcome, long long ms);
 

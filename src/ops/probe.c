@@ -61,6 +61,10 @@ static void *run(void *arg)
         if (forge_slurm_ping(p->client, &ping, &res) != FORGE_SLURM_OK)
             forge_log_debug("readiness ping: %s (%s)", res.message,
                             forge_slurm_status_name(res.status));
+        else if (ping.responding) /* slurmrestd and slurmctld answer */
+            forge_health_slurm_answered();
+        else
+            forge_log_debug("readiness ping: slurmctld is not responding");
     }
     return NULL;
 }

@@ -3,9 +3,10 @@
  * ops/probe.h - keeps readiness's slurmrestd fact fresh when the worker
  * has nothing to ask it (no live job, no submit): a thread of its own that
  * pings slurmrestd (GET .../ping, its own client) whenever no call was
- * answered for a third of FORGE_READY_SLURM_S. Its answers reach health.h
- * through the same hook as every call's (slurm/http.c), and its token's
- * expiry observe.h's.
+ * answered for a third of FORGE_READY_SLURM_S. A ping answered with
+ * slurmctld responding counts as an answer for health.h; its request is
+ * counted in the metrics like every call (slurm/http.c), and its token's
+ * expiry reaches observe.h.
  */
 #ifndef FORGE_OPS_PROBE_H
 #define FORGE_OPS_PROBE_H

@@ -148,6 +148,9 @@ Test(observe, slurm_requests_count_by_operation_and_code_with_latency)
     forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 500,
                         FORGE_SLURM_SERVER, 10);
     cr_assert_lt(forge_health_slurm_age_ms(), 0, "a server error");
+    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 200,
+                        FORGE_SLURM_OK, 2);
+    cr_assert_lt(forge_health_slurm_age_ms(), 0, "a ping: the probe's call");
     forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 200,
                         FORGE_SLURM_OK, 40);
     expect("forge_slurm_requests_total{operation=\"submit\",code=\"200\"} 1",
