@@ -2,11 +2,14 @@
 /*
  * cmd_run.c - `forge-worker run`: configuration (exit 78 naming a bad
  * variable, the state keys' files included), the slurmrestd API version
- * check, signal handling, then the consume loop (src/worker/run.c puts it
+ * check, signal handling, what an operator sees (src/ops/ops.h: the probes,
+ * the metrics, systemd's notifications; started before the check, so its
+ * answer counts), then the consume loop (src/worker/run.c puts it
  * together).
  */
 #include "cli.h"
 #include "core/log.h"
+#include "ops/ops.h"
 #include "slurm/client.h"
 #include "core/testpoint.h"
 #include "worker/worker.h"
@@ -70,12 +73,27 @@ static int check_api_version(const forge_config_t *cfg)
     return rc;
 }
 
+/* A listener address that cannot be had is a configuration error (78),
+ * except a port in use (1: a restart may find it free). */
+static int start_ops(const forge_config_t *cfg, forge_ops_t **ops)
+{
+    forge_error_t err = {0};
+
+    if (!forge_ops_start(cfg, ops, &err))
+        return 0;
+    fprintf(stderr, "forge-worker: %s%s\n",
+            err.code == FORGE_ECONFIG ? "bad configuration: " : "",
+            err.message);
+    return err.code == FORGE_ECONFIG ? CLI_EXIT_CONFIG : 1;
+}
+
 int cmd_run(int argc, char **argv)
 {
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
     forge_tenants_t *tenants = NULL;
     forge_sealer_t *sealer = NULL;
+    forge_ops_t *ops = NULL;
     int rc;
 
     (void)argv;
@@ -94,6 +112,8 @@ int cmd_run(int argc, char **argv)
     if (!rc)
         rc = cli_load_sealer(cfg, &sealer);
     if (!rc)
+        rc = start_ops(cfg, &ops);
+    if (!rc)
         rc = check_api_version(cfg);
     if (!rc && FORGE_TESTPOINTS_BUILT)
         forge_log_warn("this build carries test failure points "
@@ -102,6 +122,7 @@ int cmd_run(int argc, char **argv)
         install_signals();
         rc = forge_worker_run(cfg, cat, tenants, sealer, &stop_requested);
     }
+    forge_ops_stop(ops);
     forge_sealer_destroy(sealer);
     forge_tenants_destroy(tenants);
     forge_series_catalog_destroy(cat);

@@ -4,7 +4,8 @@
 # under $FORGE_CACHE_DIR/venv on Debian's python3, with the pinned packages
 # of tests/e2e/worker/requirements.txt (confluent-kafka: a Kafka client
 # independent of the worker's own code, to produce requests and read the
-# out topics as the platform would; pytest to run the scenarios).
+# out topics as the platform would; pytest to run the scenarios;
+# kubernetes-validate for deploy/kubernetes/, scripts/check-deploy).
 # Idempotent: reinstalls only when the requirements file changed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,4 +22,4 @@ rm -rf "$venv"
 /usr/bin/python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
 cp "$req" "$stamp"
-stack_log "python: $("$venv/bin/python" -c 'import confluent_kafka, pytest; print("confluent-kafka", confluent_kafka.__version__, "pytest", pytest.__version__)')"
+stack_log "python: $("$venv/bin/python" -c 'import confluent_kafka, pytest; print("confluent-kafka", confluent_kafka.__version__, "pytest", pytest.__version__)'), $("$venv/bin/kubernetes-validate" --version)"

@@ -106,6 +106,8 @@ static const var_rule_t rules[] = {
      3600000, NULL},
     {"FORGE_LOST_GRACE_S", VAR_INT, AT(lost_grace_s), "600", 0, 604800, NULL},
     {"FORGE_HTTP_LISTEN", VAR_HOSTPORT, AT(http_listen), NULL, 0, 0, NULL},
+    {"FORGE_HEALTH_STALL_S", VAR_INT, AT(health_stall_s), "300", 2, 3600, NULL},
+    {"FORGE_READY_SLURM_S", VAR_INT, AT(ready_slurm_s), "60", 3, 3600, NULL},
     {"FORGE_LOG_LEVEL", VAR_ENUM, AT(log_level), "info", 0, 0, level_names},
     {"FORGE_LOG_FORMAT", VAR_ENUM, AT(log_format), "json", 0, 0, format_names},
 };

@@ -101,7 +101,9 @@ typedef struct forge_config {
     char *worker_id;
     int poll_interval_ms;
     int lost_grace_s;
-    char *http_listen; /* NULL: no health/metrics listener */
+    char *http_listen;  /* NULL: no health/metrics listener */
+    int health_stall_s; /* /healthz: the loop's pass at most this old */
+    int ready_slurm_s;  /* /readyz: a slurmrestd answer at most this old */
     forge_log_level_t log_level;
     forge_log_format_t log_format;
 

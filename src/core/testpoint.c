@@ -5,7 +5,7 @@
  * consume loop's thread only; the crash point may be reached from any
  * thread (it only reads the environment and kills the process). The
  * commit stall's, the offsets hang's and the producer fatal's counters are
- * the loop's too.
+ * the loop's too, and so is the loop stall.
  */
 #include "core/testpoint.h"
 
@@ -160,6 +160,22 @@ bool forge_testpoint_restore_stalls(int timeout_ms)
                    seen, timeout_ms);
     forge_clock_sleep_ms(timeout_ms);
     return true;
+}
+
+/* Called at the top of each pass of the loop, on its thread. */
+void forge_testpoint_loop_stall(void)
+{
+    const char *path = getenv("FORGE_TEST_LOOP_STALL");
+    bool said = false;
+
+    while (path && *path && access(path, F_OK) == 0) {
+        if (!said)
+            forge_log_warn("test point: the loop stalls while %s exists", path);
+        said = true;
+        forge_clock_sleep_ms(100);
+    }
+    if (said)
+        forge_log_warn("test point: the loop goes on");
 }
 #else
 typedef int forge_testpoint_unused_t; /* ISO C: no empty translation unit */

@@ -38,6 +38,11 @@
  *                                  is aborted with a chance of m per mille
  *                                  (the chaos scenarios); with
  *   FORGE_TEST_ABORT_TXN_RANDOM_UNTIL=<t> only before t (epoch seconds)
+ *   FORGE_TEST_LOOP_STALL=<path>   while a file exists at path, the consume
+ *                                  loop stops at the top of its pass (it
+ *                                  looks again every 100 ms), as a loop
+ *                                  stuck in a call would: its heartbeat
+ *                                  ages and /healthz turns 503 (ops/health.h)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).
@@ -61,11 +66,13 @@ bool forge_testpoint_restore_stalls(int timeout_ms);
 bool forge_testpoint_commit_stalls(void);
 bool forge_testpoint_offsets_hang(void);
 bool forge_testpoint_producer_fatal(void);
+void forge_testpoint_loop_stall(void);
 #define FORGE_TESTPOINT_RESTORE_FAIL()     forge_testpoint_restore_fail()
 #define FORGE_TESTPOINT_RESTORE_STALLS(ms) forge_testpoint_restore_stalls(ms)
 #define FORGE_TESTPOINT_COMMIT_STALLS()    forge_testpoint_commit_stalls()
 #define FORGE_TESTPOINT_OFFSETS_HANG()     forge_testpoint_offsets_hang()
 #define FORGE_TESTPOINT_PRODUCER_FATAL()   forge_testpoint_producer_fatal()
+#define FORGE_TESTPOINT_LOOP_STALL()       forge_testpoint_loop_stall()
 #define FORGE_TESTPOINT_CRASH(name)        forge_testpoint_crash(name)
 #define FORGE_TESTPOINT_EVENT_STATE(state) forge_testpoint_event_state(state)
 #define FORGE_TESTPOINT_ABORT_TXN()        forge_testpoint_abort_txn()
@@ -79,6 +86,7 @@ bool forge_testpoint_producer_fatal(void);
 #define FORGE_TESTPOINT_COMMIT_STALLS()    false
 #define FORGE_TESTPOINT_OFFSETS_HANG()     false
 #define FORGE_TESTPOINT_PRODUCER_FATAL()   false
+#define FORGE_TESTPOINT_LOOP_STALL()       ((void)0)
 #define FORGE_TESTPOINTS_BUILT             0
 #endif
 

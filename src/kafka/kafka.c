@@ -10,6 +10,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ops/kafka_stats.h"
+#include "ops/observe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
             rd_kafka_error_destroy(e);
         rd_kafka_pause_partitions(rk, parts);
         forge_log_info("assigned %zu partition(s)", n);
+        forge_observe_rebalance("assigned");
         k->handlers.assigned(k->handlers.ctx, p, n);
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
@@ -99,10 +102,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
                 rd_kafka_error_destroy(e);
             k->in_txn = false;
             k->produce_failed = false;
+            forge_observe_txn(FORGE_OBSERVE_TXN_ABORTED);
             rd_kafka_topic_partition_list_destroy(k->offsets);
             k->offsets = rd_kafka_topic_partition_list_new(8);
         }
         forge_log_info("revoked %zu partition(s)%s", n, lost ? " (lost)" : "");
+        forge_observe_rebalance(lost ? "lost" : "revoked");
         k->handlers.revoked(k->handlers.ctx, p, n, lost);
         if ((e = rd_kafka_incremental_unassign(rk, parts)))
             rd_kafka_error_destroy(e);
@@ -151,6 +156,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
         return FORGE_ECONFIG;
     }
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    forge_kafka_stats_conf(conf, k->cfg->topic_requests); /* consumer lag */
     rd_kafka_conf_set_opaque(conf, k);
     if (!(k->consumer = forge_kafka_handle_new(RD_KAFKA_CONSUMER, conf, errstr,
                                                sizeof(errstr))))

@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "core/testpoint.h"
 #include "kafka/kafka_guard.h"
+#include "ops/observe.h"
 
 #include <string.h>
 
@@ -270,6 +271,7 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         k->produce_failed = false;
         rd_kafka_topic_partition_list_destroy(k->offsets);
         k->offsets = rd_kafka_topic_partition_list_new(8);
+        forge_observe_txn(FORGE_OBSERVE_TXN_NONE); /* nothing was sent */
         return forge_kafka_producer_wait(k);
     }
     if (FORGE_TESTPOINT_PRODUCER_FATAL())
@@ -295,5 +297,7 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         k->in_txn = false;
     rd_kafka_topic_partition_list_destroy(k->offsets);
     k->offsets = rd_kafka_topic_partition_list_new(8);
+    forge_observe_txn(out == FORGE_KAFKA_COMMITTED ? FORGE_OBSERVE_TXN_COMMITTED
+                                                   : FORGE_OBSERVE_TXN_ABORTED);
     return out;
 }

@@ -5,6 +5,7 @@
 #include "slurm/auth.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ops/observe.h"
 
 #include <jwt.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ static void set_token(forge_slurm_auth_t *a, char *token)
     a->token = token;
     if (token)
         (void)forge_log_secret_add(token); /* short strings are no JWT */
+    forge_observe_jwt(token, a->key_file != NULL); /* its expiry: a metric */
 }
 
 static forge_rc_t read_token(forge_slurm_auth_t *a, forge_error_t *err)

@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
+#include "ops/observe.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,6 +275,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     struct curl_slist *headers;
     forge_slurm_status_t st;
     CURLcode rc;
+    long long started;
 
     *json = NULL;
     *sent = true;
@@ -291,6 +293,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         return FORGE_SLURM_AUTH;
     }
     headers = prepare(c, url, method, body, token, &r);
+    started = forge_clock_ms();
     rc = curl_easy_perform(c->curl);
     curl_slist_free_all(headers);
     res->attempts++;
@@ -308,6 +311,8 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     }
     if (res->message[0])
         scrub(res);
+    forge_observe_slurm(method, url, res->http_status, st,
+                        forge_clock_ms() - started);
     c->fresh_connection = st != FORGE_SLURM_OK;
     forge_buf_clear(&r.body);
     return st;

@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "launch/events.h"
 #include "core/log.h"
+#include "ops/observe.h"
 #include "worker/worker_int.h"
 
 #include <stdlib.h>
@@ -69,6 +70,7 @@ static void on_archived(worker_t *w, forge_entry_t *e, forge_work_t *work)
                              {"archive", a->path}};
 
     publish_logs(w, e, a);
+    forge_observe_archived(a->bytes);
     e->rec->archived = true;
     forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_worker_write_record(w, e);

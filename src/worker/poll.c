@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "slurm/verdict.h"
 #include "core/util.h"
+#include "ops/observe.h"
 #include "worker/worker_int.h"
 
 #include <stdlib.h>
@@ -147,6 +148,7 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
     size_t changed = 0;
 
     w->poll_in_flight = false;
+    forge_observe_tick_done(forge_clock_ms() - w->poll_posted_ms);
     for (size_t i = 0;
          tick->status == FORGE_SLURM_OK && i < tick->poll.item_count; i++) {
         changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;

@@ -8,6 +8,7 @@
 #include "launch/events.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "ops/observe.h"
 #include "worker/worker_int.h"
 #include "core/testpoint.h"
 
@@ -98,6 +99,7 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
 
     if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
         return 0; /* not a legal move: nothing to say */
+    forge_observe_moved(from, c->to, c->reason);
     ev.launch_id = e->rec->launch_id;
     ev.attempt = e->rec->attempt;
     ev.seq = e->rec->seq;

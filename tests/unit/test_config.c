@@ -46,6 +46,8 @@ Test(config, defaults_when_nothing_is_set)
     cr_assert_eq(cfg->log_format, FORGE_LOG_JSON);
     cr_assert_null(cfg->storage_root);
     cr_assert_null(cfg->http_listen);
+    cr_assert_eq(cfg->health_stall_s, 300);
+    cr_assert_eq(cfg->ready_slurm_s, 60);
     cr_assert_null(cfg->slurm_partition);
     cr_assert_not_null(cfg->worker_id);
     cr_assert_eq(cfg->mount_allow_count, 0);
@@ -82,6 +84,8 @@ Test(config, every_value_read)
         "FORGE_POLL_INTERVAL_MS=1000",
         "FORGE_LOST_GRACE_S=30",
         "FORGE_HTTP_LISTEN=0.0.0.0:8080",
+        "FORGE_HEALTH_STALL_S=120",
+        "FORGE_READY_SLURM_S=30",
         "FORGE_LOG_LEVEL=debug",
         "FORGE_LOG_FORMAT=text",
         "FORGE_KAFKA_PROP_SOCKET_TIMEOUT_MS=30000",
@@ -122,6 +126,8 @@ Test(config, every_value_read)
     cr_assert_eq(cfg->poll_interval_ms, 1000);
     cr_assert_eq(cfg->lost_grace_s, 30);
     cr_assert_str_eq(cfg->http_listen, "0.0.0.0:8080");
+    cr_assert_eq(cfg->health_stall_s, 120);
+    cr_assert_eq(cfg->ready_slurm_s, 30);
     cr_assert_eq(cfg->log_level, FORGE_LOG_DEBUG);
     cr_assert_eq(cfg->log_format, FORGE_LOG_TEXT);
     cr_assert_eq(cfg->kafka_prop_count, 2);
@@ -271,6 +277,10 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_LOST_GRACE_S=-1"}, "FORGE_LOST_GRACE_S"},
     {{"FORGE_HTTP_LISTEN=8080"}, "FORGE_HTTP_LISTEN"},
     {{"FORGE_HTTP_LISTEN=:8080"}, "FORGE_HTTP_LISTEN"},
+    {{"FORGE_HEALTH_STALL_S=1"}, "FORGE_HEALTH_STALL_S"},
+    {{"FORGE_HEALTH_STALL_S=5m"}, "FORGE_HEALTH_STALL_S"},
+    {{"FORGE_READY_SLURM_S=2"}, "FORGE_READY_SLURM_S"},
+    {{"FORGE_READY_SLURM_S=3601"}, "FORGE_READY_SLURM_S"},
     {{"FORGE_LOG_LEVEL=verbose"}, "FORGE_LOG_LEVEL"},
     {{"FORGE_LOG_FORMAT=xml"}, "FORGE_LOG_FORMAT"},
     {{"FORGE_SLURM_PARTITION=gpu\nrm"}, "FORGE_SLURM_PARTITION"},

@@ -3,7 +3,8 @@
  * test_worker_cli.c - the forge-worker executable as an operator meets it:
  * --version names librdkafka >= 2.11.1 and the API versions; a bad
  * environment variable, or a bad state key file, stops `run` with exit 78
- * and a message naming it.
+ * and a message naming it; so does a listener address that cannot be had
+ * (a port in use: exit 1).
  */
 #include "core/version.h"
 
@@ -11,7 +12,10 @@
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -170,6 +174,56 @@ Test(worker_cli, the_state_key_is_required_and_checked_by_run)
     envp[6] = good;
     envp[7] = prev;
     assert_config_exit(envp, "FORGE_STATE_KEY_FILE_PREVIOUS");
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* FORGE_HTTP_LISTEN (src/ops/listener.c): an address that cannot be had
+ * stops run with 78 naming it; a port in use with 1 (a restart may find
+ * it free); both before anything talks to Slurm or Kafka. */
+Test(worker_cli, a_listener_address_it_cannot_have_stops_run)
+{
+    static const char catalog[] =
+        "{\"series\": {\"h200\": "
+        "{\"slurm_constraint\": \"h200\", \"gpus_per_node\": 8}}}";
+    static const char key[] = "0123456789abcdef0123456789abcdef";
+    char dir[] = "/tmp/forge-cli-listen-XXXXXX";
+    char series[192], state_key[192], jwt[192], listen_at[64], cmd[128];
+    char *argv[] = {"forge-worker", "run", NULL};
+    char *envp[] = {"FORGE_SLURM_REST_URL=http://127.0.0.1:1",
+                    "FORGE_SLURM_REST_USER=forge",
+                    "FORGE_STORAGE_ROOT=/tmp",
+                    "FORGE_KAFKA_BROKERS=127.0.0.1:1",
+                    series,
+                    state_key,
+                    jwt,
+                    "FORGE_HTTP_LISTEN=no-such-host.invalid:8080",
+                    NULL};
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    run_result_t r;
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_file(dir, "series.json", catalog, sizeof(catalog) - 1, 0644, series,
+               "FORGE_GPU_SERIES_FILE");
+    write_file(dir, "state.key", key, 32, 0600, state_key,
+               "FORGE_STATE_KEY_FILE");
+    write_file(dir, "slurm.jwt", "token", 5, 0600, jwt, "FORGE_SLURM_JWT_FILE");
+    assert_config_exit(envp, "FORGE_HTTP_LISTEN");
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(fd, 1), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(listen_at, sizeof(listen_at), "FORGE_HTTP_LISTEN=127.0.0.1:%d",
+             ntohs(sa.sin_port));
+    envp[7] = listen_at;
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 1, "exit %d, stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.err, "FORGE_HTTP_LISTEN") && strstr(r.err, "in use"),
+              "%s", r.err);
+    close(fd);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }

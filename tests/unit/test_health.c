@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_health.c - the verdicts behind /healthz and /readyz
+ * (src/ops/health.c), from the facts the worker publishes: live while the
+ * loop's heartbeat is younger than its bound (and before the first pass,
+ * and while draining); ready only when assigned, every owned partition
+ * restored, the producer usable and slurmrestd answered within its bound;
+ * a standby owning nothing is ready and says so.
+ */
+#include "core/clock.h"
+#include "ops/health.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#define assert_says(v, text)                                                   \
+    cr_assert_not_null(strstr((v).body, text), "\"%s\" not in %s", text,       \
+                       (v).body)
+
+/* Everything a ready worker has said. */
+static void all_good(size_t owned)
+{
+    forge_health_beat();
+    forge_health_partitions(owned, 0);
+    forge_health_loop_ready(owned ? 1 : 2);
+    forge_health_slurm_answered();
+}
+
+Test(health, live_before_the_first_pass_while_passing_and_while_draining)
+{
+    forge_health_verdict_t v;
+
+    forge_health_init(2, 60);
+    forge_health_live(&v);
+    cr_assert(v.ok);
+    assert_says(v, "\"loop\": \"starting\"");
+    forge_health_beat();
+    forge_health_live(&v);
+    cr_assert(v.ok);
+    assert_says(v, "\"loop\": \"running\"");
+    assert_says(v, "\"bound_s\": 2");
+    forge_clock_sleep_ms(2100); /* no pass for longer than the bound */
+    forge_health_live(&v);
+    cr_assert_not(v.ok, "%s", v.body);
+    assert_says(v, "\"loop\": \"stalled\"");
+    forge_health_beat();
+    forge_health_live(&v);
+    cr_assert(v.ok);
+    forge_health_stopping(); /* a drain is no stall */
+    forge_clock_sleep_ms(2100);
+    forge_health_live(&v);
+    cr_assert(v.ok);
+    assert_says(v, "\"loop\": \"stopping\"");
+}
+
+Test(health, ready_needs_every_fact)
+{
+    forge_health_verdict_t v;
+
+    forge_health_init(300, 60);
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "not assigned by the group yet");
+    assert_says(v, "slurmrestd has not answered yet");
+    all_good(6);
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+    assert_says(v, "\"owned\": 6");
+    assert_says(v, "\"standby\": false");
+    assert_says(v, "every owned partition is restored");
+
+    forge_health_partitions(6, 2); /* a rebalance brought two more */
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "owned partitions are restoring");
+    assert_says(v, "\"restoring\": 2");
+    forge_health_partitions(6, 0);
+
+    forge_health_producer(false);
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "the producer waits for the broker");
+    assert_says(v, "\"producer_usable\": false");
+    forge_health_producer(true);
+
+    forge_health_stopping();
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "stopping");
+}
+
+Test(health, a_slurmrestd_answer_older_than_its_bound_is_not_ready)
+{
+    forge_health_verdict_t v;
+
+    forge_health_init(300, 3);
+    all_good(1);
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+    forge_clock_sleep_ms(3100);
+    forge_health_beat();
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "slurmrestd has not answered within the bound");
+    cr_assert_geq(forge_health_slurm_age_ms(), 3000);
+    forge_health_slurm_answered();
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+}
+
+Test(health, a_standby_owning_nothing_is_ready_and_says_so)
+{
+    forge_health_verdict_t v;
+
+    forge_health_init(300, 60);
+    all_good(0);
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+    assert_says(v, "\"standby\": true");
+    assert_says(v, "standby: this worker owns no partition");
+}
+
+Test(health, a_stalled_loop_is_not_ready_either)
+{
+    forge_health_verdict_t v;
+
+    forge_health_init(2, 60);
+    all_good(3);
+    forge_clock_sleep_ms(2100);
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "the loop is stalled");
+}
