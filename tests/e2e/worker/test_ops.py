@@ -161,6 +161,12 @@ def wait_status(port, path, status, timeout, what):
                       lambda: get(port, path)[0] == status, timeout, step=0.25)
 
 
+def owning_ready(port):
+    """/readyz is 200 and the worker owns a partition (not a standby)."""
+    status, body = get(port, "/readyz")
+    return status == 200 and '"owned": 0,' not in body
+
+
 def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
     topics = Topics(stack, "ops")
     reader = StatusReader(stack, topics.status)
@@ -176,15 +182,22 @@ def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
         **common, "FORGE_HTTP_LISTEN": f"127.0.0.1:{port_a}",
         "FORGE_TEST_RESTORE_STALLS": "1:2",
         "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"})
-    b = Worker(stack, topics, unique_id("wb"), group, logdir, {
-        **common, "FORGE_HTTP_LISTEN": f"127.0.0.1:{port_b}",
-        "FORGE_TEST_LOOP_STALL": stall_file})
-    workers = [a, b]
+    workers = [a]
     slurmrestd_stopped = False
     try:
         # ---- restoring, then ready ---------------------------------------
-        for port in (port_a, port_b):
-            wait_status(port, "/readyz", 200, 90, "both ready")
+        # A starts alone so the group gives it every partition and its
+        # stalled restores are seen; started together, the group may answer
+        # B first and leave A a ready standby with nothing to restore.
+        wait_until("A ready owning partitions",
+                   lambda: owning_ready(port_a), 90, step=0.25)
+        b = Worker(stack, topics, unique_id("wb"), group, logdir, {
+            **common, "FORGE_HTTP_LISTEN": f"127.0.0.1:{port_b}",
+            "FORGE_TEST_LOOP_STALL": stall_file})
+        workers.append(b)
+        wait_until("B ready owning partitions",
+                   lambda: owning_ready(port_b), 90, step=0.25)
+        wait_status(port_a, "/readyz", 200, 90, "A ready after B joined")
         timeline.stop()
         ready_a = timeline.of(port_a, "/readyz")
         restoring = [b_ for _, s, b_ in ready_a
