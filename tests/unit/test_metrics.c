@@ -7,6 +7,7 @@
  * at once, and the whole text accepted by `promtool check metrics` (Debian's
  * prometheus package, installed by scripts/setup.d/apt.sh).
  */
+#include "support_text.h"
 #include "ops/metrics.h"
 
 #include <criterion/criterion.h>
@@ -52,18 +53,9 @@ static const forge_metric_def_t defs[N_DEFS] = {
                  0},
 };
 
-static bool has_line(const char *text, const char *line)
-{
-    size_t n = strlen(line);
-
-    for (const char *p = text; (p = strstr(p, line)); p += n)
-        if ((p == text || p[-1] == '\n') && p[n] == '\n')
-            return true;
-    return false;
-}
-
 #define assert_line(text, line)                                                \
-    cr_assert(has_line(text, line), "no line \"%s\" in:\n%s", line, text)
+    cr_assert(support_has_line(text, line), "no line \"%s\" in:\n%s", line,    \
+              text)
 
 Test(metrics, families_render_with_help_type_and_their_series)
 {

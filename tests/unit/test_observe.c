@@ -8,6 +8,7 @@
  * owned partitions by state; build info; hooks that do nothing before
  * start.
  */
+#include "support_text.h"
 #include "core/config.h"
 #include "ops/health.h"
 #include "ops/kafka_stats.h"
@@ -27,23 +28,13 @@ static void start(void)
     forge_observe_start(&cfg);
 }
 
-static bool has_line(const char *text, const char *line)
-{
-    size_t n = strlen(line);
-
-    for (const char *p = text; (p = strstr(p, line)); p += n)
-        if ((p == text || p[-1] == '\n') && p[n] == '\n')
-            return true;
-    return false;
-}
-
 /* The rendered metrics must (or, with want false, must not) hold line. */
 static void expect(const char *line, bool want)
 {
     char *text = forge_observe_render();
 
     cr_assert_not_null(text);
-    cr_assert_eq(has_line(text, line), want, "%s \"%s\" in:\n%s",
+    cr_assert_eq(support_has_line(text, line), want, "%s \"%s\" in:\n%s",
                  want ? "no" : "unexpected", line, text);
     free(text);
 }
