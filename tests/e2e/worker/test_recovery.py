@@ -115,10 +115,10 @@ def scenario(stack, slurm, logdir):
         topics.send(ids["refused"], bad)
         topics.send(ids["ok2"], launch(ids["ok2"], ["/bin/true"]))
         topics.send(ids["live"], launch(ids["live"], ["/bin/sleep", "280"]))
-        topics.send(ids["ok"], cancel(ids["ok"]))  # of a finished launch
         topics.send("no-id", b"not json at all")  # to the DLQ
         for key in ("ok", "fails", "refused", "ok2"):
             reader.wait_terminal(ids[key])
+        topics.send(ids["ok"], cancel(ids["ok"]))  # of a finished launch
         reader.wait_state(ids["live"], "RUNNING", 120)
         wait_until("the worker to commit every request",
                    lambda: committed(stack, topics, group) ==
@@ -146,8 +146,13 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
         assert (records[lid]["state"], records[lid]["seq"]) == \
             (last["state"], last["seq"]), lid
         assert records[lid]["request"] in ("held", "none")
+    assert reader.states(ids["ok"])[-1] == "SUCCEEDED"
     assert records[ids["live"]]["job_ids"] and records[ids["live"]]["request"] == "held"
-    assert records[ids["ok"]]["archive"] == f"artifacts/{ids['ok']}/1/logs.tar.gz"
+    # archived after its terminal event, in a transaction of its own
+    wait_until("ok's archive in its record",
+               lambda: launches_json(stack, topics, group, "--launch", ids["ok"])
+               [ids["ok"]]["archive"] == f"artifacts/{ids['ok']}/1/logs.tar.gz",
+               60, 1.0)
     assert list(launches_json(stack, topics, group, "--state", "REJECTED")) == \
         [ids["refused"]]
     assert list(launches_json(stack, topics, group, "--launch", ids["ok2"])) == \
