@@ -262,3 +262,44 @@ forge_recovery_code_t forge_group_alter(const forge_config_t *cfg,
     admin_close(&a);
     return rc;
 }
+
+forge_recovery_code_t forge_topic_cleanup_policy(const forge_config_t *cfg,
+                                                 const char *topic,
+                                                 int timeout_ms, char *policy,
+                                                 size_t size,
+                                                 forge_recovery_error_t *err)
+{
+    rd_kafka_ConfigResource_t *res;
+    const rd_kafka_ConfigResource_t **got;
+    const rd_kafka_ConfigEntry_t **entries;
+    forge_recovery_code_t rc;
+    rd_kafka_event_t *ev;
+    admin_t a;
+    size_t n = 0, m = 0;
+
+    policy[0] = '\0';
+    if ((rc = admin_open(cfg, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms, &a,
+                         err)))
+        return rc;
+    res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_DescribeConfigs(a.rk, &res, 1, a.options, a.queue);
+    rd_kafka_ConfigResource_destroy(res);
+    if (!(ev = admin_wait(&a, "the topic's configuration", timeout_ms, err))) {
+        admin_close(&a);
+        return err->code;
+    }
+    got = rd_kafka_DescribeConfigs_result_resources(
+        rd_kafka_event_DescribeConfigs_result(ev), &n);
+    if (n == 1 && !rd_kafka_ConfigResource_error(got[0])) {
+        entries = rd_kafka_ConfigResource_configs(got[0], &m);
+        for (size_t i = 0; i < m; i++)
+            if (!strcmp(rd_kafka_ConfigEntry_name(entries[i]),
+                        "cleanup.policy") &&
+                rd_kafka_ConfigEntry_value(entries[i]))
+                snprintf(policy, size, "%s",
+                         rd_kafka_ConfigEntry_value(entries[i]));
+    }
+    rd_kafka_event_destroy(ev);
+    admin_close(&a);
+    return FORGE_RECOVERY_OK;
+}

@@ -7,7 +7,8 @@
  * does), and new committed offsets (AlterConsumerGroupOffsets: the group's
  * own commit, which the group coordinator accepts only while the group has
  * no members; Kafka's kafka-consumer-groups --reset-offsets uses the same
- * request). Nothing here joins the group.
+ * request). Nothing here joins the group. Besides, a topic's
+ * cleanup.policy (DescribeConfigs), which replay checks on the state topic.
  *
  * Errors: kafka_unavailable (no answer within the timeout, or the
  * coordinator refused for another reason), group_active (the coordinator
@@ -42,6 +43,15 @@ forge_recovery_code_t forge_group_committed(const forge_config_t *cfg,
                                             const char *topic, int32_t count,
                                             int timeout_ms, int64_t *offsets,
                                             forge_recovery_error_t *err);
+
+/* topic's cleanup.policy (e.g. "compact") into policy; "" when the
+ * broker did not say. For replay: a state topic that also deletes loses
+ * finished launches' records (CONTRACT section 1). */
+forge_recovery_code_t forge_topic_cleanup_policy(const forge_config_t *cfg,
+                                                 const char *topic,
+                                                 int timeout_ms, char *policy,
+                                                 size_t size,
+                                                 forge_recovery_error_t *err);
 
 /* Commits offsets[i] for partitions[i] (n of them) as the group's. */
 forge_recovery_code_t forge_group_alter(const forge_config_t *cfg,

@@ -176,6 +176,9 @@ forge_recovery_code_t forge_replay_plan(const forge_config_t *cfg,
     if (!(rc = targets_of(cfg, target, marks, count, timeout_ms, to, err)) &&
         !(rc = forge_group_describe(cfg, plan->group, timeout_ms, &plan->view,
                                     err)) &&
+        !(rc = forge_topic_cleanup_policy(cfg, cfg->topic_state, timeout_ms,
+                                          plan->state_policy,
+                                          sizeof(plan->state_policy), err)) &&
         !(rc = forge_group_committed(cfg, plan->group, plan->topic, count,
                                      timeout_ms, committed, err))) {
         plan->count = (size_t)count;
@@ -256,12 +259,49 @@ json_t *forge_replay_plan_json(const forge_replay_plan_t *plan)
                       "dlq", (json_int_t)p->dlq));
     }
     return json_pack(
-        "{s:s, s:s, s:I, s:s, s:b, s:o, s:{s:I, s:I, s:I, s:I}}", "group",
+        "{s:s, s:s, s:I, s:s, s:s, s:b, s:o, s:{s:I, s:I, s:I, s:I}}", "group",
         plan->group, "topic", plan->topic, "members",
         (json_int_t)plan->view.members, "group_state", plan->view.state,
-        "executed", plan->executed, "partitions", parts, "total", "requests",
-        (json_int_t)requests, "known", (json_int_t)known, "unknown",
-        (json_int_t)(requests - known - dlq), "dlq", (json_int_t)dlq);
+        "state_cleanup_policy", plan->state_policy, "executed", plan->executed,
+        "partitions", parts, "total", "requests", (json_int_t)requests, "known",
+        (json_int_t)known, "unknown", (json_int_t)(requests - known - dlq),
+        "dlq", (json_int_t)dlq);
+}
+
+/* What the operator must know before --execute. */
+static void print_warnings(FILE *out, const forge_replay_plan_t *plan)
+{
+    size_t skipped = 0, reread = 0;
+
+    for (size_t i = 0; i < plan->count; i++) {
+        const forge_replay_part_t *p = &plan->parts[i];
+        size_t unknown = p->requests - p->known - p->dlq;
+        if (p->to > p->from)
+            skipped += unknown;
+        else
+            reread += unknown;
+    }
+    if (reread)
+        fprintf(out,
+                "note: %zu unknown request(s) will be acted on when read "
+                "(launched, refused or cancelled now)\n",
+                reread);
+    if (skipped)
+        fprintf(out,
+                "warning: %zu unknown request(s) are skipped: no worker will "
+                "ever handle them\n",
+                skipped);
+    if (plan->state_policy[0] && strcmp(plan->state_policy, "compact"))
+        fprintf(out,
+                "warning: the state topic's cleanup.policy is \"%s\", not "
+                "\"compact\": finished launches whose records were deleted "
+                "run again when their requests are read\n",
+                plan->state_policy);
+    if (!plan->executed && plan->view.members)
+        fprintf(out,
+                "note: the group has %zu member(s): --execute is refused "
+                "until the workers are stopped\n",
+                plan->view.members);
 }
 
 void forge_replay_plan_print(FILE *out, const forge_replay_plan_t *plan)
@@ -286,6 +326,7 @@ void forge_replay_plan_print(FILE *out, const forge_replay_plan_t *plan)
             "%zu request(s) in range: %zu known (change nothing when read), "
             "%zu unknown, %zu to the DLQ\n",
             requests, known, requests - known - dlq, dlq);
+    print_warnings(out, plan);
     fprintf(out, "%s\n",
             plan->executed ? "committed: the group's offsets were moved"
                            : "dry run: nothing changed (--execute commits)");

@@ -16,6 +16,10 @@
  * apart. Moving back re-reads the range; moving forward skips it (what is
  * not known there is never acted on: the plan says so).
  *
+ * The plan also carries the state topic's cleanup.policy: one that deletes
+ * (not "compact" alone) may have lost finished launches' records, and
+ * their requests would run again; the plan's output warns.
+ *
  * Executing commits the targets as the group's offsets (group.h), only
  * while the group has no members: group_active otherwise, before anything
  * is written (and the coordinator refuses too, should a member join in
@@ -89,6 +93,7 @@ typedef struct forge_replay_plan {
     char *group; /* owned */
     char *topic; /* owned */
     forge_group_view_t view;
+    char state_policy[64]; /* the state topic's cleanup.policy, "": unknown */
     forge_replay_part_t *parts; /* one per partition, in order */
     size_t count;
     bool executed;

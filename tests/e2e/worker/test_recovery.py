@@ -182,6 +182,8 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
     sent = sum(high_marks(stack, topics).values())
     assert sent == 7
     assert plan["members"] == 0 and not plan["executed"]
+    assert plan["group_state"] == "Empty"
+    assert plan["state_cleanup_policy"] == "compact"
     assert plan["total"] == {"requests": sent, "known": sent - 1, "unknown": 0,
                              "dlq": 1}
     for part in plan["partitions"]:
@@ -191,6 +193,7 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
     assert committed(stack, topics, group) == offsets
     human = run_cli(stack, topics, group, "replay", "--to-earliest")
     assert human.returncode == 0 and "dry run: nothing changed" in human.stdout
+    assert f"{sent} request(s) in range: {sent - 1} known" in human.stdout
     assert committed(stack, topics, group) == offsets
 
     # an offsets file: only the partitions it names move
