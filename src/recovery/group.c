@@ -2,12 +2,12 @@
 /*
  * group.c - the worker group through Kafka's admin API (group.h): one
  * short-lived admin client per call, configured like the worker's clients
- * (kafka_int.h's forge_kafka_conf_base, as topic_scan.c), a result queue
+ * (recovery_kafka.h, as topic_scan.c), a result queue
  * waited on for at most the caller's timeout. The caller's thread.
  */
 #include "recovery/group.h"
 #include "core/util.h"
-#include "kafka/kafka_int.h"
+#include "recovery/recovery_kafka.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,13 +22,12 @@ static forge_recovery_code_t admin_open(const forge_config_t *cfg,
                                         rd_kafka_admin_op_t op, int timeout_ms,
                                         admin_t *a, forge_recovery_error_t *err)
 {
-    forge_error_t e = {0};
-    rd_kafka_conf_t *conf = forge_kafka_conf_base(cfg, &e);
+    rd_kafka_conf_t *conf = forge_recovery_kafka_conf(cfg, err);
     char errstr[256];
 
     memset(a, 0, sizeof(*a));
     if (!conf)
-        return forge_recovery_fail(err, FORGE_RECOVERY_CONFIG, "%s", e.message);
+        return err->code;
     if (!(a->rk = forge_kafka_handle_new(RD_KAFKA_PRODUCER, conf, errstr,
                                          sizeof(errstr))))
         return forge_recovery_fail(err, FORGE_RECOVERY_CONFIG,

@@ -3,15 +3,15 @@
  * topic_scan.c - a topic read to its end, group-less and read_committed,
  * for the recovery commands (topic_scan.h). One of the two places outside
  * src/kafka/ that speaks librdkafka (group.c is the other): both take the
- * worker's client configuration from src/kafka/ (kafka_int.h's
- * forge_kafka_conf_base), so FORGE_KAFKA_PROP_* (TLS, SASL) apply to them
- * as to the worker. The caller's thread runs it all.
+ * worker's client configuration from src/kafka/ (recovery_kafka.h, made
+ * here), so FORGE_KAFKA_PROP_* (TLS, SASL) apply to them as to the worker.
+ * The caller's thread runs it all.
  */
 #include "recovery/topic_scan.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "kafka/kafka_int.h"
+#include "recovery/recovery_kafka.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +20,45 @@
  * committed under it (partitions are assigned, never subscribed). */
 #define SCAN_GROUP "forge-worker-recovery-scan"
 
+static void kafka_log(const rd_kafka_t *rk, int level, const char *fac,
+                      const char *line)
+{
+    (void)rk;
+    (void)level;
+    forge_log_debug("librdkafka %s: %s", fac, line);
+}
+
+rd_kafka_conf_t *forge_recovery_kafka_conf(const forge_config_t *cfg,
+                                           forge_recovery_error_t *err)
+{
+    forge_error_t e = {0};
+    rd_kafka_conf_t *conf = forge_kafka_conf_base(cfg, &e);
+
+    if (!conf) {
+        forge_recovery_fail(err, FORGE_RECOVERY_CONFIG, "%s", e.message);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
+    return conf;
+}
+
 static rd_kafka_t *scan_consumer(const forge_config_t *cfg,
                                  forge_recovery_error_t *err)
 {
     forge_error_t e = {0};
-    rd_kafka_conf_t *conf = forge_kafka_conf_base(cfg, &e);
+    rd_kafka_conf_t *conf = forge_recovery_kafka_conf(cfg, err);
     char errstr[256];
     rd_kafka_t *rk;
 
-    if (!conf || forge_kafka_conf_set(conf, "group.id", SCAN_GROUP, &e) ||
+    if (!conf)
+        return NULL;
+    if (forge_kafka_conf_set(conf, "group.id", SCAN_GROUP, &e) ||
         forge_kafka_conf_set(conf, "enable.auto.commit", "false", &e) ||
         forge_kafka_conf_set(conf, "isolation.level", "read_committed", &e) ||
         forge_kafka_conf_set(conf, "enable.partition.eof", "true", &e) ||
         forge_kafka_conf_set(conf, "auto.offset.reset", "earliest", &e) ||
         forge_kafka_conf_set(conf, "fetch.wait.max.ms", "50", &e)) {
-        if (conf)
-            rd_kafka_conf_destroy(conf);
+        rd_kafka_conf_destroy(conf);
         forge_recovery_fail(err, FORGE_RECOVERY_CONFIG, "%s", e.message);
         return NULL;
     }

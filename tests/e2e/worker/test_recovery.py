@@ -83,6 +83,20 @@ def members(stack, group):
         return 0
 
 
+def tagged_jobs(stack, launch_id, attempt=1):
+    """The Slurm jobs (het leaders) slurmctld lists with the launch's tag."""
+    tag = f"forge:{launch_id}:{attempt}"
+
+    def listing():
+        try:
+            return stack.slurm_get("jobs")["jobs"]
+        except Exception:  # slurmrestd busy (a shared stack): ask again
+            return None
+    jobs = wait_until("slurmrestd's job list", listing, 60, 1.0)
+    return sorted({(j.get("het_job_id") or {}).get("number") or j["job_id"]
+                   for j in jobs if j.get("comment") == tag})
+
+
 def launches_json(stack, topics, group, *args):
     proc = run_cli(stack, topics, group, "launches", "--json", *args)
     assert proc.returncode == 0, proc.stderr
@@ -228,7 +242,11 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
     time.sleep(3)  # a few poll ticks
     assert {k: len(v) for k, v in reader.all().items()} == events_before
     assert {lid: slurm.leaders(lid) for lid in ids.values()} == jobs_before
-    assert len(jobs_before[ids["live"]]) == 1
+    # slurmctld itself: the live launch's tag names one job, its record's
+    live_job = records[ids["live"]]["job_id"]
+    assert tagged_jobs(stack, ids["live"]) == [live_job]
+    assert launches_json(stack, topics, group, "--launch", ids["live"])[
+        ids["live"]]["job_ids"] == [live_job]
     # and it still owns the live launch: a cancel ends it
     topics.send(ids["live"], cancel(ids["live"]))
     reader.wait_state(ids["live"], "CANCELLED", 120)
@@ -278,5 +296,6 @@ def test_recovery_errors(stack, tmp_path):
                    env={"FORGE_KAFKA_BROKERS": "127.0.0.1:9"})
     assert proc.returncode == 69, proc.stderr
     assert error_of(proc)["error"] == "kafka_unavailable"
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr  # only the JSON
     # an empty state topic: no launch, exit 0
     assert launches_json(stack, topics, group) == {}
