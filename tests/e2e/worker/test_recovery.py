@@ -190,6 +190,7 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
     wait_until("the group to have no members", lambda: members(stack, group) == 0,
                60, 1.0)
     events_before = {k: len(v) for k, v in reader.all().items()}
+    records_before = launches_json(stack, topics, group)
     jobs_before = {lid: slurm.leaders(lid) for lid in ids.values()}
     proc, plan = replay_json(stack, topics, group, "--to-earliest")
     assert proc.returncode == 0, proc.stderr
@@ -241,6 +242,8 @@ def test_recovery_launches_and_replay(stack, slurm, scenario):
                lambda: committed(stack, topics, group) == offsets, 90, 1.0)
     time.sleep(3)  # a few poll ticks
     assert {k: len(v) for k, v in reader.all().items()} == events_before
+    # not one record rewritten: same offsets, seqs and job ids
+    assert launches_json(stack, topics, group) == records_before
     assert {lid: slurm.leaders(lid) for lid in ids.values()} == jobs_before
     # slurmctld itself: the live launch's tag names one job, its record's
     live_job = records[ids["live"]]["job_id"]
