@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_recovery.c - `forge-worker launches` and `forge-worker replay`: the
- * arguments, the configuration, and the contract's outcomes as exit codes
- * with one JSON error on stderr (docs/CONTRACT.md section 4). What they do
- * is src/recovery/'s.
+ * cmd_recovery.c - `forge-worker launches` and `forge-worker replay`: their
+ * arguments and output (docs/CONTRACT.md section 4); the frame the recovery
+ * commands share (configuration, exit codes, the JSON error) is cli.c's,
+ * what they do src/recovery/'s.
  */
 #include "cli.h"
 #include "core/log.h"
-#include "core/version.h"
 #include "recovery/launches.h"
 #include "recovery/replay.h"
 #include "recovery/state_table.h"
@@ -17,37 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
-
 /* How long any one wait for the brokers may last (no progress that long:
  * kafka_unavailable, exit 69). */
 #define RECOVERY_TIMEOUT_MS 15000
-
-/* The contract's exit code of each outcome. */
-static const int exit_of[FORGE_RECOVERY__COUNT] = {
-    [FORGE_RECOVERY_OK] = CLI_EXIT_OK,
-    [FORGE_RECOVERY_USAGE] = 2,
-    [FORGE_RECOVERY_KAFKA_UNAVAILABLE] = 69,
-    [FORGE_RECOVERY_SLURM_UNAVAILABLE] = 69,
-    [FORGE_RECOVERY_GROUP_ACTIVE] = 75,
-    [FORGE_RECOVERY_TOPIC_MISSING] = 69,
-    [FORGE_RECOVERY_OFFSETS_FILE] = 2,
-    [FORGE_RECOVERY_CONFIG] = CLI_EXIT_CONFIG,
-};
-
-/* Prints {"error", "message"} on stderr; returns the exit code. */
-static int fail(const forge_recovery_error_t *err)
-{
-    json_t *j =
-        json_pack("{s:s, s:s}", "error", forge_recovery_code_name(err->code),
-                  "message", err->message);
-    char *text = json_dumps(j, JSON_COMPACT);
-
-    fprintf(stderr, "%s\n", text);
-    free(text);
-    json_decref(j);
-    return exit_of[err->code];
-}
 
 static int usage(const char *command, const char *why, const char *synopsis)
 {
@@ -55,41 +26,7 @@ static int usage(const char *command, const char *why, const char *synopsis)
 
     forge_recovery_fail(&err, FORGE_RECOVERY_USAGE, "%s: %s (usage: %s)",
                         command, why, synopsis);
-    return fail(&err);
-}
-
-/* The configuration (FORGE_KAFKA_BROKERS, and the state key when asked);
- * log lines below warnings are left out: stdout is the answer, stderr its
- * error. */
-static int load_config(unsigned needs, forge_config_t **cfg)
-{
-    forge_recovery_error_t rerr;
-    forge_error_t err = {0};
-
-    *cfg = NULL;
-    if (forge_config_load(environ, cfg, &err) ||
-        forge_config_require(*cfg, needs, &err) ||
-        forge_version_check_runtime(&err)) {
-        forge_config_destroy(*cfg);
-        *cfg = NULL;
-        forge_recovery_fail(&rerr, FORGE_RECOVERY_CONFIG, "%s", err.message);
-        return fail(&rerr);
-    }
-    forge_log_configure((*cfg)->log_level > FORGE_LOG_WARN ? (*cfg)->log_level
-                                                           : FORGE_LOG_WARN,
-                        (*cfg)->log_format, 2, (*cfg)->worker_id);
-    return 0;
-}
-
-static int load_sealer(const forge_config_t *cfg, forge_sealer_t **s)
-{
-    forge_recovery_error_t rerr;
-    forge_error_t err = {0};
-
-    if (!forge_sealer_from_config(cfg, s, &err))
-        return 0;
-    forge_recovery_fail(&rerr, FORGE_RECOVERY_CONFIG, "%s", err.message);
-    return fail(&rerr);
+    return cli_recovery_fail(&err);
 }
 
 static void print_json_line(json_t *j)
@@ -163,12 +100,13 @@ int cmd_launches(int argc, char **argv)
     int rc;
 
     if ((rc = launches_parse(argc, argv, &a)) ||
-        (rc = load_config(FORGE_NEED_KAFKA | FORGE_NEED_STATE_KEY, &cfg)))
+        (rc = cli_recovery_config(FORGE_NEED_KAFKA | FORGE_NEED_STATE_KEY,
+                                  &cfg)))
         return rc;
-    if (!(rc = load_sealer(cfg, &sealer))) {
+    if (!(rc = cli_recovery_sealer(cfg, &sealer))) {
         if (forge_state_table_load(cfg, sealer, RECOVERY_TIMEOUT_MS, &table,
                                    &err)) {
-            rc = fail(&err);
+            rc = cli_recovery_fail(&err);
         } else {
             launches_print(&table, &a);
             forge_state_table_clear(&table);
@@ -245,7 +183,7 @@ static int replay_target(const replay_args_t *a, const forge_config_t *cfg,
     if (a->kind == FORGE_REPLAY_OFFSETS &&
         forge_replay_read_offsets(a->offsets_file, cfg->topic_requests, t,
                                   &err))
-        return fail(&err);
+        return cli_recovery_fail(&err);
     return 0;
 }
 
@@ -259,13 +197,13 @@ int cmd_replay(int argc, char **argv)
     int rc;
 
     if ((rc = replay_parse(argc, argv, &a)) ||
-        (rc = load_config(FORGE_NEED_KAFKA, &cfg)))
+        (rc = cli_recovery_config(FORGE_NEED_KAFKA, &cfg)))
         return rc;
     if (!(rc = replay_target(&a, cfg, &target))) {
         if (forge_replay_plan(cfg, &target, RECOVERY_TIMEOUT_MS, &plan, &err) ||
             (a.execute &&
              forge_replay_execute(cfg, &plan, RECOVERY_TIMEOUT_MS, &err)))
-            rc = fail(&err);
+            rc = cli_recovery_fail(&err);
         else if (a.json)
             print_json_line(forge_replay_plan_json(&plan));
         else
