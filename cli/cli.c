@@ -8,6 +8,7 @@
 #include "core/version.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,67 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
     if (f != stdin)
         fclose(f);
     return rc ? CLI_EXIT_USAGE : 0;
+}
+
+/* ---- the recovery commands (launches, replay, reconcile) --------------- */
+
+/* The contract's exit code of each outcome (CONTRACT section 4). */
+static const int recovery_exit[FORGE_RECOVERY__COUNT] = {
+    [FORGE_RECOVERY_OK] = CLI_EXIT_OK,
+    [FORGE_RECOVERY_USAGE] = CLI_EXIT_INVALID,
+    [FORGE_RECOVERY_KAFKA_UNAVAILABLE] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_SLURM_UNAVAILABLE] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_GROUP_ACTIVE] = CLI_EXIT_TEMPFAIL,
+    [FORGE_RECOVERY_TOPIC_MISSING] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_OFFSETS_FILE] = CLI_EXIT_INVALID,
+    [FORGE_RECOVERY_CONFIG] = CLI_EXIT_CONFIG,
+};
+
+int cli_recovery_fail(const forge_recovery_error_t *err)
+{
+    json_t *j =
+        json_pack("{s:s, s:s}", "error", forge_recovery_code_name(err->code),
+                  "message", err->message);
+    char *text = json_dumps(j, JSON_COMPACT);
+
+    fprintf(stderr, "%s\n", text);
+    free(text);
+    json_decref(j);
+    return err->code < FORGE_RECOVERY__COUNT ? recovery_exit[err->code]
+                                             : CLI_EXIT_SOFTWARE;
+}
+
+static int recovery_config_failure(const forge_error_t *err)
+{
+    forge_recovery_error_t rerr;
+
+    forge_recovery_fail(&rerr, FORGE_RECOVERY_CONFIG, "%s", err->message);
+    return cli_recovery_fail(&rerr);
+}
+
+int cli_recovery_config(unsigned needs, forge_config_t **cfg)
+{
+    forge_error_t err = {0};
+
+    *cfg = NULL;
+    if (forge_config_load(environ, cfg, &err) ||
+        forge_config_require(*cfg, needs, &err) ||
+        forge_version_check_runtime(&err)) {
+        forge_config_destroy(*cfg);
+        *cfg = NULL;
+        return recovery_config_failure(&err);
+    }
+    forge_log_configure((*cfg)->log_level > FORGE_LOG_WARN ? (*cfg)->log_level
+                                                           : FORGE_LOG_WARN,
+                        (*cfg)->log_format, 2, (*cfg)->worker_id);
+    return 0;
+}
+
+int cli_recovery_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_sealer_from_config(cfg, out, &err))
+        return recovery_config_failure(&err);
+    return 0;
 }

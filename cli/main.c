@@ -4,7 +4,9 @@
  * runs it. The commands live in cmd_*.c; everything they do is in src/.
  *
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
- * 64 usage, 70 internal failure, 78 bad configuration.
+ * 64 usage, 70 internal failure, 78 bad configuration; the recovery
+ * commands (cmd_recovery.c) 2 usage, 69 Kafka unavailable, 75 the group
+ * has members.
  */
 #include "cli.h"
 #include "core/version.h"
@@ -39,6 +41,11 @@ static const command_t commands[] = {
     {"submit", cmd_submit,
      "[--wait] FILE|-  validate, render, submit through slurmrestd"},
     {"ping", cmd_ping, "slurmrestd and Kafka health as one JSON object"},
+    {"launches", cmd_launches,
+     "[--state S] [--launch ID] [--json]  each launch's state record"},
+    {"replay", cmd_replay,
+     "--to-earliest|--to-datetime T|--to-offsets FILE [--execute] [--json]"
+     "  move the worker group's offsets (dry run by default)"},
     {"--version", cmd_version, "version, librdkafka, slurmrestd API versions"},
     {"version", cmd_version, NULL},
     {"--help", cmd_help, "this text"},
