@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,16 @@
 #define LINE_MAX_BYTES (64 * 1024)
 #define SECRET_MIN_LEN 4
 
+/* The registered secrets: an array (what redaction walks) with a hash
+ * index over it (what add and remove look up: a worker holding 100,000
+ * launches registers as many secrets, and a linear search made each
+ * restore quadratic). heads[h & (nheads - 1)] and each slot's next are
+ * slot numbers + 1 (0: the chain's end). */
 typedef struct secret {
     char *text;
     size_t refs; /* holders that added it and did not remove it yet */
+    uint32_t hash;
+    size_t next;
 } secret_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,8 +49,10 @@ static struct {
     int fd;
     char *worker_id;
     secret_t *secrets;
-    size_t nsecrets;
-} logger = {FORGE_LOG_INFO, FORGE_LOG_JSON, 2, NULL, NULL, 0};
+    size_t nsecrets, capacity;
+    size_t *heads;
+    size_t nheads; /* 0 or a power of two */
+} logger = {FORGE_LOG_INFO, FORGE_LOG_JSON, 2, NULL, NULL, 0, 0, NULL, 0};
 
 static const char *const sensitive_keys[] = {
     "token", "secret", "password", "authorization", "jwt", "credential", NULL,
@@ -223,13 +234,54 @@ void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
     pthread_mutex_unlock(&lock);
 }
 
-/* The secret's slot, or NULL. Under lock. */
-static secret_t *find_secret(const char *text)
+static uint32_t secret_hash(const char *text)
 {
-    for (size_t i = 0; i < logger.nsecrets; i++)
-        if (!strcmp(logger.secrets[i].text, text))
-            return &logger.secrets[i];
-    return NULL;
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *text; text++)
+        h = (h ^ (unsigned char)*text) * 16777619u;
+    return h;
+}
+
+/* The secret's slot number, or -1. Under lock. */
+static ptrdiff_t find_secret(const char *text, uint32_t hash)
+{
+    size_t i = logger.nheads ? logger.heads[hash & (logger.nheads - 1)] : 0;
+
+    for (; i; i = logger.secrets[i - 1].next)
+        if (logger.secrets[i - 1].hash == hash &&
+            !strcmp(logger.secrets[i - 1].text, text))
+            return (ptrdiff_t)(i - 1);
+    return -1;
+}
+
+/* The link that points at slot s in its chain. Under lock. */
+static size_t *link_to(size_t s)
+{
+    size_t *link = &logger.heads[logger.secrets[s].hash & (logger.nheads - 1)];
+
+    while (*link != s + 1)
+        link = &logger.secrets[*link - 1].next;
+    return link;
+}
+
+/* Room for one more slot, the index rebuilt when it grows. Under lock. */
+static void secret_room(void)
+{
+    if (logger.nsecrets < logger.capacity)
+        return;
+    logger.capacity = logger.capacity ? 2 * logger.capacity : 16;
+    logger.secrets =
+        forge_xrealloc(logger.secrets, logger.capacity * sizeof(secret_t));
+    logger.nheads = logger.capacity;
+    free(logger.heads);
+    logger.heads = forge_xcalloc(logger.nheads, sizeof(size_t));
+    for (size_t i = 0; i < logger.nsecrets; i++) {
+        size_t *head =
+            &logger.heads[logger.secrets[i].hash & (logger.nheads - 1)];
+        logger.secrets[i].next = *head;
+        *head = i + 1;
+    }
 }
 
 static void wipe_free(char *text)
@@ -241,18 +293,22 @@ static void wipe_free(char *text)
 
 forge_rc_t forge_log_secret_add(const char *secret)
 {
-    secret_t *slot;
+    uint32_t h;
+    ptrdiff_t slot;
+    size_t *head;
 
     if (!secret || strlen(secret) < SECRET_MIN_LEN)
         return FORGE_EINVAL;
+    h = secret_hash(secret);
     pthread_mutex_lock(&lock);
-    if ((slot = find_secret(secret))) {
-        slot->refs++;
+    if ((slot = find_secret(secret, h)) >= 0) {
+        logger.secrets[slot].refs++;
     } else {
-        logger.secrets = forge_xrealloc(logger.secrets, (logger.nsecrets + 1) *
-                                                            sizeof(secret_t));
-        logger.secrets[logger.nsecrets++] =
-            (secret_t){forge_xstrdup(secret), 1};
+        secret_room();
+        head = &logger.heads[h & (logger.nheads - 1)];
+        logger.secrets[logger.nsecrets] =
+            (secret_t){forge_xstrdup(secret), 1, h, *head};
+        *head = ++logger.nsecrets;
     }
     pthread_mutex_unlock(&lock);
     return FORGE_OK;
@@ -260,12 +316,22 @@ forge_rc_t forge_log_secret_add(const char *secret)
 
 void forge_log_secret_remove(const char *secret)
 {
-    secret_t *slot;
+    ptrdiff_t slot;
+    size_t last;
 
+    if (!secret)
+        return;
     pthread_mutex_lock(&lock);
-    if (secret && (slot = find_secret(secret)) && --slot->refs == 0) {
-        wipe_free(slot->text);
-        *slot = logger.secrets[--logger.nsecrets];
+    slot = find_secret(secret, secret_hash(secret));
+    if (slot >= 0 && --logger.secrets[slot].refs == 0) {
+        /* out of its chain; the last slot moves into its place */
+        *link_to((size_t)slot) = logger.secrets[slot].next;
+        wipe_free(logger.secrets[slot].text);
+        last = --logger.nsecrets;
+        if ((size_t)slot != last) {
+            *link_to(last) = (size_t)slot + 1;
+            logger.secrets[slot] = logger.secrets[last];
+        }
     }
     pthread_mutex_unlock(&lock);
 }
@@ -339,9 +405,11 @@ void forge_log_reset(void)
     for (size_t i = 0; i < logger.nsecrets; i++)
         wipe_free(logger.secrets[i].text);
     free(logger.secrets);
+    free(logger.heads);
     free(logger.worker_id);
     logger.secrets = NULL;
-    logger.nsecrets = 0;
+    logger.heads = NULL;
+    logger.nsecrets = logger.capacity = logger.nheads = 0;
     logger.worker_id = NULL;
     logger.level = FORGE_LOG_INFO;
     logger.format = FORGE_LOG_JSON;
