@@ -48,6 +48,7 @@ void forge_launch_drop_request(forge_launch_record_t *r)
     free(r->request);
     r->request = NULL;
     r->request_len = 0;
+    r->request_was_sealed = false;
     json_decref(r->request_sealed);
     r->request_sealed = NULL;
     free(r->request_error);
@@ -145,6 +146,8 @@ static void read_request(forge_launch_record_t *r, json_t *clear,
                 r->request_sealed = json_incref(sealed);
             r->request_error = forge_xmalloc(sizeof(why));
             *r->request_error = why;
+        } else {
+            r->request_was_sealed = true;
         }
         free(aad);
     } else if (json_is_string(clear)) {

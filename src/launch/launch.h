@@ -56,8 +56,11 @@ typedef struct forge_launch_record {
     size_t request_len;
     json_t *request_sealed; /* could not be opened: kept as read, or NULL */
     forge_error_t *request_error; /* why not (no secret in it), or NULL */
-    uint32_t job_id;              /* 0: intent recorded, no job id yet */
-    uint32_t *component_ids;      /* het components, in het_offset order */
+    /* decoded: request was opened from a sealed value (it authenticated:
+     * the worker wrote it, after validating it), not read in clear */
+    bool request_was_sealed;
+    uint32_t job_id;         /* 0: intent recorded, no job id yet */
+    uint32_t *component_ids; /* het components, in het_offset order */
     size_t component_count;
     bool cancel_requested;
     bool archived; /* the logs_archived event is published */
