@@ -63,7 +63,8 @@ def rss_kib(pid):
 def start(stack, topics, binary):
     w = Worker(stack, topics, unique_id("wr"), unique_id("gr"), LOGDIR,
                {"FORGE_SLURM_REST_URL": NOWHERE,
-                "FORGE_POLL_INTERVAL_MS": "60000"}, binary=binary)
+                "FORGE_POLL_INTERVAL_MS": "60000",
+                "FORGE_LOG_LEVEL": "debug"}, binary=binary)
     w.wait_ready(timeout=900)
     time.sleep(2)  # what follows the restore settles (the first tick fails)
     return w
@@ -73,6 +74,8 @@ def restore_span_ms(worker):
     first = last = None
     records = 0
     for line in worker.lines():
+        if line.get("msg", "").startswith("restore of "):
+            print(f"  worker: {line['msg']}", file=sys.stderr)
         words = line.get("msg", "").split()
         if len(words) < 3 or words[0] != "partition":
             continue

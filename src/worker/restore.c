@@ -210,6 +210,7 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
     restoring_t *r = forge_xcalloc(pass->n + 1, sizeof(*r));
     bool *reached = forge_xcalloc(pass->n + 1, sizeof(*reached));
     restore_batch_t batch = {w->sealer, r, pass->n};
+    long long began = forge_clock_ms(), read;
     int one, budget;
 
     w->kafka_ops->restore_budget(w->kafka, &one, &budget);
@@ -220,6 +221,7 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
     if (pass->n)
         w->kafka_ops->restore(w->kafka, pass->parts, pass->n, decode_record,
                               &batch, one, reached);
+    read = forge_clock_ms();
     for (size_t i = 0; i < pass->n; i++) {
         if (reached[i]) {
             restored(w, &r[i]);
@@ -228,6 +230,10 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
         take_records(w, &r[i], false);
         restore_failed(w, r[i].partition);
     }
+    if (pass->n)
+        forge_log_debug("restore of %zu partition(s): read and decoded in "
+                        "%lld ms, into the table in %lld ms",
+                        pass->n, read - began, forge_clock_ms() - read);
     free(r);
     free(reached);
     free(pass->parts);
