@@ -89,3 +89,42 @@ Test(held, nothing_is_kept_without_labels_or_secrets)
     cr_assert_null(forge_held_of_request(NULL));
     forge_request_destroy(req);
 }
+
+/* The scan reads what it can and leaves the rest to jansson: either way,
+ * what the validating parse gives. Escapes in kept values, unicode, values
+ * of every kind around them, whitespace everywhere. */
+Test(held, the_scan_and_its_fallback_agree_with_the_parse)
+{
+    static const char *const variants[] = {
+        "{\"kind\": \"launch\", " BODY "}",
+        "{\"kind\":\"launch\",\"launch_id\":\"L3\",\"image\":{\"path\":"
+        "\"images/a.sif\",\"format\":\"sif\"},\"command\":[\"sh\",\"-c\","
+        "\"echo \\\"hi\\\" {x} [y]\"],\"pools\":[{\"name\":\"main\","
+        "\"series\":\"h200\",\"nodes\":1,\"gpus_per_node\":0}],"
+        "\"labels\":{\"quote\":\"a\\\"b\",\"uni\":\"\xc3\xa9t\xc3\xa9\"},"
+        "\"secret_env\":{\"K\":\"s\\\\1\"},\"time_limit_minutes\":5,"
+        "\"ingest\":{\"endpoint\":\"https://i.example\",\"token\":\"t-1\"}}",
+        "\n{ \"kind\" : \"launch\" , \"labels\" : { \"a\" : \"1\" } , "
+        "\"launch_id\" : \"L4\" , \"image\" : { \"path\" : \"images/a.sif\" ,"
+        " \"format\" : \"sif\" } , \"command\" : [ \"true\" ] , \"pools\" : "
+        "[ { \"name\" : \"main\" , \"series\" : \"h200\" , \"nodes\" : 1 } ]"
+        " , \"ingest\" : { \"token\" : \"tok-4\" , \"endpoint\" : "
+        "\"https://i.example\" } }\n",
+    };
+
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        forge_request_t *req = NULL;
+        forge_error_t err = {0};
+        forge_held_t *parsed, *trusted;
+        const char *text = variants[i];
+
+        cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err),
+                     FORGE_OK, "%zu: %s", i, err.message);
+        parsed = forge_held_of_request(req);
+        trusted = forge_held_of_trusted(text, strlen(text));
+        assert_same(parsed, trusted);
+        forge_held_free(parsed);
+        forge_held_free(trusted);
+        forge_request_destroy(req);
+    }
+}
