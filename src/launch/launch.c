@@ -243,27 +243,32 @@ enum {
 
 typedef enum { T_INT, T_STR, T_BOOL, T_NULL, T_IDS, T_SEALED } kind_t;
 
+#define KEY(name, kind)                                                        \
+    {                                                                          \
+        name, sizeof(name) - 1, kind                                           \
+    }
 static const struct {
     const char *name;
+    size_t len;
     kind_t kind;
 } fast_keys[K__COUNT] = {
-    {"v", T_INT},
-    {"launch_id", T_STR},
-    {"attempt", T_INT},
-    {"state", T_STR},
-    {"seq", T_INT},
-    {"digest", T_STR},
-    {"request", T_NULL},
-    {"job_id", T_INT},
-    {"components", T_IDS},
-    {"cancel_requested", T_BOOL},
-    {"archived", T_BOOL},
-    {"accepted_at_ms", T_INT},
-    {"updated_at_ms", T_INT},
-    {"missing_since_ms", T_INT},
-    {"cleaned", T_BOOL},
-    {"request_sealed", T_SEALED},
-    {"slurm_states", T_STR},
+    KEY("v", T_INT),
+    KEY("launch_id", T_STR),
+    KEY("attempt", T_INT),
+    KEY("state", T_STR),
+    KEY("seq", T_INT),
+    KEY("digest", T_STR),
+    KEY("request", T_NULL),
+    KEY("job_id", T_INT),
+    KEY("components", T_IDS),
+    KEY("cancel_requested", T_BOOL),
+    KEY("archived", T_BOOL),
+    KEY("accepted_at_ms", T_INT),
+    KEY("updated_at_ms", T_INT),
+    KEY("missing_since_ms", T_INT),
+    KEY("cleaned", T_BOOL),
+    KEY("request_sealed", T_SEALED),
+    KEY("slurm_states", T_STR),
 };
 
 typedef struct fast {
@@ -427,8 +432,7 @@ static bool fast_scan(fast_t *f)
         if (!fast_string(f, &key, &n) || !fast_char(f, ':'))
             return false;
         for (int i = 0; i < K__COUNT && k < 0; i++)
-            if (strlen(fast_keys[i].name) == n &&
-                !memcmp(fast_keys[i].name, key, n))
+            if (fast_keys[i].len == n && !memcmp(fast_keys[i].name, key, n))
                 k = i;
         if (k < 0 || f->seen & (1u << k) || !fast_value(f, k))
             return false;

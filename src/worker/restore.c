@@ -22,6 +22,7 @@
 #include "core/util.h"
 #include "worker/worker_int.h"
 
+#include <malloc.h> /* malloc_trim: glibc */
 #include <stdlib.h>
 
 #define RESTORE_RETRY_MS     1000
@@ -230,13 +231,17 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
         take_records(w, &r[i], false);
         restore_failed(w, r[i].partition);
     }
-    if (pass->n)
-        forge_log_debug("restore of %zu partition(s): read and decoded in "
-                        "%lld ms, into the table in %lld ms",
-                        pass->n, read - began, forge_clock_ms() - read);
     free(r);
     free(reached);
     free(pass->parts);
+    if (!pass->n)
+        return;
+    /* what the reading threads freed (fetched batches, opened requests,
+     * their buffers) lies between what the table keeps: given back */
+    malloc_trim(0);
+    forge_log_debug("restore of %zu partition(s): read and decoded in %lld ms, "
+                    "into the table in %lld ms",
+                    pass->n, read - began, forge_clock_ms() - read);
 }
 
 /* Restores that failed, once their backoff has passed, and those that
