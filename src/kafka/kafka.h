@@ -131,8 +131,9 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k);
 /* ---- restore ----------------------------------------------------------- */
 
 /* How long restores may hold the loop, from the consumer's
- * max.poll.interval.ms M (kafka.c): one restore at most min(M/8, 60 s),
- * restores in a row at most M/4 (then the loop polls the group). */
+ * max.poll.interval.ms M (kafka.c): one forge_kafka_restore (of every
+ * partition it reads) at most min(M/8, 60 s), restores in a pass of the
+ * loop at most M/4 (then the loop polls the group). */
 int forge_kafka_restore_timeout_ms(const forge_kafka_t *k);
 int forge_kafka_restore_pass_ms(const forge_kafka_t *k);
 

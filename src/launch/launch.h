@@ -22,6 +22,15 @@
  * request is NULL, request_error says why, and the sealed value is kept and
  * written back as it was, so a worker with the right key can still open it.
  *
+ * In memory (the launch table holds one record per launch: 100,000 of
+ * them at scale), a record keeps its request's bytes and nothing parsed of
+ * them (the table keeps the labels and secrets apart: held.h). The bytes
+ * stay because three later steps read them: every record written (each
+ * state change) carries them sealed again, a resubmit of an interrupted
+ * submit prepares them, and the archive reads the pools, owner and secrets
+ * from them. Decoding takes a fast path for records shaped as this worker
+ * writes them (launch.c) and gives the general parse everything else.
+ *
  * After a terminal state: archived (the logs event is out, in the same
  * transaction as the record saying so), then cleaned (staging deleted).
  *
