@@ -398,3 +398,28 @@ Test(log, many_secrets_come_and_go_by_their_holders)
                        "a removed secret is still redacted");
     free(out);
 }
+
+/* Redaction finds secrets by their first bytes (at most 32) at each place
+ * of a line: longer secrets, ones that share those first bytes, and ones
+ * that begin where another does are all found, and a text that only
+ * begins like a secret is left alone (but for the short one inside it,
+ * twice). */
+Test(log, secrets_found_by_their_first_bytes_whatever_their_length)
+{
+    const char *longer = "0123456789abcdef0123456789abcdef-long-tail-1";
+    const char *sibling = "0123456789abcdef0123456789abcdef-long-tail-2";
+    char *red;
+
+    cr_assert_eq(forge_log_secret_add(longer), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add(sibling), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("abcd"), FORGE_OK);
+    red =
+        forge_log_redact("x 0123456789abcdef0123456789abcdef-long-tail-2 y "
+                         "0123456789abcdef0123456789abcdef-long-tail-3 "
+                         "zabcdz 0123456789abcdef0123456789abcdef-long-tail-1");
+    cr_assert_str_eq(red,
+                     "x " FORGE_REDACTED " y "
+                     "0123456789" FORGE_REDACTED "ef0123456789" FORGE_REDACTED
+                     "ef-long-tail-3 z" FORGE_REDACTED "z " FORGE_REDACTED);
+    free(red);
+}
