@@ -44,11 +44,11 @@
 
 typedef struct secret {
     char *text;
-    size_t len;
-    size_t refs; /* holders that added it and did not remove it yet */
+    uint32_t len;
+    uint32_t refs; /* holders that added it and did not remove it yet */
     uint32_t hash, whash;
-    size_t wlen;
-    size_t next, wnext;
+    uint32_t wlen;
+    uint32_t next, wnext; /* slot numbers + 1 */
 } secret_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,7 +59,7 @@ static struct {
     char *worker_id;
     secret_t *secrets;
     size_t nsecrets, capacity;
-    size_t *heads, *wheads;
+    uint32_t *heads, *wheads;
     size_t nheads;
     size_t wlens[WINDOW_MAX + 1]; /* secrets by window length */
 } logger = {FORGE_LOG_INFO, FORGE_LOG_JSON, 2, NULL, NULL, 0, 0,
@@ -296,9 +296,10 @@ static ptrdiff_t find_secret(const char *text, uint32_t hash)
 }
 
 /* The link that points at slot s in its chain. Under lock. */
-static size_t *link_to(size_t s)
+static uint32_t *link_to(size_t s)
 {
-    size_t *link = &logger.heads[logger.secrets[s].hash & (logger.nheads - 1)];
+    uint32_t *link =
+        &logger.heads[logger.secrets[s].hash & (logger.nheads - 1)];
 
     while (*link != s + 1)
         link = &logger.secrets[*link - 1].next;
@@ -306,9 +307,9 @@ static size_t *link_to(size_t s)
 }
 
 /* The link that points at slot s in its window chain. Under lock. */
-static size_t *wlink_to(size_t s)
+static uint32_t *wlink_to(size_t s)
 {
-    size_t *link =
+    uint32_t *link =
         &logger.wheads[logger.secrets[s].whash & (logger.nheads - 1)];
 
     while (*link != s + 1)
@@ -320,8 +321,8 @@ static size_t *wlink_to(size_t s)
 static void link_slot(size_t i)
 {
     secret_t *e = &logger.secrets[i];
-    size_t *head = &logger.heads[e->hash & (logger.nheads - 1)],
-           *whead = &logger.wheads[e->whash & (logger.nheads - 1)];
+    uint32_t *head = &logger.heads[e->hash & (logger.nheads - 1)],
+             *whead = &logger.wheads[e->whash & (logger.nheads - 1)];
 
     e->next = *head;
     *head = i + 1;
@@ -340,8 +341,8 @@ static void secret_room(void)
     logger.nheads = logger.capacity;
     free(logger.heads);
     free(logger.wheads);
-    logger.heads = forge_xcalloc(logger.nheads, sizeof(size_t));
-    logger.wheads = forge_xcalloc(logger.nheads, sizeof(size_t));
+    logger.heads = forge_xcalloc(logger.nheads, sizeof(uint32_t));
+    logger.wheads = forge_xcalloc(logger.nheads, sizeof(uint32_t));
     for (size_t i = 0; i < logger.nsecrets; i++)
         link_slot(i);
 }
