@@ -146,10 +146,11 @@ def restore(args):
                          f"{s['per_launch_bytes']:.0f} B",
                          f"1 KiB over the idle worker ({s['idle_kib']} KiB)",
                          s["per_launch_bytes"] / 1024.0, "<= 1"))
-        notes.append(f"restore ({what}): the worker's restore is its log's "
-                     "span from the first partition restoring to the last "
-                     "restored; the jobs named do not exist and the worker's "
-                     "Slurm URL answers nothing, so nothing is polled")
+        notes.append(f"restore ({what}): the worker's restore is the time "
+                     "its restore passes took, by its log (reading and "
+                     "decoding, then the table); the jobs named do not "
+                     "exist and the worker's Slurm URL answers nothing, so "
+                     "nothing is polled")
     return rows, "; ".join(notes)
 
 
