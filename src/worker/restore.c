@@ -11,10 +11,17 @@
  *
  * The partitions of one pass are read together (kafka.h: fetched at once,
  * read by two threads): their records are decoded on the reading threads
- * (decode_record: the record, its sealed request opened and parsed) into
- * one list per partition, and the loop's thread puts them in the launch
- * table once the read is over, so the table is never touched off the
- * loop's thread. Loop thread only, but decode_record.
+ * (decode_record: the record, its sealed request opened, its labels and
+ * secrets taken without validating it again: held.h) into one list per
+ * partition, and the loop's thread puts them in the launch table once the
+ * read is over, so the table is never touched off the loop's thread.
+ *
+ * What the table keeps of each launch, and what later steps read: the
+ * record (state, seq, job ids, flags, the Slurm states seen: the poller,
+ * events and every record written), its request's bytes (written again,
+ * sealed, with every record; a resubmit and the archive prepare them),
+ * and the request's labels and secrets (events; redaction). Nothing else
+ * of the request is parsed or kept. Loop thread only, but decode_record.
  */
 #include "core/clock.h"
 #include "core/log.h"
