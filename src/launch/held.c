@@ -360,7 +360,7 @@ static bool scan_object(const char *at, const char *end,
 {
     scan_t s = {at, end};
 
-    if (!at || *at != '{')
+    if (!at || at >= end || *at != '{')
         return true;
     return members(&s, 1, fn, ctx);
 }
