@@ -151,18 +151,17 @@ static void restore_failed(worker_t *w, int32_t p)
 }
 
 /* Restores in a pass hold the loop at most forge_kafka_restore_pass_ms (a
- * quarter of max.poll.interval.ms: the group must be polled in time); one
- * read (of every partition the pass restores) at most
- * forge_kafka_restore_timeout_ms, and so may each partition's test points
- * before it (a stall). A partition joins the pass only if both can end
- * within it: its own stall, and the read when it is the first to join
- * (the read is counted once). */
-static bool restore_fits(const worker_t *w, long long pass_start, size_t joined)
+ * quarter of max.poll.interval.ms: the group must be polled in time), and
+ * a partition's restore at most forge_kafka_restore_timeout_ms: one joins
+ * the pass only if it can end within it. Its restore is its share of the
+ * pass's read (restore_read: one read for all, at most that long), or a
+ * test point's stall before it. */
+static bool restore_fits(const worker_t *w, long long pass_start)
 {
     int one, pass;
 
     w->kafka_ops->restore_budget(w->kafka, &one, &pass);
-    return forge_clock_ms() - pass_start + one + (joined ? one : 0) <= pass;
+    return forge_clock_ms() - pass_start + one <= pass;
 }
 
 /* A pass's partitions: begun (restore_begin), then read together
@@ -211,7 +210,20 @@ static void restored(worker_t *w, restoring_t *r)
                         (int)r->partition, r->unopened, r->first.message);
 }
 
-/* The pass's partitions read together, at most one restore's time; each
+/* The pass's partitions, paused and forgotten already, wait for the
+ * loop's next pass (not a failure: no backoff). */
+static void restore_defer(worker_t *w, restore_pass_t *pass)
+{
+    for (size_t i = 0; i < pass->n; i++) {
+        forge_owner_restore_later(w->owner, pass->parts[i], forge_clock_ms());
+        forge_log_info("partition %d: restore waits for the loop's next pass",
+                       (int)pass->parts[i]);
+    }
+    free(pass->parts);
+}
+
+/* The pass's partitions read together, at most one restore's time (when
+ * the pass still has that much room: else they wait for the next); each
  * whose end was reached is restored, the others failed (backoff). */
 static void restore_read(worker_t *w, restore_pass_t *pass)
 {
@@ -222,6 +234,12 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
     int one, budget;
 
     w->kafka_ops->restore_budget(w->kafka, &one, &budget);
+    if (pass->n && began - pass->start + one > budget) {
+        restore_defer(w, pass); /* stalls before ate the pass's room */
+        free(r);
+        free(reached);
+        return;
+    }
     for (size_t i = 0; i < pass->n; i++) {
         r[i].partition = pass->parts[i];
         r[i].tail = &r[i].head;
@@ -258,7 +276,7 @@ void forge_worker_retry_restores(worker_t *w)
     restore_pass_t pass = {forge_clock_ms(), NULL, 0, 0};
     int32_t p;
 
-    while (restore_fits(w, pass.start, pass.n) &&
+    while (restore_fits(w, pass.start) &&
            (p = forge_owner_restore_due(w->owner, forge_clock_ms())) >= 0)
         restore_begin(w, &pass, p);
     restore_read(w, &pass);
@@ -282,7 +300,7 @@ void forge_worker_restore_each(worker_t *w, const int32_t *parts, size_t n)
     restore_pass_t pass = {forge_clock_ms(), NULL, 0, 0};
 
     for (size_t i = 0; i < n; i++) {
-        if (restore_fits(w, pass.start, pass.n)) {
+        if (restore_fits(w, pass.start)) {
             restore_begin(w, &pass, parts[i]);
             continue;
         }
