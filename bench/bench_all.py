@@ -14,10 +14,14 @@ speed (a target missed is said in the table).
                bare jansson parse of the same request
   archive      build/bench/bench_archive: forge_archive_logs against
                `tar czf` over the same files
+  restore      bench_restore.py: a worker restoring N launches against a
+               plain consumer of the same state-topic partitions, and its
+               RSS per launch over an idle worker (records with a sealed
+               request, and without one as held_jobs.py writes them)
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
-      [--skip submits,render,archive]
+      [--restore-sizes 1000,10000,100000] [--skip submits,render,archive,restore]
 """
 
 import argparse
@@ -34,10 +38,8 @@ BUILD = os.environ.get("FORGE_BENCH_BUILD", os.path.join(TOP, "build"))
 
 NOT_YET = ("Not measured yet (issue 13, its other parts): poll tick calls, "
            "bytes and worker CPU at 1,000 / 10,000 / 100,000 owned live jobs "
-           "against per-job polling and one `/jobs`; RSS per tracked launch "
-           "at the same sizes; restoring 100,000 launches against a plain "
-           "consumer of the same partitions; job end -> terminal event "
-           "latency at two poll intervals.")
+           "against per-job polling and one `/jobs`; job end -> terminal "
+           "event latency at two poll intervals.")
 
 
 def run(cmd, **kw):
@@ -125,7 +127,34 @@ def archive(args):
              f"{ours:.1f}", f"tar czf: {tar:.1f}", ours / tar, ">= 0.8")], None
 
 
-BENCHES = {"submits": submits, "render": render, "archive": archive}
+def restore(args):
+    rows, notes = [], []
+    for bare in (False, True):
+        out = run([sys.executable, os.path.join(HERE, "bench_restore.py"),
+                   "--sizes", args.restore_sizes] + (["--bare"] if bare else []))
+        r = json.loads(out.strip().splitlines()[-1])
+        what = "no request, as held_jobs.py writes" if bare else "sealed request"
+        for s in r["sizes"]:
+            n = s["n"]
+            rows.append((f"restore, {n:,} launches ({what})",
+                         f"{s['restore_ms']:.0f} ms",
+                         f"plain consumer, same partitions: "
+                         f"{s['baseline_ms']:.0f} ms", s["ratio"],
+                         "<= 1.2" if n >= 100000 else "-"))
+            rows.append((f"RSS per tracked launch, {n:,} launches ({what})",
+                         f"{s['per_launch_bytes']:.0f} B",
+                         f"1 KiB over the idle worker ({s['idle_kib']} KiB)",
+                         s["per_launch_bytes"] / 1024.0, "<= 1"))
+        notes.append(f"restore ({what}): the worker's restore is the time "
+                     "its restore passes took, by its log (reading and "
+                     "decoding, then the table); the jobs named do not "
+                     "exist and the worker's Slurm URL answers nothing, so "
+                     "nothing is polled")
+    return rows, "; ".join(notes)
+
+
+BENCHES = {"submits": submits, "render": render, "archive": archive,
+           "restore": restore}
 
 
 def verdict(ratio, target):
@@ -160,6 +189,7 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--archive-mib", type=int, default=64)
+    ap.add_argument("--restore-sizes", default="1000,10000,100000")
     ap.add_argument("--out", default=os.path.join(TOP, "docs",
                                                   "BENCHMARKS.md"))
     ap.add_argument("--skip", default="")

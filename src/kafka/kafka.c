@@ -2,9 +2,10 @@
 /*
  * kafka.c - the consumer (a consumer group, cooperative-sticky,
  * read_committed, manual offsets: kafka.h), its rebalances, and the
- * group-less reader of the state topic for restores. The transaction is
- * txn.c's, the producer's life producer.c's (kafka_int.h). Consumer errors
- * are logged and consumption goes on.
+ * group-less reader of the state topic for restores (every partition of a
+ * restore fetched at once, read by RESTORE_THREADS + 1 threads). The
+ * transaction is txn.c's, the producer's life producer.c's (kafka_int.h).
+ * Consumer errors are logged and consumption goes on.
  */
 #include "kafka/kafka_int.h"
 #include "core/clock.h"
@@ -13,6 +14,8 @@
 #include "ops/kafka_stats.h"
 #include "ops/observe.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,38 +326,96 @@ int forge_kafka_restore_pass_ms(const forge_kafka_t *k)
     return k->budget.max_poll_ms / 4;
 }
 
-int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
-                        void (*fn)(void *ctx, const char *key, size_t key_len,
-                                   const char *value, size_t len),
-                        void *ctx, int timeout_ms)
-{
-    rd_kafka_t *r = reader(k);
-    rd_kafka_topic_partition_list_t *l;
-    long long until = forge_clock_ms() + timeout_ms;
-    int rc = -1;
+/* One restore of several partitions (forge_kafka_restore): each has its
+ * own queue (not forwarded to the reader's: librdkafka fetches them all at
+ * once), and the threads take partitions in turn, each read to its end by
+ * one thread. */
+typedef struct restore_run {
+    rd_kafka_queue_t **queues;
+    const int32_t *parts;
+    bool *reached;
+    size_t n;
+    atomic_size_t next;
+    long long until; /* clock.h */
+    forge_kafka_restore_fn fn;
+    void *ctx;
+} restore_run_t;
 
-    if (!r)
-        return -1;
-    l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, partition)
-        ->offset = RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
-    while (forge_clock_ms() < until) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 100);
+static bool read_to_end(restore_run_t *run, size_t i)
+{
+    while (forge_clock_ms() < run->until) {
+        rd_kafka_message_t *m = rd_kafka_consume_queue(run->queues[i], 100);
         if (!m)
             continue;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             rd_kafka_message_destroy(m);
-            rc = 0;
-            break;
+            return true;
         }
         if (!m->err)
-            fn(ctx, m->key, m->key_len, m->payload, m->len);
+            run->fn(run->ctx, run->parts[i], m->key, m->key_len, m->payload,
+                    m->len);
         else
+            forge_log_warn("restore: partition %d: %s", (int)run->parts[i],
+                           rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+    }
+    return false;
+}
+
+static void *restore_thread(void *arg)
+{
+    restore_run_t *run = arg;
+    size_t i;
+
+    while ((i = atomic_fetch_add(&run->next, 1)) < run->n)
+        run->reached[i] = read_to_end(run, i);
+    return NULL;
+}
+
+size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
+                           forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
+                           bool *reached)
+{
+    rd_kafka_t *r = reader(k);
+    restore_run_t run = {
+        NULL, parts, reached, n, 0, forge_clock_ms() + timeout_ms, fn, ctx};
+    pthread_t threads[RESTORE_THREADS];
+    size_t started = 0, done = 0;
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_message_t *m;
+
+    memset(reached, 0, n * sizeof(*reached));
+    if (!r || n == 0)
+        return 0;
+    run.queues = forge_xcalloc(n, sizeof(*run.queues));
+    l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++) {
+        /* unforwarded before the assignment: none of it reaches the
+         * reader's own queue */
+        run.queues[i] =
+            rd_kafka_queue_get_partition(r, k->cfg->topic_state, parts[i]);
+        rd_kafka_queue_forward(run.queues[i], NULL);
+        rd_kafka_topic_partition_list_add(l, k->cfg->topic_state, parts[i])
+            ->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(r, l); /* group-less: assign, never subscribe */
+    while (started < RESTORE_THREADS && started + 1 < n &&
+           pthread_create(&threads[started], NULL, restore_thread, &run) == 0)
+        started++;
+    restore_thread(&run); /* the caller's thread reads too */
+    for (size_t t = 0; t < started; t++)
+        pthread_join(threads[t], NULL);
+    rd_kafka_assign(r, NULL);
+    while ((m = rd_kafka_consumer_poll(r, 0))) { /* errors no one reads */
+        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             forge_log_warn("restore: %s", rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
     }
-    rd_kafka_assign(r, NULL);
+    for (size_t i = 0; i < n; i++) {
+        rd_kafka_queue_destroy(run.queues[i]);
+        done += reached[i];
+    }
+    free(run.queues);
     rd_kafka_topic_partition_list_destroy(l);
-    return rc;
+    return done;
 }

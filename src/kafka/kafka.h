@@ -7,7 +7,8 @@
  * state records), and a group-less reader of the state topic for restores.
  *
  * Threads: every function here is called from the consume loop's thread
- * only (the rebalance callbacks run inside forge_kafka_poll on that thread).
+ * only (the rebalance callbacks run inside forge_kafka_poll on that thread);
+ * a restore reads on a thread of its own too, joined before it returns.
  */
 #ifndef FORGE_KAFKA_H
 #define FORGE_KAFKA_H
@@ -130,18 +131,26 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k);
 /* ---- restore ----------------------------------------------------------- */
 
 /* How long restores may hold the loop, from the consumer's
- * max.poll.interval.ms M (kafka.c): one restore at most min(M/8, 60 s),
- * restores in a row at most M/4 (then the loop polls the group). */
+ * max.poll.interval.ms M (kafka.c): one forge_kafka_restore (of every
+ * partition it reads) at most min(M/8, 60 s), restores in a pass of the
+ * loop at most M/4 (then the loop polls the group). */
 int forge_kafka_restore_timeout_ms(const forge_kafka_t *k);
 int forge_kafka_restore_pass_ms(const forge_kafka_t *k);
 
-/* Reads partition `partition` of the state topic from the beginning to its
- * end (last stable offset), calling fn for every record (value NULL for a
- * tombstone), for at most timeout_ms. Returns 0, or -1 when the end could
- * not be reached in time. */
-int forge_kafka_restore(forge_kafka_t *k, int32_t partition,
-                        void (*fn)(void *ctx, const char *key, size_t key_len,
-                                   const char *value, size_t len),
-                        void *ctx, int timeout_ms);
+/* Called for every record of a restore (value NULL for a tombstone). */
+typedef void (*forge_kafka_restore_fn)(void *ctx, int32_t partition,
+                                       const char *key, size_t key_len,
+                                       const char *value, size_t len);
+
+/* Reads partitions parts[0..n) of the state topic, all at once, each from
+ * its beginning to its end (last stable offset), for at most timeout_ms in
+ * all. One partition's records come in order on one thread; different
+ * partitions' may come at the same time on different threads (the
+ * caller's and the call's own, joined before it returns), so fn must be
+ * safe for that. reached[i] (n of them): parts[i]'s end was reached.
+ * Returns how many were. */
+size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
+                           forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
+                           bool *reached);
 
 #endif

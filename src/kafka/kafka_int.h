@@ -18,7 +18,8 @@
 #define TXN_BACKOFF_MS     100   /* before retrying a retriable error ... */
 #define TXN_BACKOFF_MAX_MS 1000  /* ... doubling up to this */
 #define REWIND_MAX_MS      10000
-#define RESTORE_MAX_MS     60000  /* one partition's restore */
+#define RESTORE_MAX_MS     60000 /* one restore (of several partitions) */
+#define RESTORE_THREADS    1 /* beside the caller's: partitions read at once */
 #define INIT_ATTEMPT_MS    10000  /* one init_transactions at start */
 #define WAIT_ATTEMPT_MS    1000   /* one, while a replacement waits */
 #define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */

@@ -48,6 +48,7 @@ void forge_launch_drop_request(forge_launch_record_t *r)
     free(r->request);
     r->request = NULL;
     r->request_len = 0;
+    r->request_was_sealed = false;
     json_decref(r->request_sealed);
     r->request_sealed = NULL;
     free(r->request_error);
@@ -145,6 +146,8 @@ static void read_request(forge_launch_record_t *r, json_t *clear,
                 r->request_sealed = json_incref(sealed);
             r->request_error = forge_xmalloc(sizeof(why));
             *r->request_error = why;
+        } else {
+            r->request_was_sealed = true;
         }
         free(aad);
     } else if (json_is_string(clear)) {
@@ -201,10 +204,324 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     return FORGE_OK;
 }
 
+/* ---- decoding, the fast path ------------------------------------------
+ *
+ * A restore decodes every record of its partitions, and a general JSON
+ * parse (a tree, a hash table per object, every string copied, the sealed
+ * request's long base64 text among them) was most of its time. Records as
+ * this worker writes them are simple: one object of known keys whose
+ * values are integers, booleans, null, plain strings (no escape, no byte
+ * outside printable ASCII), a list of integers and the sealed request's
+ * object of three strings. fast_scan reads exactly that shape, borrowing
+ * the strings from the buffer; anything else (an unknown or repeated key,
+ * an escape, a request in clear, a number that is not a plain integer,
+ * trailing text) gives up, and the general path (fill) decides, so both
+ * paths agree on every record: test_launch.c checks them against each
+ * other. */
+
+enum {
+    K_V,
+    K_ID,
+    K_ATTEMPT,
+    K_STATE,
+    K_SEQ,
+    K_DIGEST,
+    K_REQUEST,
+    K_JOB,
+    K_COMPONENTS,
+    K_CANCEL,
+    K_ARCHIVED,
+    K_ACCEPTED,
+    K_UPDATED,
+    K_MISSING,
+    K_CLEANED,
+    K_SEALED,
+    K_STATES,
+    K__COUNT
+};
+#define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
+
+typedef enum { T_INT, T_STR, T_BOOL, T_NULL, T_IDS, T_SEALED } kind_t;
+
+#define KEY(name, kind)                                                        \
+    {                                                                          \
+        name, sizeof(name) - 1, kind                                           \
+    }
+static const struct {
+    const char *name;
+    size_t len;
+    kind_t kind;
+} fast_keys[K__COUNT] = {
+    KEY("v", T_INT),
+    KEY("launch_id", T_STR),
+    KEY("attempt", T_INT),
+    KEY("state", T_STR),
+    KEY("seq", T_INT),
+    KEY("digest", T_STR),
+    KEY("request", T_NULL),
+    KEY("job_id", T_INT),
+    KEY("components", T_IDS),
+    KEY("cancel_requested", T_BOOL),
+    KEY("archived", T_BOOL),
+    KEY("accepted_at_ms", T_INT),
+    KEY("updated_at_ms", T_INT),
+    KEY("missing_since_ms", T_INT),
+    KEY("cleaned", T_BOOL),
+    KEY("request_sealed", T_SEALED),
+    KEY("slurm_states", T_STR),
+};
+
+typedef struct fast {
+    const char *p, *end;
+    unsigned seen;
+    long long num[K__COUNT]; /* integers and booleans */
+    const char *str[K__COUNT];
+    size_t str_len[K__COUNT];
+    bool sealed; /* request_sealed is an object (not null) */
+    forge_sealed_parts_t parts;
+    uint32_t *ids;
+    size_t id_count, id_size;
+} fast_t;
+
+static void fast_ws(fast_t *f)
+{
+    while (f->p < f->end &&
+           (*f->p == ' ' || *f->p == '\n' || *f->p == '\t' || *f->p == '\r'))
+        f->p++;
+}
+
+static bool fast_char(fast_t *f, char c)
+{
+    fast_ws(f);
+    if (f->p < f->end && *f->p == c) {
+        f->p++;
+        return true;
+    }
+    return false;
+}
+
+static bool fast_string(fast_t *f, const char **s, size_t *n)
+{
+    if (!fast_char(f, '"'))
+        return false;
+    *s = f->p;
+    while (f->p < f->end && *f->p != '"') {
+        unsigned char c = (unsigned char)*f->p;
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+        f->p++;
+    }
+    if (f->p == f->end)
+        return false;
+    *n = (size_t)(f->p++ - *s);
+    return true;
+}
+
+static bool fast_word(fast_t *f, const char *word)
+{
+    size_t n = strlen(word);
+
+    fast_ws(f);
+    if ((size_t)(f->end - f->p) < n || memcmp(f->p, word, n) != 0)
+        return false;
+    f->p += n;
+    return true;
+}
+
+/* A plain integer of at most 18 digits (no fraction, exponent or leading
+ * zero: those are the general parse's to judge). */
+static bool fast_int(fast_t *f, long long *v)
+{
+    bool minus;
+    int digits = 0;
+
+    fast_ws(f);
+    minus = f->p < f->end && *f->p == '-';
+    f->p += minus;
+    *v = 0;
+    while (f->p < f->end && *f->p >= '0' && *f->p <= '9' && digits < 19) {
+        *v = *v * 10 + (*f->p++ - '0');
+        digits++;
+    }
+    if (digits == 0 || digits > 18 || (digits > 1 && f->p[-digits] == '0') ||
+        (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E' ||
+                           (*f->p >= '0' && *f->p <= '9'))))
+        return false;
+    if (minus)
+        *v = -*v;
+    return true;
+}
+
+static bool fast_ids(fast_t *f)
+{
+    long long v;
+
+    if (!fast_char(f, '['))
+        return false;
+    if (fast_char(f, ']'))
+        return true;
+    do {
+        if (!fast_int(f, &v))
+            return false;
+        if (f->id_count == f->id_size) {
+            f->id_size = f->id_size ? 2 * f->id_size : 4;
+            f->ids = forge_xrealloc(f->ids, f->id_size * sizeof(*f->ids));
+        }
+        f->ids[f->id_count++] = (uint32_t)v;
+    } while (fast_char(f, ','));
+    return fast_char(f, ']');
+}
+
+/* {"kid", "iv", "ct"} strings, each once, in any order; or null. */
+static bool fast_sealed(fast_t *f)
+{
+    const char *key, **s[3] = {&f->parts.kid, &f->parts.iv, &f->parts.ct};
+    size_t n, *len[3] = {&f->parts.kid_len, &f->parts.iv_len, &f->parts.ct_len};
+    static const char *const names[3] = {"kid", "iv", "ct"};
+    unsigned seen = 0;
+
+    if (fast_word(f, "null"))
+        return true;
+    if (!fast_char(f, '{'))
+        return false;
+    do {
+        int k = -1;
+        if (!fast_string(f, &key, &n) || !fast_char(f, ':'))
+            return false;
+        for (int i = 0; i < 3; i++)
+            if (strlen(names[i]) == n && !memcmp(names[i], key, n))
+                k = i;
+        if (k < 0 || seen & (1u << k) || !fast_string(f, s[k], len[k]))
+            return false;
+        seen |= 1u << k;
+    } while (fast_char(f, ','));
+    f->sealed = true;
+    return seen == 7 && fast_char(f, '}');
+}
+
+static bool fast_value(fast_t *f, int k)
+{
+    switch (fast_keys[k].kind) {
+    case T_INT:
+        return fast_int(f, &f->num[k]);
+    case T_STR:
+        return fast_string(f, &f->str[k], &f->str_len[k]);
+    case T_BOOL:
+        if (fast_word(f, "true"))
+            return (f->num[k] = 1);
+        return fast_word(f, "false");
+    case T_NULL:
+        return fast_word(f, "null");
+    case T_IDS:
+        return fast_ids(f);
+    case T_SEALED:
+        return fast_sealed(f);
+    }
+    return false;
+}
+
+static bool fast_scan(fast_t *f)
+{
+    const char *key;
+    size_t n;
+
+    if (!fast_char(f, '{'))
+        return false;
+    do {
+        int k = -1;
+        if (!fast_string(f, &key, &n) || !fast_char(f, ':'))
+            return false;
+        for (int i = 0; i < K__COUNT && k < 0; i++)
+            if (fast_keys[i].len == n && !memcmp(fast_keys[i].name, key, n))
+                k = i;
+        if (k < 0 || f->seen & (1u << k) || !fast_value(f, k))
+            return false;
+        f->seen |= 1u << k;
+    } while (fast_char(f, ','));
+    if (!fast_char(f, '}') || (f->seen & K_REQUIRED) != K_REQUIRED)
+        return false;
+    fast_ws(f); /* trailing whitespace, and nothing else */
+    return f->p == f->end && f->num[K_V] == RECORD_VERSION &&
+           f->str_len[K_DIGEST] == 64 && f->str_len[K_STATE] < 32;
+}
+
+/* The request of a record the fast path read: sealed (opened with s, or
+ * kept with the reason it did not open), or none; as read_request. */
+static void fast_request(forge_launch_record_t *r, const fast_t *f,
+                         const forge_sealer_t *s)
+{
+    const forge_sealed_parts_t *v = &f->parts;
+    forge_error_t why = {0};
+    char *aad;
+
+    if (!f->sealed)
+        return;
+    aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    if (forge_unseal_parts(s, aad, v, &r->request, &r->request_len, &why)) {
+        r->request_sealed =
+            json_pack("{s:s%, s:s%, s:s%}", "kid", v->kid, v->kid_len, "iv",
+                      v->iv, v->iv_len, "ct", v->ct, v->ct_len);
+        r->request_error = forge_xmalloc(sizeof(why));
+        *r->request_error = why;
+    } else {
+        r->request_was_sealed = true;
+    }
+    free(aad);
+}
+
+/* The record from what fast_scan read, as fill makes it. */
+static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
+{
+    forge_launch_record_t *r = forge_xcalloc(1, sizeof(*r));
+    char state[32];
+
+    r->launch_id = forge_xstrndup(f->str[K_ID], f->str_len[K_ID]);
+    r->attempt = (int)f->num[K_ATTEMPT];
+    memcpy(state, f->str[K_STATE], f->str_len[K_STATE]);
+    state[f->str_len[K_STATE]] = '\0';
+    r->state = forge_state_from_name(state);
+    r->seq = (long)f->num[K_SEQ];
+    memcpy(r->digest, f->str[K_DIGEST], 64);
+    r->digest[64] = '\0';
+    fast_request(r, f, s);
+    r->job_id = (uint32_t)f->num[K_JOB];
+    r->component_ids = forge_xcalloc(f->id_count + 1, sizeof(uint32_t));
+    if (f->id_count)
+        memcpy(r->component_ids, f->ids, f->id_count * sizeof(uint32_t));
+    r->component_count = f->id_count;
+    r->cancel_requested = f->num[K_CANCEL];
+    r->archived = f->num[K_ARCHIVED];
+    r->accepted_at_ms = f->num[K_ACCEPTED];
+    r->updated_at_ms = f->num[K_UPDATED];
+    r->missing_since_ms = f->num[K_MISSING];
+    r->cleaned = f->num[K_CLEANED];
+    if (f->seen & (1u << K_STATES))
+        r->slurm_states =
+            forge_xstrndup(f->str[K_STATES], f->str_len[K_STATES]);
+    return r;
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
 forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
                                       const forge_sealer_t *s,
                                       forge_launch_record_t **out,
                                       forge_error_t *err)
+{
+    fast_t f = {.p = buf, .end = buf + len};
+    bool fast = fast_scan(&f);
+
+    *out = fast ? fast_record(&f, s) : NULL;
+    free(f.ids);
+    if (fast)
+        return FORGE_OK;
+    return forge_launch_record_decode_general(buf, len, s, out, err);
+}
+
+forge_rc_t forge_launch_record_decode_general(const char *buf, size_t len,
+                                              const forge_sealer_t *s,
+                                              forge_launch_record_t **out,
+                                              forge_error_t *err)
 {
     json_error_t jerr;
     json_t *o = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * owner.c - owned partitions and the launch table (owner.h): a fixed
- * bucket array with chaining (FNV-1a), a small partition array, and the
- * registration of the held requests' secrets with the log (log.h), and
- * the partitions' generations (generation.h), which the runners read.
+ * owner.c - owned partitions and the launch table (owner.h): a bucket
+ * array with chaining (FNV-1a), doubled as the table grows, a small partition
+ * array, and the registration of the held requests' secrets with the log
+ * (log.h), and the partitions' generations (generation.h), which the runners
+ * read.
  */
 #include "launch/owner.h"
 #include "core/log.h"
@@ -13,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUCKETS        4096
+#define BUCKETS_MIN    4096 /* then doubled: at most one entry a bucket */
 #define PARTITIONS_MAX FORGE_PARTITIONS_MAX
 
 typedef enum { P_NONE = 0, P_RESTORING, P_READY } pstate_t;
 
 struct forge_owner {
-    forge_entry_t *buckets[BUCKETS];
+    forge_entry_t **buckets;
+    size_t nbuckets; /* a power of two, >= BUCKETS_MIN */
     size_t count;
     unsigned char partitions[PARTITIONS_MAX]; /* pstate_t */
     /* a restore that failed: when to try again (0: none due), and how many
@@ -49,13 +51,37 @@ static void set_retry(forge_owner_t *o, int32_t p, long long at)
     o->retry_at[p] = at;
 }
 
-static size_t bucket_of(const char *key)
+static uint32_t hash_of(const char *key)
 {
     uint32_t h = 2166136261u;
 
     for (; *key; key++)
         h = (h ^ (unsigned char)*key) * 16777619u;
-    return h % BUCKETS;
+    return h;
+}
+
+static forge_entry_t **bucket_of(const forge_owner_t *o, const char *key)
+{
+    return &o->buckets[hash_of(key) & (o->nbuckets - 1)];
+}
+
+/* Twice the buckets, once there are more entries than buckets: a lookup
+ * stays a bucket's few entries at 100,000 launches. */
+static void grow(forge_owner_t *o)
+{
+    forge_entry_t **old = o->buckets;
+    size_t n = o->nbuckets;
+
+    o->nbuckets = 2 * n;
+    o->buckets = forge_xcalloc(o->nbuckets, sizeof(*o->buckets));
+    for (size_t b = 0; b < n; b++)
+        for (forge_entry_t *e = old[b], *next; e; e = next) {
+            forge_entry_t **slot = bucket_of(o, e->rec->launch_id);
+            next = e->next;
+            e->next = *slot;
+            *slot = e;
+        }
+    free(old);
 }
 
 /* Secrets too short for the log's registry are refused there (they would
@@ -75,9 +101,9 @@ static void secret_remove(void *ctx, const char *secret)
 
 static void release_request(forge_entry_t *e)
 {
-    forge_request_each_secret(e->req, secret_remove, NULL);
-    forge_request_destroy(e->req);
-    e->req = NULL;
+    forge_held_each_secret(e->held, secret_remove, NULL);
+    forge_held_free(e->held);
+    e->held = NULL;
 }
 
 static void entry_free(forge_entry_t *e)
@@ -91,6 +117,8 @@ forge_owner_t *forge_owner_new(void)
 {
     forge_owner_t *o = forge_xcalloc(1, sizeof(forge_owner_t));
 
+    o->nbuckets = BUCKETS_MIN;
+    o->buckets = forge_xcalloc(o->nbuckets, sizeof(*o->buckets));
     o->generations = forge_generations_new();
     return o;
 }
@@ -99,18 +127,19 @@ void forge_owner_destroy(forge_owner_t *o)
 {
     if (!o)
         return;
-    for (size_t b = 0; b < BUCKETS; b++)
+    for (size_t b = 0; b < o->nbuckets; b++)
         for (forge_entry_t *e = o->buckets[b], *next; e; e = next) {
             next = e->next;
             entry_free(e);
         }
     forge_generations_destroy(o->generations);
+    free(o->buckets);
     free(o);
 }
 
 forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id)
 {
-    for (forge_entry_t *e = o->buckets[bucket_of(launch_id)]; e; e = e->next)
+    for (forge_entry_t *e = *bucket_of(o, launch_id); e; e = e->next)
         if (!strcmp(e->rec->launch_id, launch_id))
             return e;
     return NULL;
@@ -119,14 +148,26 @@ forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id)
 forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
                                forge_request_t *req, int32_t partition)
 {
-    forge_entry_t **slot = &o->buckets[bucket_of(rec->launch_id)];
-    forge_entry_t *e;
+    forge_held_t *held = forge_held_of_request(req);
 
+    forge_request_destroy(req);
+    return forge_owner_put_held(o, rec, held, partition);
+}
+
+forge_entry_t *forge_owner_put_held(forge_owner_t *o,
+                                    forge_launch_record_t *rec,
+                                    forge_held_t *held, int32_t partition)
+{
+    forge_entry_t **slot, *e;
+
+    if (o->count >= o->nbuckets)
+        grow(o);
+    slot = bucket_of(o, rec->launch_id);
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
     /* before the old request lets go: a value both hold stays registered */
-    forge_request_each_secret(req, secret_add, NULL);
+    forge_held_each_secret(held, secret_add, NULL);
     if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
         release_request(e);
@@ -140,7 +181,7 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
         o->count++;
     }
     e->rec = rec;
-    e->req = req;
+    e->held = held;
     e->partition = partition;
     e->generation = forge_generation_of(o->generations, partition);
     return e;
@@ -219,7 +260,7 @@ void forge_owner_drop(forge_owner_t *o, int32_t p)
     set_state(o, p, P_NONE);
     set_retry(o, p, 0); /* failures stay: a restore again soon backs off */
     forge_generation_end(o->generations, p);
-    for (size_t b = 0; b < BUCKETS; b++) {
+    for (size_t b = 0; b < o->nbuckets; b++) {
         forge_entry_t **link = &o->buckets[b];
         while (*link) {
             forge_entry_t *e = *link;
@@ -263,7 +304,7 @@ int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)
 void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
                       void *ctx)
 {
-    for (size_t b = 0; b < BUCKETS; b++)
+    for (size_t b = 0; b < o->nbuckets; b++)
         for (forge_entry_t *e = o->buckets[b]; e; e = e->next)
             fn(ctx, e);
 }

@@ -24,6 +24,7 @@
 #define FORGE_OWNER_H
 
 #include "launch/generation.h"
+#include "launch/held.h"
 #include "launch/launch.h"
 #include "request/request.h"
 
@@ -32,7 +33,9 @@
 
 typedef struct forge_entry {
     forge_launch_record_t *rec; /* owned */
-    forge_request_t *req;       /* owned, parsed request; NULL if unknown */
+    /* owned: what the table keeps of the parsed request (held.h: labels,
+     * secrets); NULL: none, or the request is unknown or dropped */
+    forge_held_t *held;
     int32_t partition;
     uint64_t generation; /* the partition's when the entry was made */
     bool busy;           /* a submit/cancel for it is in flight */
@@ -55,12 +58,18 @@ void forge_owner_destroy(forge_owner_t *o); /* NULL-safe */
 
 forge_entry_t *forge_owner_find(forge_owner_t *o, const char *launch_id);
 
-/* Adds or replaces the entry of rec->launch_id (rec and req stolen). */
+/* Adds or replaces the entry of rec->launch_id (rec and req stolen: req is
+ * kept as held.h's compact form, and destroyed). */
 forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
                                forge_request_t *req, int32_t partition);
 
+/* The same with the compact form already made (held stolen). */
+forge_entry_t *forge_owner_put_held(forge_owner_t *o,
+                                    forge_launch_record_t *rec,
+                                    forge_held_t *held, int32_t partition);
+
 /* e's request is no longer needed (its logs are archived, or it has none):
- * dropped from its record and parsed form, its secrets unregistered. */
+ * dropped from its record and its held form, its secrets unregistered. */
 void forge_owner_drop_request(forge_entry_t *e);
 
 /* Partition bookkeeping: assigned-but-restoring vs ready. assign begins a

@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,33 +182,52 @@ static char *b64_encode(const unsigned char *in, size_t n)
     return out;
 }
 
-static bool is_b64(int c)
+/* The value of each base64 character, 64 for any other byte. */
+static unsigned char b64_values[256];
+
+static void b64_table(void)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') || c == '+' || c == '/';
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    memset(b64_values, 64, sizeof(b64_values));
+    for (int i = 0; i < 64; i++)
+        b64_values[(unsigned char)alphabet[i]] = (unsigned char)i;
 }
 
-/* *out new (*n bytes), or false when text is not strict base64. */
-static bool b64_decode(const char *text, unsigned char **out, size_t *n)
+/* *out new (*n bytes), or false when text[0..len) is not strict base64
+ * (the standard alphabet, padded, nothing else). A table, one pass: a
+ * restore opens a request per record. */
+static bool b64_decode(const char *text, size_t len, unsigned char **out,
+                       size_t *n)
 {
-    size_t len = strlen(text), pad = 0;
-    int got;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    const unsigned char *in = (const unsigned char *)text;
+    size_t pad = 0, got = 0;
+    unsigned char *o;
 
+    pthread_once(&once, b64_table);
     if (len == 0 || len % 4 != 0 || len > INT_MAX)
         return false;
     while (pad < 2 && text[len - 1 - pad] == '=')
         pad++;
-    for (size_t i = 0; i < len - pad; i++)
-        if (!is_b64((unsigned char)text[i]))
-            return false;
-    *out = forge_xmalloc(len / 4 * 3 + 1);
-    got = EVP_DecodeBlock(*out, (const unsigned char *)text, (int)len);
-    if (got < 0 || (size_t)got < pad) {
-        free(*out);
-        *out = NULL;
-        return false;
+    o = forge_xmalloc(len / 4 * 3 + 1);
+    for (size_t i = 0; i < len; i += 4) {
+        unsigned v[4];
+        for (int k = 0; k < 4; k++) {
+            bool padding = i + (size_t)k >= len - pad;
+            v[k] = padding ? 0 : b64_values[in[i + k]];
+            if (v[k] == 64) {
+                free(o);
+                return false;
+            }
+        }
+        o[got++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+        o[got++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
+        o[got++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
     }
-    *n = (size_t)got - pad;
+    *out = o;
+    *n = got - pad;
     return true;
 }
 
@@ -270,29 +290,53 @@ forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
     return FORGE_OK;
 }
 
-static bool is_kid(const char *kid)
+/* A key id: exactly FORGE_SEAL_KID_HEX - 1 lowercase hex digits, copied
+ * into kid (NUL-terminated). */
+static bool is_kid(const char *text, size_t len, char kid[FORGE_SEAL_KID_HEX])
 {
-    size_t n = strspn(kid, "0123456789abcdef");
-
-    return n == FORGE_SEAL_KID_HEX - 1 && !kid[n];
+    if (len != FORGE_SEAL_KID_HEX - 1)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!strchr("0123456789abcdef", text[i]) || !text[i])
+            return false;
+    memcpy(kid, text, len);
+    kid[len] = '\0';
+    return true;
 }
 
 forge_rc_t forge_unseal(const forge_sealer_t *s, const char *aad,
                         const json_t *sealed, char **out, size_t *out_len,
                         forge_error_t *err)
 {
-    const char *kid = NULL, *iv64 = NULL, *ct64 = NULL;
+    forge_sealed_parts_t v = {0};
+
+    *out = NULL;
+    *out_len = 0;
+    if (json_unpack((json_t *)sealed, "{s:s, s:s, s:s}", "kid", &v.kid, "iv",
+                    &v.iv, "ct", &v.ct) != 0)
+        return forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
+                               "the sealed value is malformed");
+    v.kid_len = strlen(v.kid);
+    v.iv_len = strlen(v.iv);
+    v.ct_len = strlen(v.ct);
+    return forge_unseal_parts(s, aad, &v, out, out_len, err);
+}
+
+forge_rc_t forge_unseal_parts(const forge_sealer_t *s, const char *aad,
+                              const forge_sealed_parts_t *v, char **out,
+                              size_t *out_len, forge_error_t *err)
+{
     unsigned char *iv = NULL, *ct = NULL, *pt = NULL;
     size_t iv_len = 0, ct_len = 0;
+    char kid[FORGE_SEAL_KID_HEX];
     const seal_key_t *key;
     forge_rc_t rc = FORGE_OK;
 
     *out = NULL;
     *out_len = 0;
-    if (json_unpack((json_t *)sealed, "{s:s, s:s, s:s}", "kid", &kid, "iv",
-                    &iv64, "ct", &ct64) != 0 ||
-        !is_kid(kid) || !b64_decode(iv64, &iv, &iv_len) || iv_len != IV_BYTES ||
-        !b64_decode(ct64, &ct, &ct_len) || ct_len < TAG_BYTES ||
+    if (!is_kid(v->kid, v->kid_len, kid) ||
+        !b64_decode(v->iv, v->iv_len, &iv, &iv_len) || iv_len != IV_BYTES ||
+        !b64_decode(v->ct, v->ct_len, &ct, &ct_len) || ct_len < TAG_BYTES ||
         ct_len - TAG_BYTES > INT_MAX) {
         rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
                              "the sealed value is malformed");

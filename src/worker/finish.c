@@ -53,8 +53,7 @@ void forge_worker_tend_finished(worker_t *w, forge_entry_t *e, long long now)
 static void publish_logs(worker_t *w, forge_entry_t *e,
                          const forge_archive_t *a)
 {
-    const forge_launch_t *l =
-        e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
+    const forge_held_t *l = e->held;
     forge_logs_event_t ev = {e->rec->launch_id,      e->rec->attempt,
                              w->cfg->worker_id,      l ? l->labels : NULL,
                              l ? l->label_count : 0, a};

@@ -126,8 +126,10 @@ static void on_launch(worker_t *w, const forge_kafka_message_t *m,
     }
     rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
                                   m->value_len);
-    e = forge_owner_put(w->owner, rec, p->request, m->partition);
-    p->request = NULL; /* stolen by the entry */
+    /* the entry keeps the request's labels and secrets (held.h); p keeps
+     * the request, which l points into, until its caller frees it */
+    e = forge_owner_put_held(w->owner, rec, forge_held_of_request(p->request),
+                             m->partition);
     if (forge_worker_publish_event(w, e, &accepted, true) == 0) {
         forge_work_t *submit = forge_worker_new_work(FORGE_WORK_SUBMIT, e);
         /* prepared once, here: the Slurm thread takes it as it is */

@@ -45,10 +45,10 @@ typedef struct forge_loop_kafka_ops {
     forge_kafka_outcome_t (*commit)(void *k);
     /* How long one restore may take, and restores in a row. */
     void (*restore_budget)(void *k, int *one_ms, int *pass_ms);
-    int (*restore)(void *k, int32_t partition,
-                   void (*fn)(void *ctx, const char *key, size_t key_len,
-                              const char *value, size_t len),
-                   void *ctx, int timeout_ms);
+    /* kafka.h forge_kafka_restore: fn may run on other threads. */
+    size_t (*restore)(void *k, const int32_t *parts, size_t n,
+                      forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
+                      bool *reached);
 } forge_loop_kafka_ops_t;
 
 /* The threads beside the loop, one lane each (pool.h: items go out with

@@ -92,8 +92,7 @@ int forge_worker_publish_event(worker_t *w, forge_entry_t *e, const change_t *c,
                                bool store)
 {
     forge_state_t from = e->rec->state;
-    const forge_launch_t *l =
-        e->req && e->req->kind == FORGE_REQUEST_LAUNCH ? &e->req->launch : NULL;
+    const forge_held_t *l = e->held;
     forge_status_event_t ev = {0};
     int rc;
 

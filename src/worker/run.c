@@ -65,12 +65,11 @@ static void k_restore_budget(void *k, int *one_ms, int *pass_ms)
     *pass_ms = forge_kafka_restore_pass_ms(k);
 }
 
-static int k_restore(void *k, int32_t p,
-                     void (*fn)(void *, const char *, size_t, const char *,
-                                size_t),
-                     void *ctx, int timeout_ms)
+static size_t k_restore(void *k, const int32_t *parts, size_t n,
+                        forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
+                        bool *reached)
 {
-    return forge_kafka_restore(k, p, fn, ctx, timeout_ms);
+    return forge_kafka_restore(k, parts, n, fn, ctx, timeout_ms, reached);
 }
 
 static const forge_loop_kafka_ops_t kafka_ops = {

@@ -154,25 +154,31 @@ static void f_restore_budget(void *k, int *one_ms, int *pass_ms)
     *pass_ms = 60000;
 }
 
-static int f_restore(void *k, int32_t p,
-                     void (*fn)(void *, const char *, size_t, const char *,
-                                size_t),
-                     void *ctx, int timeout_ms)
+/* Partitions one after another, each a restore (restore_failures_left:
+ * that many of them fail, in turn). */
+static size_t f_restore(void *k, const int32_t *parts, size_t n,
+                        forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
+                        bool *reached)
 {
     fake_kafka_t *f = k;
+    size_t done = 0;
 
     (void)timeout_ms;
-    f->restores++;
-    if (f->restore_failures_left > 0) {
-        f->restore_failures_left--;
-        return -1;
+    for (size_t p = 0; p < n; p++) {
+        f->restores++;
+        reached[p] = f->restore_failures_left <= 0;
+        if (!reached[p]) {
+            f->restore_failures_left--;
+            continue;
+        }
+        for (size_t i = 0; i < f->out_count; i++) {
+            const fake_record_t *r = &f->out[i];
+            if (r->partition == parts[p] && !strcmp(r->topic, f->state_topic))
+                fn(ctx, parts[p], r->key, strlen(r->key), r->value, r->len);
+        }
+        done++;
     }
-    for (size_t i = 0; i < f->out_count; i++) {
-        const fake_record_t *r = &f->out[i];
-        if (r->partition == p && !strcmp(r->topic, f->state_topic))
-            fn(ctx, r->key, strlen(r->key), r->value, r->len);
-    }
-    return 0;
+    return done;
 }
 
 const forge_loop_kafka_ops_t fake_kafka_ops = {

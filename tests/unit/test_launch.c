@@ -453,3 +453,129 @@ Test(launch, seal_aad_names_launch_and_attempt)
     cr_assert_str_eq(aad, "forge-state/v1/L1.x/12");
     free(aad);
 }
+
+/* ---- the fast path and the general one agree ------------------------------
+ * forge_launch_record_decode reads records shaped as this worker writes
+ * them without a general JSON parse (launch.c); whatever it reads, or
+ * leaves to the general path, must come out as the general path alone
+ * makes it. */
+
+static void assert_same_record(const forge_launch_record_t *a,
+                               const forge_launch_record_t *b)
+{
+    cr_assert_str_eq(a->launch_id, b->launch_id);
+    cr_assert_eq(a->attempt, b->attempt);
+    cr_assert_eq(a->state, b->state);
+    cr_assert_eq(a->seq, b->seq);
+    cr_assert_str_eq(a->digest, b->digest);
+    cr_assert_eq(a->request_len, b->request_len);
+    cr_assert_eq(!a->request, !b->request);
+    if (a->request)
+        cr_assert_eq(memcmp(a->request, b->request, a->request_len), 0);
+    cr_assert_eq(a->request_was_sealed, b->request_was_sealed);
+    cr_assert(json_equal(a->request_sealed, b->request_sealed) ||
+              (!a->request_sealed && !b->request_sealed));
+    cr_assert_eq(!a->request_error, !b->request_error);
+    if (a->request_error)
+        cr_assert_str_eq(a->request_error->message, b->request_error->message);
+    cr_assert_eq(a->job_id, b->job_id);
+    cr_assert_eq(a->component_count, b->component_count);
+    for (size_t i = 0; i < a->component_count; i++)
+        cr_assert_eq(a->component_ids[i], b->component_ids[i]);
+    cr_assert_eq(a->cancel_requested, b->cancel_requested);
+    cr_assert_eq(a->archived, b->archived);
+    cr_assert_eq(a->cleaned, b->cleaned);
+    cr_assert_eq(a->accepted_at_ms, b->accepted_at_ms);
+    cr_assert_eq(a->updated_at_ms, b->updated_at_ms);
+    cr_assert_eq(a->missing_since_ms, b->missing_since_ms);
+    cr_assert_eq(!a->slurm_states, !b->slurm_states);
+    if (a->slurm_states)
+        cr_assert_str_eq(a->slurm_states, b->slurm_states);
+}
+
+/* text decodes the same both ways (or fails both ways). */
+static void assert_paths_agree(const char *text, const forge_sealer_t *s)
+{
+    forge_launch_record_t *fast = NULL, *general = NULL;
+    forge_error_t e1 = {0}, e2 = {0};
+    forge_rc_t r1 = forge_launch_record_decode(text, strlen(text), s, &fast,
+                                               &e1),
+               r2 = forge_launch_record_decode_general(text, strlen(text), s,
+                                                       &general, &e2);
+
+    cr_assert_eq(r1, r2, "%s: %s / %s", text, e1.message, e2.message);
+    if (!r1)
+        assert_same_record(fast, general);
+    forge_launch_record_free(fast);
+    forge_launch_record_free(general);
+}
+
+/* text with its first `from` replaced by `to` (new). */
+static char *edited(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+
+    cr_assert_not_null(at, "%s not in %s", from, text);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+Test(launch, the_fast_and_the_general_decode_agree)
+{
+    forge_sealer_t *s = sealer_of('k', 0), *other = sealer_of('o', 0);
+    forge_launch_record_t *r = running_record();
+    char *text, *pretty;
+    json_t *o = NULL;
+    forge_error_t err = {0};
+    const char *edits[][2] = {
+        {"\"seq\":3", "\"seq\":3, \"extra\": 1"},      /* unknown key */
+        {"\"seq\":3", "\"seq\":3, \"seq\": 4"},        /* repeated */
+        {"\"seq\":3", "\"seq\":3.0"},                  /* not an integer */
+        {"\"seq\":3", "\"seq\":03"},                   /* not JSON */
+        {"\"seq\":3", "\"seq\":-3"},                   /* negative */
+        {"\"seq\":3", "\"seq\":1e2"},                  /* exponent */
+        {"\"seq\":3", "\"seq\":12345678901234567890"}, /* too big */
+        {"\"v\":1", "\"v\":2"},                        /* another version */
+        {"\"job_id\":77", "\"job_id\":\"77\""},        /* a string */
+        {"\"state\":\"RUNNING\"", "\"state\":\"RUN\\u004eING\""}, /* escape */
+        {"\"state\":\"RUNNING\"", "\"state\":\"NOT-A-STATE\""},
+        {"\"archived\":false", "\"archived\":0"},
+        {"\"cleaned\":false", "\"cleaned\":true"},
+        {"\"cleaned\":false", "\"cleaned\":1"},
+        {"\"components\":[", "\"components\":[1, 2, "},
+        {"\"components\":[", "\"components\":[\"x\", "},
+        {"\"kid\":", "\"kid\": \"0000000000000000\", \"x\":"},
+        {"{", "  {\n"},
+        {"\"launch_id\":\"L1\"", "\"launch_id\":\"L\xc3\xa9\""},
+        {"\"request\":null,", ""}, /* required */
+    };
+
+    r->component_ids = calloc(2, sizeof(uint32_t));
+    r->component_ids[0] = 77;
+    r->component_count = 1;
+    r->slurm_states = strdup("77:RUNNING;");
+    text = encode_ok(r, s);
+    assert_paths_agree(text, s);     /* opened */
+    assert_paths_agree(text, other); /* not opened: an unknown key */
+    assert_paths_agree(text, NULL);
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        char *t = edited(text, edits[i][0], edits[i][1]);
+        assert_paths_agree(t, s);
+        free(t);
+    }
+    cr_assert_eq(forge_launch_record_encode(r, s, &o, &err), FORGE_OK);
+    pretty = json_dumps(o, JSON_INDENT(2)); /* whitespace everywhere */
+    assert_paths_agree(pretty, s);
+    free(pretty);
+    json_decref(o);
+    free(text);
+    forge_launch_drop_request(r); /* no request: "request_sealed" absent */
+    text = encode_ok(r, s);
+    assert_paths_agree(text, s);
+    free(text);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(s);
+    forge_sealer_destroy(other);
+}

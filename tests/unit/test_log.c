@@ -355,3 +355,71 @@ Test(log, lines_from_threads_never_interleave)
     cr_assert_eq(count, 2000);
     free(out);
 }
+
+/* Many secrets (a worker holding 100,000 launches registers as many), added
+ * twice and removed in another order: each stays registered until its last
+ * holder removes it, and the registry ends empty (the hash index over the
+ * list keeps up with slots moved by removals). */
+Test(log, many_secrets_come_and_go_by_their_holders)
+{
+    enum { N = 3000 };
+    char s[32];
+    size_t n;
+    char **copy, *out;
+
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            snprintf(s, sizeof(s), "many-secret-%05d", i);
+            cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+        }
+    for (int i = 0; i < N; i += 2) { /* the even ones' first holder goes */
+        snprintf(s, sizeof(s), "many-secret-%05d", i);
+        forge_log_secret_remove(s);
+    }
+    forge_log_secrets_free(forge_log_secrets_copy(&n));
+    cr_assert_eq(n, N, "a secret went while a holder still has it");
+    for (int i = N - 1; i >= 0; i--) { /* odd ones twice, even ones once */
+        snprintf(s, sizeof(s), "many-secret-%05d", i);
+        forge_log_secret_remove(s);
+        if (i % 2)
+            forge_log_secret_remove(s);
+        if (i == N / 2) {
+            char *red = forge_log_redact("x many-secret-00007 y");
+            cr_assert_str_eq(red, "x " FORGE_REDACTED " y");
+            free(red);
+        }
+    }
+    copy = forge_log_secrets_copy(&n);
+    cr_assert_eq(n, 0, "%zu secrets left, first %s", n, n ? copy[0] : "");
+    forge_log_secrets_free(copy);
+    forge_log_info("after many-secret-00007");
+    out = output();
+    cr_assert_not_null(strstr(out, "many-secret-00007"),
+                       "a removed secret is still redacted");
+    free(out);
+}
+
+/* Redaction finds secrets by their first bytes (at most 32) at each place
+ * of a line: longer secrets, ones that share those first bytes, and ones
+ * that begin where another does are all found, and a text that only
+ * begins like a secret is left alone (but for the short one inside it,
+ * twice). */
+Test(log, secrets_found_by_their_first_bytes_whatever_their_length)
+{
+    const char *longer = "0123456789abcdef0123456789abcdef-long-tail-1";
+    const char *sibling = "0123456789abcdef0123456789abcdef-long-tail-2";
+    char *red;
+
+    cr_assert_eq(forge_log_secret_add(longer), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add(sibling), FORGE_OK);
+    cr_assert_eq(forge_log_secret_add("abcd"), FORGE_OK);
+    red =
+        forge_log_redact("x 0123456789abcdef0123456789abcdef-long-tail-2 y "
+                         "0123456789abcdef0123456789abcdef-long-tail-3 "
+                         "zabcdz 0123456789abcdef0123456789abcdef-long-tail-1");
+    cr_assert_str_eq(red,
+                     "x " FORGE_REDACTED " y "
+                     "0123456789" FORGE_REDACTED "ef0123456789" FORGE_REDACTED
+                     "ef-long-tail-3 z" FORGE_REDACTED "z " FORGE_REDACTED);
+    free(red);
+}

@@ -99,7 +99,7 @@ Test(owner, a_held_request_has_its_secrets_registered_until_dropped)
     e = put(o, "A", 1, TOKEN_A, 0);
     cr_assert(redacted(TOKEN_A));
     forge_owner_drop_request(e);
-    cr_assert_null(e->req);
+    cr_assert_null(e->held);
     cr_assert_null(e->rec->request);
     cr_assert_not(redacted(TOKEN_A), "archived: let go");
     forge_owner_drop_request(e); /* twice: nothing more */

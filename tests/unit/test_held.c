@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_held.c - what the launch table keeps of a request (launch/held.h):
+ * read without validation from the bytes of a request the worker stored,
+ * it must be what the validating parse gives (the labels events carry, the
+ * secrets registered for redaction, in the same order), bare or as a
+ * CloudEvent; nothing kept for a request with neither.
+ */
+#include "launch/held.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BODY                                                                   \
+    "\"launch_id\": \"L1\", \"attempt\": 2, \"image\": {\"path\": "            \
+    "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"true\"], "        \
+    "\"pools\": [{\"name\": \"main\", \"series\": \"h200\", \"nodes\": 1}], "  \
+    "\"env\": {\"PLAIN\": \"not-a-secret\"}, \"secret_env\": {\"API_KEY\": "   \
+    "\"secret-env-value-1\", \"PIN\": \"1234\"}, \"ingest\": {\"endpoint\": "  \
+    "\"https://ingest.example\", \"token\": \"ingest-token-A\"}, \"labels\": " \
+    "{\"team\": \"alignment\", \"run\": \"ppo-7\", \"empty\": \"\"}"
+
+static const char bare[] = "{\"kind\": \"launch\", " BODY "}";
+static const char event[] =
+    "{\"specversion\": \"1.0\", \"id\": \"e1\", \"source\": \"s\", \"type\": "
+    "\"forge.launch.requested\", \"data\": {" BODY "}}";
+
+static void assert_same(const forge_held_t *a, const forge_held_t *b)
+{
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    cr_assert_eq(a->label_count, b->label_count);
+    for (size_t i = 0; i < a->label_count; i++) {
+        cr_assert_str_eq(a->labels[i].key, b->labels[i].key);
+        cr_assert_str_eq(a->labels[i].value, b->labels[i].value);
+    }
+    cr_assert_eq(a->secret_count, b->secret_count);
+    for (size_t i = 0; i < a->secret_count; i++)
+        cr_assert_str_eq(a->secrets[i], b->secrets[i]);
+}
+
+static void check(const char *text)
+{
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+    forge_held_t *parsed, *trusted;
+
+    cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err), FORGE_OK,
+                 "%s", err.message);
+    parsed = forge_held_of_request(req);
+    trusted = forge_held_of_trusted(text, strlen(text));
+    assert_same(parsed, trusted);
+    cr_assert_eq(trusted->label_count, 3);
+    cr_assert_str_eq(trusted->labels[1].value, "ppo-7");
+    cr_assert_eq(trusted->secret_count, 3, "the token, then secret_env's");
+    cr_assert_str_eq(trusted->secrets[0], "ingest-token-A");
+    cr_assert_str_eq(trusted->secrets[2], "1234");
+    forge_held_free(parsed);
+    forge_held_free(trusted);
+    forge_request_destroy(req);
+}
+
+Test(held, a_stored_request_read_without_validation_is_what_the_parse_gives)
+{
+    check(bare);
+}
+
+Test(held, a_cloudevent_is_read_from_its_data)
+{
+    check(event);
+}
+
+Test(held, nothing_is_kept_without_labels_or_secrets)
+{
+    const char text[] =
+        "{\"kind\": \"launch\", \"launch_id\": \"L2\", \"image\": {\"path\": "
+        "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"true\"], "
+        "\"pools\": [{\"name\": \"main\", \"series\": \"h200\", \"nodes\": "
+        "1}]}";
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_request_parse(text, sizeof(text) - 1, &req, &err),
+                 FORGE_OK, "%s", err.message);
+    cr_assert_null(forge_held_of_request(req));
+    cr_assert_null(forge_held_of_trusted(text, sizeof(text) - 1));
+    cr_assert_null(forge_held_of_trusted("[1]", 3), "not an object");
+    cr_assert_null(forge_held_of_request(NULL));
+    forge_request_destroy(req);
+}
+
+/* The scan reads what it can and leaves the rest to jansson: either way,
+ * what the validating parse gives. Escapes in kept values, unicode, values
+ * of every kind around them, whitespace everywhere. */
+Test(held, the_scan_and_its_fallback_agree_with_the_parse)
+{
+    static const char *const variants[] = {
+        "{\"kind\": \"launch\", " BODY "}",
+        "{\"kind\":\"launch\",\"launch_id\":\"L3\",\"image\":{\"path\":"
+        "\"images/a.sif\",\"format\":\"sif\"},\"command\":[\"sh\",\"-c\","
+        "\"echo \\\"hi\\\" {x} [y]\"],\"pools\":[{\"name\":\"main\","
+        "\"series\":\"h200\",\"nodes\":1,\"gpus_per_node\":0}],"
+        "\"labels\":{\"quote\":\"a\\\"b\",\"uni\":\"\xc3\xa9t\xc3\xa9\"},"
+        "\"secret_env\":{\"K\":\"s\\\\1\"},\"time_limit_minutes\":5,"
+        "\"ingest\":{\"endpoint\":\"https://i.example\",\"token\":\"t-1\"}}",
+        "\n{ \"kind\" : \"launch\" , \"labels\" : { \"a\" : \"1\" } , "
+        "\"launch_id\" : \"L4\" , \"image\" : { \"path\" : \"images/a.sif\" ,"
+        " \"format\" : \"sif\" } , \"command\" : [ \"true\" ] , \"pools\" : "
+        "[ { \"name\" : \"main\" , \"series\" : \"h200\" , \"nodes\" : 1 } ]"
+        " , \"ingest\" : { \"token\" : \"tok-4\" , \"endpoint\" : "
+        "\"https://i.example\" } }\n",
+    };
+
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        forge_request_t *req = NULL;
+        forge_error_t err = {0};
+        forge_held_t *parsed, *trusted;
+        const char *text = variants[i];
+
+        cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err),
+                     FORGE_OK, "%zu: %s", i, err.message);
+        parsed = forge_held_of_request(req);
+        trusted = forge_held_of_trusted(text, strlen(text));
+        assert_same(parsed, trusted);
+        forge_held_free(parsed);
+        forge_held_free(trusted);
+        forge_request_destroy(req);
+    }
+}
