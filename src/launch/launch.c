@@ -8,6 +8,7 @@
 #include "launch/launch.h"
 #include "core/util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,11 @@ static forge_rc_t sealed_request(const forge_launch_record_t *r,
     return rc;
 }
 
+bool forge_launch_decided(const forge_launch_record_t *r, int attempt)
+{
+    return r->attempt >= attempt || r->refused_attempt >= attempt;
+}
+
 forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err)
@@ -128,6 +134,9 @@ forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
         json_object_set_new(*out, "request_sealed", sealed);
     if (r->slurm_states)
         json_object_set_new(*out, "slurm_states", json_string(r->slurm_states));
+    if (r->refused_attempt > 0) /* optional: older records have none */
+        json_object_set_new(*out, "refused_attempt",
+                            json_integer(r->refused_attempt));
     return FORGE_OK;
 }
 
@@ -201,6 +210,10 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     v = json_object_get(o, "slurm_states");                   /* optional */
     if (json_is_string(v))
         r->slurm_states = forge_xstrdup(json_string_value(v));
+    v = json_object_get(o, "refused_attempt"); /* optional */
+    if (json_is_integer(v) && json_integer_value(v) > 0 &&
+        json_integer_value(v) <= INT_MAX)
+        r->refused_attempt = (int)json_integer_value(v);
     return FORGE_OK;
 }
 
@@ -237,6 +250,7 @@ enum {
     K_CLEANED,
     K_SEALED,
     K_STATES,
+    K_REFUSED,
     K__COUNT
 };
 #define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
@@ -269,6 +283,7 @@ static const struct {
     KEY("cleaned", T_BOOL),
     KEY("request_sealed", T_SEALED),
     KEY("slurm_states", T_STR),
+    KEY("refused_attempt", T_INT),
 };
 
 typedef struct fast {
@@ -498,6 +513,9 @@ static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
     if (f->seen & (1u << K_STATES))
         r->slurm_states =
             forge_xstrndup(f->str[K_STATES], f->str_len[K_STATES]);
+    if (f->seen & (1u << K_REFUSED) && f->num[K_REFUSED] > 0 &&
+        f->num[K_REFUSED] <= INT_MAX)
+        r->refused_attempt = (int)f->num[K_REFUSED];
     return r;
 }
 

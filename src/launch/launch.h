@@ -78,6 +78,10 @@ typedef struct forge_launch_record {
     long long updated_at_ms;
     long long missing_since_ms; /* 0: Slurm knows the job */
     char *slurm_states;         /* see above; NULL: none seen yet */
+    /* The highest later attempt refused while this one was live (0: none):
+     * that (launch_id, attempt) was decided REJECTED, so reading its
+     * request again (a replay, a resend) changes nothing. */
+    int refused_attempt;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request
@@ -87,6 +91,11 @@ forge_launch_record_t *forge_launch_record_new(const char *launch_id,
                                                size_t request_len);
 
 void forge_launch_record_free(forge_launch_record_t *r); /* NULL-safe */
+
+/* Whether a request for (r's launch_id, attempt) was decided already, so
+ * reading it again changes nothing: r's attempt or an earlier one, or one
+ * refused while r's ran (refused_attempt). */
+bool forge_launch_decided(const forge_launch_record_t *r, int attempt);
 
 /*
  * Moves the record to `to` if the contract allows it (seq + 1, updated_at

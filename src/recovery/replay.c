@@ -31,7 +31,8 @@ static bool cancel_known(const forge_state_table_t *t, const forge_cancel_t *c)
 }
 
 /* A launch, or a refused message naming one, changes nothing when its
- * record has that attempt or a later one (loop.c: on_launch, on_invalid). */
+ * record decided that attempt already (forge_launch_decided, as loop.c's
+ * on_launch and on_invalid). */
 static void count_request(void *ctx, const forge_scan_record_t *r)
 {
     counting_t *c = ctx;
@@ -57,7 +58,7 @@ static void count_request(void *ctx, const forge_scan_record_t *r)
         return;
     }
     e = forge_state_table_find(c->table, id);
-    part->known += e && e->rec->attempt >= attempt;
+    part->known += e && forge_launch_decided(e->rec, attempt);
     free(id);
 }
 

@@ -77,6 +77,18 @@ static void to_dlq(worker_t *w, const forge_kafka_message_t *m,
                        : "");
 }
 
+/* A later attempt arrived while e's runs: REJECTED, and remembered in e's
+ * record (the same transaction), so reading it again once e's attempt has
+ * ended decides nothing twice: no second seq 1 for (launch_id, attempt). */
+static void refuse_while_live(worker_t *w, forge_entry_t *e, int attempt,
+                              const forge_error_t *error)
+{
+    forge_worker_publish_unstored(w, e->rec->launch_id, attempt, e->partition,
+                                  error);
+    e->rec->refused_attempt = attempt;
+    forge_worker_write_record(w, e);
+}
+
 static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
                        const forge_error_t *error)
 {
@@ -91,10 +103,10 @@ static void on_invalid(worker_t *w, const forge_kafka_message_t *m,
         return;
     }
     e = forge_owner_find(w->owner, id);
-    if (e && e->rec->attempt >= attempt) {
+    if (e && forge_launch_decided(e->rec, attempt)) {
         /* a replay or a stale attempt: already decided */
     } else if (e && !forge_state_is_terminal(e->rec->state)) {
-        forge_worker_publish_unstored(w, id, attempt, m->partition, error);
+        refuse_while_live(w, e, attempt, error);
     } else {
         e = forge_owner_put(w->owner,
                             forge_launch_record_new(id, attempt, NULL, 0), NULL,
@@ -112,16 +124,16 @@ static void on_launch(worker_t *w, const forge_kafka_message_t *m,
     change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL};
     forge_launch_record_t *rec;
 
-    if (e && e->rec->attempt >= l->attempt)
+    if (e && forge_launch_decided(e->rec, l->attempt))
         return; /* duplicate or replay: (launch_id, attempt) is known */
     if (e && !forge_state_is_terminal(e->rec->state)) {
         forge_error_t err = {0};
         forge_error_set(&err, FORGE_ESCHEMA, "$.attempt",
-                        "attempt %d of %s is still live; a new attempt is "
-                        "taken once it has ended",
+                        "attempt %d of %s is still live; this attempt is "
+                        "refused for good: send a higher one once it has "
+                        "ended",
                         e->rec->attempt, l->launch_id);
-        forge_worker_publish_unstored(w, l->launch_id, l->attempt, m->partition,
-                                      &err);
+        refuse_while_live(w, e, l->attempt, &err);
         return;
     }
     rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,

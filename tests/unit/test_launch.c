@@ -185,6 +185,35 @@ Test(launch, slurm_states_round_trip_and_stay_optional)
     forge_launch_record_free(r);
 }
 
+/* A later attempt refused while this one ran (issue 15): kept across an
+ * encode and decode, absent when none was; it and every earlier attempt
+ * are decided, a higher one is not. */
+Test(launch, refused_attempt_round_trips_and_decides_that_attempt)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 2, NULL, 0), *back;
+    char *text;
+
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "refused_attempt"), "%s", text);
+    back = decode_ok(text, NULL);
+    cr_assert_eq(back->refused_attempt, 0);
+    cr_assert(forge_launch_decided(back, 2));
+    cr_assert_not(forge_launch_decided(back, 3));
+    forge_launch_record_free(back);
+    free(text);
+
+    r->refused_attempt = 3;
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert_eq(back->refused_attempt, 3);
+    cr_assert(forge_launch_decided(back, 1));
+    cr_assert(forge_launch_decided(back, 3));
+    cr_assert_not(forge_launch_decided(back, 4));
+    forge_launch_record_free(back);
+    free(text);
+    forge_launch_record_free(r);
+}
+
 Test(launch, decode_refuses_what_is_not_a_record)
 {
     const char *bad[] = {
@@ -488,6 +517,7 @@ static void assert_same_record(const forge_launch_record_t *a,
     cr_assert_eq(a->accepted_at_ms, b->accepted_at_ms);
     cr_assert_eq(a->updated_at_ms, b->updated_at_ms);
     cr_assert_eq(a->missing_since_ms, b->missing_since_ms);
+    cr_assert_eq(a->refused_attempt, b->refused_attempt);
     cr_assert_eq(!a->slurm_states, !b->slurm_states);
     if (a->slurm_states)
         cr_assert_str_eq(a->slurm_states, b->slurm_states);
@@ -550,12 +580,15 @@ Test(launch, the_fast_and_the_general_decode_agree)
         {"{", "  {\n"},
         {"\"launch_id\":\"L1\"", "\"launch_id\":\"L\xc3\xa9\""},
         {"\"request\":null,", ""}, /* required */
+        {"\"refused_attempt\":4", "\"refused_attempt\":-4"},
+        {"\"refused_attempt\":4", "\"refused_attempt\":4294967296"},
     };
 
     r->component_ids = calloc(2, sizeof(uint32_t));
     r->component_ids[0] = 77;
     r->component_count = 1;
     r->slurm_states = strdup("77:RUNNING;");
+    r->refused_attempt = 4;
     text = encode_ok(r, s);
     assert_paths_agree(text, s);     /* opened */
     assert_paths_agree(text, other); /* not opened: an unknown key */

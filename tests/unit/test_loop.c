@@ -514,13 +514,54 @@ Test(loop, duplicates_conflicts_and_invalid_requests)
                      json_object_get(json_object_get(ev, "data"), "attempt")),
                  2);
     json_decref(ev);
-    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L1"), 1,
-                 "the conflicting attempt has no record");
+    ev = last_of(cfg->topic_state, "L1");
+    cr_assert_eq(json_integer_value(json_object_get(ev, "attempt")), 1,
+                 "the conflicting attempt has no record of its own");
+    cr_assert_eq(json_integer_value(json_object_get(ev, "refused_attempt")), 2,
+                 "the running attempt's record remembers the refusal");
+    json_decref(ev);
     expect_states("L3", "REJECTED");
     cr_assert_eq(fake_kafka_count(kafka, cfg->topic_state, "L3"), 1);
     cr_assert_eq(fake_kafka_count(kafka, cfg->topic_dlq, "junk"), 1);
     forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
+}
+
+/* An attempt refused while an earlier one ran stays REJECTED: read again
+ * once that one has ended (a replay, a resend), it changes nothing (no
+ * second seq 1 for it); a higher one runs. */
+Test(loop, an_attempt_refused_while_another_ran_stays_decided)
+{
+    const char *req = launch_req("L1", 1);
+    forge_launch_record_t *r =
+        forge_launch_record_new("L1", 1, req, strlen(req));
+    forge_error_t err = {0};
+    json_t *o = NULL;
+    char *text;
+
+    r->state = FORGE_STATE_SUCCEEDED;
+    r->seq = 5;
+    r->job_id = 7;
+    r->archived = r->cleaned = true;
+    r->refused_attempt = 2;
+    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
+                 "%s", err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    fake_kafka_put(kafka, cfg->topic_state, 0, "L1", text);
+    free(text);
+    json_decref(o);
+    forge_launch_record_free(r);
+
+    assign(0);
+    step();
+    send_launch(0, "L1", 2); /* decided: REJECTED while attempt 1 ran */
+    step();
+    expect_states("L1", "");
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+    send_launch(0, "L1", 3);
+    step();
+    expect_states("L1", "ACCEPTED");
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
 }
 
 /* ---- cancels ----------------------------------------------------------------
