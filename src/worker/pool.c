@@ -10,7 +10,9 @@
  * Threads and ownership: `lock` guards the lists (the lanes' inboxes,
  * running, outbox), the counters and `stopping`; the threads wait on
  * their lane's `wake`, forge_pool_settle on `finished` (a condition on the
- * monotonic clock).
+ * monotonic clock). The notify hook (forge_pool_set_notify) is called by
+ * the pool thread that filled the outbox, with the lock held, so once it
+ * is unset no thread calls it any more.
  * An item is touched by one thread at a time: the poster's before
  * forge_pool_post, one pool thread's while it runs (unlocked), the
  * taker's after forge_pool_take; forge_pool_each_pending visits items of
@@ -63,6 +65,8 @@ struct forge_pool {
     size_t in_flight;
     size_t done; /* items in the outbox */
     bool stopping;
+    void (*notify)(void *arg); /* forge_pool_set_notify: under `lock` */
+    void *notify_arg;
 };
 
 static void push(queue_t *q, node_t *n)
@@ -124,6 +128,8 @@ static void *thread_main(void *arg)
         push(&p->outbox, n);
         p->done++;
         pthread_cond_broadcast(&p->finished);
+        if (p->notify) /* under the lock: never after set_notify(NULL) */
+            p->notify(p->notify_arg);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -191,6 +197,15 @@ void forge_pool_post(forge_pool_t *p, void *item)
     push(&lane->inbox, n);
     p->in_flight++;
     pthread_cond_signal(&lane->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void forge_pool_set_notify(forge_pool_t *p, void (*notify)(void *arg),
+                           void *arg)
+{
+    pthread_mutex_lock(&p->lock);
+    p->notify = notify;
+    p->notify_arg = arg;
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -70,6 +70,15 @@ forge_rc_t forge_pool_start_lanes(const char *name, size_t lanes,
  * posted. */
 void forge_pool_post(forge_pool_t *p, void *item);
 
+/* notify(arg) is called each time an item lands in the outbox, on the
+ * pool thread that ran it, under the pool's lock (so it must be quick and
+ * must not call into the pool): the taker's wake-up, so that it need not
+ * poll the outbox on a timer (run.c wakes the consume loop's Kafka poll
+ * with it). NULL unsets it; once this returns, the old one is not called
+ * any more. */
+void forge_pool_set_notify(forge_pool_t *p, void (*notify)(void *arg),
+                           void *arg);
+
 /* The oldest finished item (the caller owns it), or NULL. Never blocks. */
 void *forge_pool_take(forge_pool_t *p);
 
