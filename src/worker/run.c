@@ -181,7 +181,7 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_loop_drain(loop);
     rc = forge_loop_fatal(loop) ? 1 : 0;
 out:
-    notify_each(&pools, NULL); /* no wake of a Kafka client going away */
+    notify_each(&pools, NULL);  /* no wake of a Kafka client going away */
     forge_kafka_destroy(kafka); /* leaves the group: revoke + flush */
     for (int i = 0; i < FORGE_LANE__COUNT; i++)
         forge_pool_stop(pools.lane[i]); /* an archive in progress finishes */
