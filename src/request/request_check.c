@@ -186,7 +186,9 @@ static void push_id(chain_t *c, const struct stat *st)
 
 /*
  * The folder dir (not closed) and its ancestors, by "..": identities only,
- * nothing is read; one fstat per folder. above (may be NULL): the chain of
+ * nothing is read or opened; one fstat per folder (fstatat of "..",
+ * "../..", ... beneath dir: the kernel walks ".." as openat would, mounts
+ * included, and ".." is never a link). above (may be NULL): the chain of
  * a root dir lies `steps` folders below, walked already in this check:
  * when exactly `steps` ".." lead to that root, its chain is appended
  * instead of walked again (the same folders: the path between was
@@ -195,36 +197,29 @@ static void push_id(chain_t *c, const struct stat *st)
  */
 static void walk_up_to(int dir, chain_t *c, const chain_t *above, size_t steps)
 {
+    char ups[CHAIN_MAX * 3 + 1] = "";
     struct stat st;
     file_id_t id;
-    int cur = dir;
 
     if (fstat(dir, &st) != 0)
         return;
     id = (file_id_t){st.st_dev, st.st_ino};
     for (size_t level = 0; c->n < CHAIN_MAX; level++) {
-        int up;
         if (above && above->n && level == steps && same_id(id, above->id[0])) {
             for (size_t k = 0; k < above->n && c->n < CHAIN_MAX; k++)
                 c->id[c->n++] = above->id[k];
-            break;
+            return;
         }
         c->id[c->n++] = id;
-        up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (up < 0)
-            break;
-        if (fstat(up, &st) != 0 ||
-            same_id(id, (file_id_t){st.st_dev, st.st_ino})) {
-            close(up); /* "/" is its own parent */
-            break;
-        }
-        if (cur != dir)
-            close(cur);
-        cur = up;
+        /* "..", then "../..", "../../..": 3 more bytes a level */
+        memcpy(ups + (level ? 3 * level - 1 : 0), level ? "/.." : "..",
+               level ? 4 : 3);
+        if (fstatat(dir, ups, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) ||
+            same_id(id, (file_id_t){st.st_dev, st.st_ino}))
+            return; /* "/" is its own parent */
         id = (file_id_t){st.st_dev, st.st_ino};
     }
-    if (cur != dir)
-        close(cur);
 }
 
 static void walk_up(int dir, chain_t *c)
