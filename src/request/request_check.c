@@ -194,14 +194,18 @@ static void push_id(chain_t *c, const struct stat *st)
  * instead of walked again (the same folders: the path between was
  * resolved beneath the root, so the ".." walk retraces it). Anywhere else
  * (a folder moved meanwhile), the walk goes on to "/" as without it.
+ * known (may be NULL): dir's fstat, when the caller has it.
  */
-static void walk_up_to(int dir, chain_t *c, const chain_t *above, size_t steps)
+static void walk_up_to(int dir, const struct stat *known, chain_t *c,
+                       const chain_t *above, size_t steps)
 {
     char ups[CHAIN_MAX * 3 + 1] = "";
     struct stat st;
     file_id_t id;
 
-    if (fstat(dir, &st) != 0)
+    if (known)
+        st = *known;
+    else if (fstat(dir, &st) != 0)
         return;
     id = (file_id_t){st.st_dev, st.st_ino};
     for (size_t level = 0; c->n < CHAIN_MAX; level++) {
@@ -224,7 +228,7 @@ static void walk_up_to(int dir, chain_t *c, const chain_t *above, size_t steps)
 
 static void walk_up(int dir, chain_t *c)
 {
-    walk_up_to(dir, c, NULL, 0);
+    walk_up_to(dir, NULL, c, NULL, 0);
 }
 
 /* The chain of an absolute path the configuration names (links in it are
@@ -331,7 +335,7 @@ static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
         if (!forge_fs_open(sfd, "", own[i][0], O_PATH | O_DIRECTORY, 0, &fd,
                            NULL, &ignored) &&
             fd >= 0) {
-            walk_up_to(fd, &f->chain, &g->storage->chain, 1);
+            walk_up_to(fd, NULL, &f->chain, &g->storage->chain, 1);
             close(fd);
         }
     }
@@ -363,17 +367,17 @@ static void source_chain(int rfd, const char *rel, const forge_fs_resolved_t *r,
     int pfd = -1;
 
     if (S_ISDIR(r->st.st_mode)) {
-        walk_up_to(r->fd, &s->chain, above, r->depth);
+        walk_up_to(r->fd, &r->st, &s->chain, above, r->depth);
     } else { /* a file, which exists: its folder is rel's parent */
         push_id(&s->chain, &r->st);
         if (slash)
             *slash = '\0';
         if (!slash)
-            walk_up_to(rfd, &s->chain, above, 0);
+            walk_up_to(rfd, NULL, &s->chain, above, 0);
         else if (!forge_fs_open(rfd, "", parent, O_PATH | O_DIRECTORY, 0, &pfd,
                                 NULL, &ignored) &&
                  pfd >= 0)
-            walk_up_to(pfd, &s->chain, above, r->depth - 1);
+            walk_up_to(pfd, NULL, &s->chain, above, r->depth - 1);
     }
     if (pfd >= 0)
         close(pfd);
