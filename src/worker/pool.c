@@ -4,16 +4,16 @@
  * item is and how it runs is the handler table's.
  *
  * Inbox: one, served by every thread. With a key function (lanes), a
- * thread takes the oldest item whose key is free: no item of that key
- * running, none older waiting (skipped); so one key's items run one at a
+ * thread takes the oldest item whose key is free (no item of that key
+ * running; an older one waiting is met first); so one key's items run one at a
  * time in the order posted, and whichever thread is free takes the next
  * key (a burst spreads over all threads, never piles up behind one). A
  * thread knows its seat (forge_pool_seat): a handler keeps per-thread
  * things (a connection) by it.
  *
- * Threads and ownership: `lock` guards the lists (the lanes' inboxes,
+ * Threads and ownership: `lock` guards the lists (the inbox,
  * running, outbox), the counters and `stopping`; the threads wait on
- * their lane's `wake`, forge_pool_settle on `finished` (a condition on the
+ * the inbox's `wake`, forge_pool_settle on `finished` (a condition on the
  * monotonic clock). The notify hook (forge_pool_set_notify) is called by
  * the pool thread that filled the outbox, with the lock held, so once it
  * is unset no thread calls it any more.
@@ -56,10 +56,6 @@ typedef struct seat {
     size_t index;
 } seat_t;
 
-/* Keys skipped in one scan of the inbox: past this many, the scan stops
- * (what is further waits for the next one: never out of order). */
-#define SKIPPED_MAX 64
-
 static _Thread_local size_t my_seat = SIZE_MAX;
 
 struct forge_pool {
@@ -101,16 +97,13 @@ static node_t *pop(queue_t *q)
     return n;
 }
 
-/* Whether the item of key k may start now (keys: lanes): none of its key
- * running, nor skipped before it in this scan. */
-static bool key_free(const forge_pool_t *p, size_t k, const size_t *skipped,
-                     size_t skipped_count)
+/* Whether an item of key k may start now (keys: lanes): none of its key
+ * running. The inbox is scanned oldest first, so an older item of k
+ * waiting is always met, and started, before a newer one. */
+static bool key_free(const forge_pool_t *p, size_t k)
 {
     for (const node_t *r = p->running; r; r = r->next)
         if (r->key == k)
-            return false;
-    for (size_t i = 0; i < skipped_count; i++)
-        if (skipped[i] == k)
             return false;
     return true;
 }
@@ -118,24 +111,20 @@ static bool key_free(const forge_pool_t *p, size_t k, const size_t *skipped,
 /* The oldest item of the inbox that may start, unlinked; NULL if none. */
 static node_t *take_startable(forge_pool_t *p, queue_t *q)
 {
-    size_t skipped[SKIPPED_MAX], skipped_count = 0;
     node_t *prev = NULL;
 
     if (!p->lane)
         return pop(q);
     for (node_t *n = q->head; n; prev = n, n = n->next) {
-        if (key_free(p, n->key, skipped, skipped_count)) {
-            if (prev)
-                prev->next = n->next;
-            else
-                q->head = n->next;
-            if (q->tail == n)
-                q->tail = prev;
-            return n;
-        }
-        if (skipped_count == SKIPPED_MAX)
-            return NULL;
-        skipped[skipped_count++] = n->key;
+        if (!key_free(p, n->key))
+            continue;
+        if (prev)
+            prev->next = n->next;
+        else
+            q->head = n->next;
+        if (q->tail == n)
+            q->tail = prev;
+        return n;
     }
     return NULL;
 }
