@@ -24,9 +24,13 @@ A benchmark, not a test: it prints, it never fails on speed.
                    idle worker, next to one POST's round trip on a
                    keep-alive connection (median)
 
-Every phase runs `rounds` times (median kept); between phases the jobs of
-the last one are cancelled in one call and Slurm is let go idle, so a
-phase never pays for the one before. Jobs are /bin/true on one GPU.
+Every phase runs `rounds` times (median kept), the phases interleaved:
+each round runs every phase once, so a worker round and the raw rounds
+it is compared with see the same background load (the machine and the
+stack are shared). Between phases the jobs of the last one are cancelled
+in one call and Slurm is let go idle, so a phase never pays for the one
+before. Jobs are /bin/true on one GPU. Per round, the worker's rate over
+raw N's of the same round is also printed (`ratios`).
 
 Prints one JSON object (scripts/bench reads it):
   FORGE_STACK_ENV=... $FORGE_CACHE_DIR/venv/bin/python bench/bench_submit.py \\
@@ -237,16 +241,11 @@ def latency_through_worker(stack, binary, n, logdir):
         reader.close()
 
 
-def median_of(rounds, phase, slurm):
-    """Each round of phase() -> (rate, latency, jobs); its jobs cancelled
-    after it. Medians of rate and latency."""
-    rates, lats = [], []
-    for _ in range(rounds):
-        rate, lat, jobs = phase()
-        slurm.cancel(jobs)
-        rates.append(rate)
-        lats.append(lat)
-    return statistics.median(rates), statistics.median(lats), rates
+def one_round(phase, slurm):
+    """phase() -> (rate, latency, jobs); its jobs cancelled after it."""
+    rate, lat, jobs = phase()
+    slurm.cancel(jobs)
+    return rate, lat
 
 
 def main():
@@ -266,18 +265,26 @@ def main():
 
     bodies = body_maker(stack, binary)
 
-    for name, conns, fresh in (("raw_1", 1, False), ("raw_n", c, False),
-                               ("raw_n_fresh", c, True)):
-        ready = [bodies(n) for _ in range(args.rounds)]
-        rate, trip, rates = median_of(
-            args.rounds, lambda: raw(slurm, ready.pop(), conns, fresh), slurm)
-        result[name] = {"rate": rate, "latency": trip, "rates": rates}
-    for name, env in (("worker", {}),
-                      ("worker_unlimited", {"FORGE_SLURM_MAX_RPS": "0"})):
-        rate, lat, rates = median_of(
-            args.rounds,
-            lambda: through_worker(stack, binary, n, logdir, env), slurm)
-        result[name] = {"rate": rate, "latency": lat, "rates": rates}
+    phases = {  # in this order, each round: raw N next to the worker's
+        "raw_n": lambda: raw(slurm, bodies(n), c),
+        "worker_unlimited": lambda: through_worker(
+            stack, binary, n, logdir, {"FORGE_SLURM_MAX_RPS": "0"}),
+        "raw_1": lambda: raw(slurm, bodies(n), 1),
+        "raw_n_fresh": lambda: raw(slurm, bodies(n), c, fresh=True),
+        "worker": lambda: through_worker(stack, binary, n, logdir, {}),
+    }
+    seen = {name: ([], []) for name in phases}
+    for _ in range(args.rounds):
+        for name, phase in phases.items():
+            rate, lat = one_round(phase, slurm)
+            seen[name][0].append(rate)
+            seen[name][1].append(lat)
+    for name, (rates, lats) in seen.items():
+        result[name] = {"rate": statistics.median(rates),
+                        "latency": statistics.median(lats), "rates": rates}
+    result["ratios"] = {
+        name: [w / r for w, r in zip(seen[name][0], seen["raw_n"][0])]
+        for name in ("worker", "worker_unlimited")}
     lat, jobs = latency_through_worker(stack, binary, args.alone, logdir)
     slurm.cancel(jobs)
     result["alone"] = {"latency": lat, "launches": args.alone}

@@ -42,18 +42,27 @@ void forge_buf_putc(forge_buf_t *b, char c)
     forge_buf_append(b, &c, 1);
 }
 
+/* One formatting pass when the text fits in the room left (the common
+ * case once the buffer has grown), two only when it must grow first. */
 void forge_buf_vprintf(forge_buf_t *b, const char *fmt, va_list ap)
 {
     va_list copy;
+    size_t room;
     int n;
 
+    reserve(b, 32);
+    room = b->cap - b->len;
     va_copy(copy, ap);
-    n = vsnprintf(NULL, 0, fmt, copy);
+    n = vsnprintf(b->data + b->len, room, fmt, copy);
     va_end(copy);
-    if (n < 0)
+    if (n < 0) {
+        b->data[b->len] = '\0';
         return;
-    reserve(b, (size_t)n);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    }
+    if ((size_t)n >= room) {
+        reserve(b, (size_t)n);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
 }
 

@@ -166,6 +166,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
         return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
                                "consumer: %s", errstr);
     rd_kafka_poll_set_consumer(k->consumer);
+    k->consumer_q = rd_kafka_queue_get_consumer(k->consumer);
     k->budget = budget_of(k->consumer);
     forge_log_debug("commit budget: %d ms of attempts, %d ms to abort, "
                     "2 x %d ms to rewind (max.poll.interval.ms %d)",
@@ -213,6 +214,8 @@ void forge_kafka_destroy(forge_kafka_t *k)
         rd_kafka_message_destroy(k->last);
     if (k->consumer) {
         rd_kafka_consumer_close(k->consumer); /* runs the revoke handler */
+        if (k->consumer_q)
+            rd_kafka_queue_destroy(k->consumer_q);
         rd_kafka_destroy(k->consumer);
     }
     if (k->producer) {
@@ -253,6 +256,12 @@ bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
     msg->value = m->payload;
     msg->value_len = m->len;
     return true;
+}
+
+void forge_kafka_wake(forge_kafka_t *k)
+{
+    if (k->consumer_q)
+        rd_kafka_queue_yield(k->consumer_q);
 }
 
 static void pause_or_resume(forge_kafka_t *k, int32_t partition, bool pause)

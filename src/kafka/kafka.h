@@ -62,6 +62,11 @@ void forge_kafka_destroy(forge_kafka_t *k);
 bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
                       forge_kafka_message_t *msg);
 
+/* Any thread: the forge_kafka_poll waiting now (or the next one) returns
+ * at once, false. A pool that has finished work calls it (run.c), so the
+ * loop takes results as they come instead of when its poll times out. */
+void forge_kafka_wake(forge_kafka_t *k);
+
 void forge_kafka_pause(forge_kafka_t *k, int32_t partition);
 void forge_kafka_resume(forge_kafka_t *k, int32_t partition);
 void forge_kafka_pause_all(forge_kafka_t *k);

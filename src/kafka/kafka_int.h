@@ -39,6 +39,7 @@ struct forge_kafka {
     const forge_config_t *cfg; /* borrowed, outlives the object */
     forge_kafka_handlers_t handlers;
     rd_kafka_t *consumer;
+    rd_kafka_queue_t *consumer_q; /* its queue: forge_kafka_wake yields it */
     rd_kafka_t *producer;
     rd_kafka_t *reader;       /* restores; created on first use */
     rd_kafka_message_t *last; /* the message handed out by poll */

@@ -20,6 +20,7 @@
 #include "core/util.h"
 #include "core/version.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -552,10 +553,30 @@ char *forge_render_script(const forge_launch_t *launch,
 
 /* ---- the submit body -------------------------------------------------- */
 
+/* json_string, without its byte-by-byte UTF-8 check when the text is
+ * plain ASCII (always valid UTF-8; checked a word at a time): the script,
+ * several KiB, is most of a body's strings. */
+static json_t *text(const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    uint64_t high = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        high |= w;
+    }
+    for (; i < n; i++)
+        high |= (uint8_t)s[i];
+    if (high & 0x8080808080808080ull)
+        return json_string(s);
+    return json_stringn_nocheck(s, n);
+}
+
 static void set_str(json_t *o, const char *key, const char *value)
 {
     if (value)
-        json_object_set_new(o, key, json_string(value));
+        json_object_set_new(o, key, text(value));
 }
 
 static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
@@ -606,7 +627,7 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
                                       "bin:/usr/sbin:/usr/bin:/sbin:/bin"));
     forge_buf_truncate(&b, 0);
     forge_buf_printf(&b, "FORGE_LAUNCH_ID=%s", l->launch_id);
-    json_array_append_new(env, json_string(forge_buf_str(&b)));
+    json_array_append_new(env, text(forge_buf_str(&b)));
     json_object_set_new(job, "environment", env);
     forge_buf_clear(&b);
     free(name);
@@ -642,8 +663,7 @@ forge_rc_t forge_render_payload(const forge_launch_t *launch,
             jobs, component(launch, cfg, pool, s->constraint, cluster_staging));
     }
     if (!rc) {
-        json_object_set_new(json_array_get(jobs, 0), "script",
-                            json_string(script));
+        json_object_set_new(json_array_get(jobs, 0), "script", text(script));
         if (launch->pool_count == 1)
             json_object_set(body, "job", json_array_get(jobs, 0));
         else

@@ -166,6 +166,11 @@ typedef struct forbidden {
 typedef struct guard {
     forbidden_t f[FORBIDDEN_MAX];
     size_t count;
+    /* the storage root, when configured: opened once for the whole
+     * check (the mounts under it resolve beneath this descriptor), and
+     * its entry above (canonical path and chain, reused by them) */
+    int sfd;
+    const forbidden_t *storage;
 } guard_t;
 
 static bool same_id(file_id_t a, file_id_t b)
@@ -179,24 +184,51 @@ static void push_id(chain_t *c, const struct stat *st)
         c->id[c->n++] = (file_id_t){st->st_dev, st->st_ino};
 }
 
-/* The folder dir (not closed) and its ancestors, by "..": identities only,
- * nothing is read. */
+/*
+ * The folder dir (not closed) and its ancestors, by "..": identities only,
+ * nothing is read or opened; one fstat per folder (fstatat of "..",
+ * "../..", ... beneath dir: the kernel walks ".." as openat would, mounts
+ * included, and ".." is never a link). above (may be NULL): the chain of
+ * a root dir lies `steps` folders below, walked already in this check:
+ * when exactly `steps` ".." lead to that root, its chain is appended
+ * instead of walked again (the same folders: the path between was
+ * resolved beneath the root, so the ".." walk retraces it). Anywhere else
+ * (a folder moved meanwhile), the walk goes on to "/" as without it.
+ * known (may be NULL): dir's fstat, when the caller has it.
+ */
+static void walk_up_to(int dir, const struct stat *known, chain_t *c,
+                       const chain_t *above, size_t steps)
+{
+    char ups[CHAIN_MAX * 3 + 1] = "";
+    struct stat st;
+    file_id_t id;
+
+    if (known)
+        st = *known;
+    else if (fstat(dir, &st) != 0)
+        return;
+    id = (file_id_t){st.st_dev, st.st_ino};
+    for (size_t level = 0; c->n < CHAIN_MAX; level++) {
+        if (above && above->n && level == steps && same_id(id, above->id[0])) {
+            for (size_t k = 0; k < above->n && c->n < CHAIN_MAX; k++)
+                c->id[c->n++] = above->id[k];
+            return;
+        }
+        c->id[c->n++] = id;
+        /* "..", then "../..", "../../..": 3 more bytes a level */
+        memcpy(ups + (level ? 3 * level - 1 : 0), level ? "/.." : "..",
+               level ? 4 : 3);
+        if (fstatat(dir, ups, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) ||
+            same_id(id, (file_id_t){st.st_dev, st.st_ino}))
+            return; /* "/" is its own parent */
+        id = (file_id_t){st.st_dev, st.st_ino};
+    }
+}
+
 static void walk_up(int dir, chain_t *c)
 {
-    int cur = openat(dir, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat st;
-
-    while (cur >= 0 && c->n < CHAIN_MAX && fstat(cur, &st) == 0) {
-        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        push_id(c, &st);
-        close(cur);
-        cur = up;
-        if (cur >= 0 && fstat(cur, &st) == 0 &&
-            same_id(c->id[c->n - 1], (file_id_t){st.st_dev, st.st_ino}))
-            break; /* "/" is its own parent */
-    }
-    if (cur >= 0)
-        close(cur);
+    walk_up_to(dir, NULL, c, NULL, 0);
 }
 
 /* The chain of an absolute path the configuration names (links in it are
@@ -208,12 +240,11 @@ static void chain_of_path(const char *canon, chain_t *c)
     int fd;
 
     c->n = 0;
-    if (stat(canon, &st) == 0 && !strcmp(canon, "/")) {
-        push_id(c, &st);
-    } else if (stat(canon, &st) == 0) {
+    if (stat(canon, &st) == 0) {
         push_id(c, &st);
         slash[slash == dir ? 1 : 0] = '\0';
-        if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        if (strcmp(canon, "/") &&
+            (fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
             walk_up(fd, c);
             close(fd);
         }
@@ -282,7 +313,9 @@ static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
     int sfd;
     forge_rc_t rc;
 
-    memset(g, 0, sizeof(*g));
+    g->count = 0; /* the chains are filled as they are walked */
+    g->sfd = -1;
+    g->storage = NULL;
     forbid_secrets(cfg, g);
     if (!cfg->storage_root)
         return FORGE_OK;
@@ -290,6 +323,8 @@ static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
         return rc;
     f = forbid(g, "the storage root", canonical(cfg->storage_root), true);
     walk_up(sfd, &f->chain);
+    g->sfd = sfd;
+    g->storage = f;
     storage = f->canon;
     for (size_t i = 0; i < 2; i++) {
         forge_error_t ignored = {0};
@@ -300,11 +335,10 @@ static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
         if (!forge_fs_open(sfd, "", own[i][0], O_PATH | O_DIRECTORY, 0, &fd,
                            NULL, &ignored) &&
             fd >= 0) {
-            walk_up(fd, &f->chain);
+            walk_up_to(fd, NULL, &f->chain, &g->storage->chain, 1);
             close(fd);
         }
     }
-    close(sfd);
     return FORGE_OK;
 }
 
@@ -312,6 +346,8 @@ static void guard_clear(guard_t *g)
 {
     for (size_t i = 0; i < g->count; i++)
         free(g->f[i].canon);
+    if (g->sfd >= 0)
+        close(g->sfd);
 }
 
 /* A mount source as resolved. */
@@ -321,26 +357,27 @@ typedef struct source {
     bool exists;   /* all of it */
 } source_t;
 
-/* s->chain from what forge_fs_resolve found (r->fd closed by the caller). */
+/* s->chain from what forge_fs_resolve found beneath rfd (r->fd closed by
+ * the caller); above: rfd's own chain when walked already, else NULL. */
 static void source_chain(int rfd, const char *rel, const forge_fs_resolved_t *r,
-                         source_t *s)
+                         const chain_t *above, source_t *s)
 {
     char *parent = forge_xstrdup(rel), *slash = strrchr(parent, '/');
     forge_error_t ignored = {0};
     int pfd = -1;
 
     if (S_ISDIR(r->st.st_mode)) {
-        walk_up(r->fd, &s->chain);
+        walk_up_to(r->fd, &r->st, &s->chain, above, r->depth);
     } else { /* a file, which exists: its folder is rel's parent */
         push_id(&s->chain, &r->st);
         if (slash)
             *slash = '\0';
         if (!slash)
-            walk_up(rfd, &s->chain);
+            walk_up_to(rfd, NULL, &s->chain, above, 0);
         else if (!forge_fs_open(rfd, "", parent, O_PATH | O_DIRECTORY, 0, &pfd,
                                 NULL, &ignored) &&
                  pfd >= 0)
-            walk_up(pfd, &s->chain);
+            walk_up_to(pfd, NULL, &s->chain, above, r->depth - 1);
     }
     if (pfd >= 0)
         close(pfd);
@@ -349,22 +386,30 @@ static void source_chain(int rfd, const char *rel, const forge_fs_resolved_t *r,
 
 /* rel beneath root (where: how messages name root), no link on the way.
  * A root that does not exist on this host (a FORGE_MOUNT_ALLOW prefix only
- * the cluster has) leaves only the name rules: s->chain empty. */
-static forge_rc_t resolve_source(const char *root, const char *where,
-                                 const char *rel, source_t *s,
-                                 forge_error_t *why)
+ * the cluster has) leaves only the name rules: s->chain empty. The storage
+ * root comes from the guard: its descriptor, canonical path and chain. */
+static forge_rc_t resolve_source(const guard_t *g, const char *root,
+                                 const char *where, const char *rel,
+                                 source_t *s, forge_error_t *why)
 {
-    char *rcanon = canonical(root);
+    const forbidden_t *storage =
+        g->sfd >= 0 && g->storage && !*where /* the storage root */
+            ? g->storage
+            : NULL;
+    char *rcanon = storage ? NULL : canonical(root);
+    const char *canon = storage ? storage->canon : rcanon;
     forge_fs_resolved_t r;
     struct stat st;
     int rfd;
     forge_rc_t rc;
 
-    s->canon = *rel ? forge_path_join(rcanon, rel) : forge_xstrdup(rcanon);
+    s->canon = *rel ? forge_path_join(canon, rel) : forge_xstrdup(canon);
     free(rcanon);
-    if (stat(root, &st) != 0 && errno == ENOENT)
+    if (storage)
+        rfd = g->sfd;
+    else if (stat(root, &st) != 0 && errno == ENOENT)
         return FORGE_OK;
-    if ((rc = forge_fs_open_root(root, &rfd, why)))
+    else if ((rc = forge_fs_open_root(root, &rfd, why)))
         return rc;
     if (!(rc = forge_fs_resolve(rfd, where, rel, &r, why))) {
         s->exists = r.exists;
@@ -374,10 +419,11 @@ static forge_rc_t resolve_source(const char *root, const char *where,
                                  "file",
                                  where, *where ? "/" : "", rel);
         else
-            source_chain(rfd, rel, &r, s);
+            source_chain(rfd, rel, &r, storage ? &storage->chain : NULL, s);
         close(r.fd);
     }
-    close(rfd);
+    if (!storage)
+        close(rfd);
     return rc;
 }
 
@@ -440,7 +486,7 @@ static forge_rc_t check_mount(const forge_request_t *req,
     if (!root)
         rc = refuse(err, FORGE_EMOUNT_REFUSED, req, field,
                     "is outside the storage root and FORGE_MOUNT_ALLOW");
-    else if (resolve_source(root, root == cfg->storage_root ? "" : root, rel,
+    else if (resolve_source(g, root, root == cfg->storage_root ? "" : root, rel,
                             &s, &why))
         rc = refuse(err, FORGE_EMOUNT_REFUSED, req, field,
                     "is refused: %s (no link is followed in a mount source)",

@@ -14,7 +14,7 @@
  * forge_pool_each_pending lets the poster look at items the pool holds,
  * under the pool's lock, without taking them back.
  *
- * Order: items start in the order posted (per lane, with lanes:
+ * Order: items start in the order posted (per key, with keys:
  * forge_pool_start_lanes) and come back in the order they finish.
  */
 #ifndef FORGE_POOL_H
@@ -41,8 +41,9 @@ typedef struct forge_pool_handlers {
     void (*destroy)(void *ctx);
 } forge_pool_handlers_t;
 
-/* Which lane an item goes to (forge_pool_start_lanes; taken modulo the
- * lanes): the same item must always give the same answer, from any
+/* An item's key (forge_pool_start_lanes): items of one key run one at a
+ * time in the order posted. The same item must always give the same
+ * answer, from any
  * thread. */
 typedef size_t (*forge_pool_lane_fn)(void *ctx, const void *item);
 
@@ -56,9 +57,11 @@ forge_rc_t forge_pool_start(const char *name, size_t threads,
                             forge_pool_t **out,
                             forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* The same with lanes: `lanes` threads, thread i running only the items
- * `lane` sends to lane i, one at a time in the order posted. Items of one
- * lane never overtake each other nor run at once; lanes run side by side.
+/* The same with keys: `lanes` threads, each taking the oldest item whose
+ * key has no item running nor an older one waiting. Items of one key
+ * never overtake each other nor run at once; other keys run side by side
+ * on whichever threads are free (a burst is spread evenly, whatever its
+ * keys hash to).
  * (forge_pool_start: any free thread takes the oldest item.) */
 forge_rc_t forge_pool_start_lanes(const char *name, size_t lanes,
                                   const forge_pool_handlers_t *h,
@@ -69,6 +72,20 @@ forge_rc_t forge_pool_start_lanes(const char *name, size_t lanes,
 /* Hands item to the pool (stolen); items (of one lane) start in the order
  * posted. */
 void forge_pool_post(forge_pool_t *p, void *item);
+
+/* On a pool's thread: its index, 0 .. threads - 1 (a handler keeps
+ * per-thread things by it: submit.c's slurmrestd clients); SIZE_MAX on
+ * any other thread. */
+size_t forge_pool_seat(void);
+
+/* notify(arg) is called each time an item lands in the outbox, on the
+ * pool thread that ran it, under the pool's lock (so it must be quick and
+ * must not call into the pool): the taker's wake-up, so that it need not
+ * poll the outbox on a timer (run.c wakes the consume loop's Kafka poll
+ * with it). NULL unsets it; once this returns, the old one is not called
+ * any more. */
+void forge_pool_set_notify(forge_pool_t *p, void (*notify)(void *arg),
+                           void *arg);
 
 /* The oldest finished item (the caller owns it), or NULL. Never blocks. */
 void *forge_pool_take(forge_pool_t *p);

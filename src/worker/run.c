@@ -119,6 +119,19 @@ static const forge_loop_pool_ops_t pool_ops = {
     p_post, p_take, p_settle, p_in_flight, p_interrupt, p_withdraw,
 };
 
+/* A pool's result wakes the loop's Kafka poll (pool.h, kafka.h). */
+static void wake_loop(void *kafka)
+{
+    forge_kafka_wake(kafka);
+}
+
+static void notify_each(pools_t *p, forge_kafka_t *kafka)
+{
+    for (int i = 0; i < FORGE_LANE__COUNT; i++)
+        if (p->lane[i])
+            forge_pool_set_notify(p->lane[i], kafka ? wake_loop : NULL, kafka);
+}
+
 static forge_rc_t start_pools(const forge_config_t *cfg,
                               const forge_series_catalog_t *catalog,
                               const forge_tenants_t *tenants,
@@ -158,6 +171,7 @@ int forge_worker_run(const forge_config_t *cfg,
         goto out;
     }
     forge_loop_set_kafka(loop, &kafka_ops, kafka);
+    notify_each(&pools, kafka);
     forge_log_info("forge-worker %s running: group %s, topic %s",
                    cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
     while (!*stop && !forge_loop_fatal(loop))
@@ -166,6 +180,7 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_loop_drain(loop);
     rc = forge_loop_fatal(loop) ? 1 : 0;
 out:
+    notify_each(&pools, NULL);  /* no wake of a Kafka client going away */
     forge_kafka_destroy(kafka); /* leaves the group: revoke + flush */
     for (int i = 0; i < FORGE_LANE__COUNT; i++)
         forge_pool_stop(pools.lane[i]); /* an archive in progress finishes */

@@ -7,13 +7,13 @@
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
- * Lanes: the pool has FORGE_SLURM_MAX_CONNECTIONS threads, one per lane
- * (pool.h), and each lane its own slurmrestd client (its own keep-alive
- * connection). A launch's work always goes to the lane its launch_id
- * hashes to, so everything of one launch (submit, clean, cancel) runs in
- * the order posted and never at once, while launches of other lanes are
- * submitted side by side. The cluster's request budget (slurm/budget.h)
- * is shared by the lanes and the poller.
+ * Lanes: the pool has FORGE_SLURM_MAX_CONNECTIONS threads (pool.h), each
+ * with its own slurmrestd client (its own keep-alive connection, by its
+ * seat). A launch's work is keyed by its launch_id's hash, so everything
+ * of one launch (submit, clean, cancel) runs in the order posted and never
+ * at once, while other launches are submitted side by side on whichever
+ * threads are free (a burst spreads over every connection). The cluster's
+ * request budget (slurm/budget.h) is shared by the lanes and the poller.
  *
  * Threads and ownership: everything here runs on the pool's threads, each
  * the only user of its lane's client, but for
@@ -57,16 +57,12 @@ size_t forge_submit_lane(const char *launch_id, size_t lanes)
     return lanes ? h % lanes : 0;
 }
 
-static size_t lane_of(const submitter_t *s, const forge_work_t *w)
-{
-    return forge_submit_lane(w->launch_id, s->lane_count);
-}
-
-/* The client of w's lane: only ever used by that lane's thread. */
+/* The client of the pool thread running w: only ever used by it. */
 static forge_slurm_client_t *client_of(const submitter_t *s,
                                        const forge_work_t *w)
 {
-    return s->clients[lane_of(s, w)];
+    (void)w;
+    return s->clients[forge_pool_seat() % s->lane_count];
 }
 
 /* ---- ownership and intent --------------------------------------------- */
@@ -386,9 +382,11 @@ static void run(void *ctx, void *item)
                    (int)w->kind);
 }
 
+/* The key of a piece of work: its launch's (pool.h). */
 static size_t lane(void *ctx, const void *item)
 {
-    return lane_of(ctx, item);
+    (void)ctx;
+    return forge_submit_lane(((const forge_work_t *)item)->launch_id, SIZE_MAX);
 }
 
 static void interrupt(void *ctx)

@@ -49,7 +49,9 @@ forge_rc_t forge_submit_start(const forge_config_t *cfg,
 void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
                            int attempt);
 
-/* The lane (0 .. lanes - 1) every piece of work of launch_id takes. */
+/* FNV-1a of launch_id modulo lanes: with SIZE_MAX, the key every piece
+ * of work of launch_id has in the Slurm pool (its work runs in the order
+ * posted, one at a time). */
 size_t forge_submit_lane(const char *launch_id, size_t lanes);
 
 #endif

@@ -4,12 +4,15 @@
  * librdkafka can talk to it the way the worker will: a message produced
  * with acks=all comes back to a consumer that joined a group
  * (cooperative-sticky, read_committed). Group membership is exactly what
- * librdkafka < 2.11.1 cannot do against Kafka 4.
+ * librdkafka < 2.11.1 cannot do against Kafka 4. And a consumer's poll
+ * waiting for messages returns at once when another thread yields its
+ * queue (forge_kafka_wake: how a pool's result wakes the consume loop).
  */
 #include "core/config.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -140,4 +143,58 @@ Test(smoke_kafka, produced_message_reaches_a_group_consumer)
     rd_kafka_consumer_close(consumer);
     rd_kafka_destroy(consumer);
     cr_assert(seen, "the consumer group never received %s", value);
+}
+
+/* The other thread: yields the consumer's queue after 300 ms. */
+static void *yield_later(void *arg)
+{
+    usleep(300000);
+    rd_kafka_queue_yield(arg);
+    return NULL;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(smoke_kafka, a_yield_of_the_consumer_queue_cuts_its_poll_short)
+{
+    char errstr[512], group[128];
+    rd_kafka_conf_t *conf = new_conf();
+    rd_kafka_t *consumer;
+    rd_kafka_queue_t *q;
+    rd_kafka_message_t *m = NULL;
+    pthread_t t;
+    double start, took;
+
+    snprintf(group, sizeof(group), "forge-smoke-yield-%d-%ld", (int)getpid(),
+             (long)time(NULL));
+    set(conf, "group.id", group);
+    consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    cr_assert_not_null(consumer, "%s", errstr);
+    rd_kafka_poll_set_consumer(consumer);
+    q = rd_kafka_queue_get_consumer(consumer);
+    cr_assert_not_null(q);
+    /* nothing subscribed: a poll waits its whole timeout... */
+    start = seconds_now();
+    m = rd_kafka_consumer_poll(consumer, 1000);
+    cr_assert_null(m, "a message without a subscription");
+    cr_assert_gt(seconds_now() - start, 0.8, "the poll did not wait");
+    /* ...but for a yield from another thread */
+    cr_assert_eq(pthread_create(&t, NULL, yield_later, q), 0);
+    start = seconds_now();
+    m = rd_kafka_consumer_poll(consumer, 10000);
+    took = seconds_now() - start;
+    pthread_join(t, NULL);
+    if (m)
+        rd_kafka_message_destroy(m);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_destroy(consumer);
+    cr_assert_lt(took, 5.0, "the poll waited %.1f s: the yield did not end it",
+                 took);
 }

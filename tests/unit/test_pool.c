@@ -8,7 +8,9 @@
  * holds and destroys the context (ASan's leak check counts the rest);
  * each_pending sees exactly the items queued or running. With lanes
  * (forge_pool_start_lanes): one lane's items run one at a time in the
- * order posted, while the other lanes go on beside a lane held.
+ * order posted, while the other lanes go on beside a lane held. The
+ * notify hook is called once per item that lands in the outbox, when it
+ * is there already, and never once unset.
  *
  * A run handler may be held at a gate (the test opens it, or the
  * interrupt handler does, as a real one cuts its slurmrestd call short),
@@ -195,6 +197,40 @@ Test(pool, items_run_in_the_order_posted_and_come_back_oldest_first)
     forge_pool_stop(p);
     cr_assert_eq(seen.drops, 0, "everything was taken back");
     cr_assert_eq(seen.destroys, 1);
+}
+
+/* The notify hook: counts, and checks the item it announces can be
+ * taken (it is called under the pool's lock, so it only peeks at the
+ * counter the test reads). */
+static size_t notified;
+
+static void on_notify(void *arg)
+{
+    cr_assert_eq(arg, &notified);
+    notified++;
+}
+
+Test(pool, notify_is_called_once_per_item_finished_and_never_once_unset)
+{
+    forge_pool_t *p = start(2, false);
+
+    notified = 0;
+    forge_pool_set_notify(p, on_notify, &notified);
+    post(p, 1);
+    post(p, 2);
+    wait_running(2);
+    cr_assert_eq(notified, 0, "notified before anything finished");
+    open_gate();
+    cr_assert(forge_pool_settle(p, 10000), "the items did not finish");
+    cr_assert_eq(notified, 2, "one notify per item finished");
+    id_of(forge_pool_take(p));
+    id_of(forge_pool_take(p));
+    forge_pool_set_notify(p, NULL, NULL);
+    post(p, 3);
+    cr_assert(forge_pool_settle(p, 10000), "the item did not finish");
+    cr_assert_eq(notified, 2, "notified once unset");
+    cr_assert_eq(id_of(forge_pool_take(p)), 3);
+    forge_pool_stop(p);
 }
 
 Test(pool, settle_waits_for_the_work_in_hand_and_says_when_it_is_not_done)

@@ -470,31 +470,56 @@ Test(lanes, launches_of_other_lanes_are_submitted_side_by_side)
     free_list(done);
 }
 
-Test(lanes, a_withdrawal_reaches_a_submit_queued_in_its_lane)
+Test(lanes, a_withdrawal_reaches_a_submit_queued_behind_busy_lanes)
 {
     uint64_t gen = forge_generation_begin(gens, 0);
-    const char *held = id_in_lane(1, NULL);
-    const char *queued = id_in_lane(1, held);
-    const char *beside = id_in_lane(2, NULL);
+    static const char *held[LANES] = {"H0", "H1", "H2", "H3"};
+    const char *queued = "Q0";
     char tag[32];
     forge_work_t *done;
 
-    support_http_push(srv, SUBMIT, 200, SUBMITTED, 1500);
-    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, held, 0, gen));
-    wait_requests(1); /* the held one took the slow answer */
+    /* every thread busy with a slow answer: the next submit waits */
+    for (size_t i = 0; i < LANES; i++) {
+        support_http_push(srv, SUBMIT, 200, SUBMITTED, 1500);
+        forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, held[i], 0, gen));
+    }
+    wait_requests(LANES);
     forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, queued, 0, gen));
-    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, beside, 0, gen));
-    wait_requests(2); /* the other lane's went meanwhile */
     forge_submit_withdraw(slurm, queued, 1);
-    done = settle(3);
+    done = settle(LANES + 1);
     snprintf(tag, sizeof(tag), "forge:%s:1", queued);
     cr_assert_eq(seen("POST", tag), 0, "the withdrawn submit posted");
-    snprintf(tag, sizeof(tag), "forge:%s:1", beside);
-    cr_assert_eq(seen("POST", tag), 1);
+    cr_assert_eq(seen("POST", ""), LANES);
     for (forge_work_t *w = done; w; w = w->next)
         cr_assert_eq(w->refused,
                      strcmp(w->launch_id, queued) ? FORGE_WORK_DONE
                                                   : FORGE_WORK_WITHDRAWN,
                      "%s", w->launch_id);
+    free_list(done);
+}
+
+Test(lanes, a_burst_of_one_lane_spreads_over_every_connection)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    long long start;
+    forge_work_t *done;
+    char ids[LANES][3];
+
+    /* ids that FNV-1a modulo the connections would all send to lane 0:
+     * still submitted side by side */
+    for (size_t i = 0, n = 0; n < LANES; i++) {
+        snprintf(ids[n], 3, "%c%c", (char)('A' + i / 10), (char)('0' + i % 10));
+        if (forge_submit_lane(ids[n], LANES) == 0)
+            n++;
+    }
+    for (size_t i = 0; i < LANES; i++)
+        support_http_push(srv, SUBMIT, 200, SUBMITTED, 1000);
+    start = forge_clock_ms();
+    for (size_t i = 0; i < LANES; i++)
+        forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, ids[i], 0, gen));
+    done = settle(LANES);
+    cr_assert_lt(forge_clock_ms() - start, 2500, "took %lld ms",
+                 forge_clock_ms() - start);
+    cr_assert_eq(seen("POST", ""), LANES);
     free_list(done);
 }

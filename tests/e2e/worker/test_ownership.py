@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 Work for a partition that is no longer the worker's never reaches Slurm
-(issue 11, src/launch/generation.h): submits queued in a worker's Slurm lane
+(issue 11, src/launch/generation.h): submits queued in a worker's Slurm pool
 when its partitions move to another worker (the group throws it out), or
 when an aborted transaction rewinds its memory, are dropped right before
 their POST; a submit whose launch is cancelled after it was posted is
@@ -12,12 +12,11 @@ the next owner cancels by its tag), every launch ends exactly once.
 Between the worker and the real slurmrestd sits a proxy that forwards
 every call at once and, from the first submit on, holds back every answer
 until the test lets go: the submit has reached Slurm while the worker
-still waits, and the next items wait in the worker's Slurm lane behind it
+still waits, and the next items wait in the worker's Slurm pool behind it
 (fault injection the real slurmrestd cannot do; every answer is the real
-one). A worker submits on FORGE_SLURM_MAX_CONNECTIONS lanes at once, and
-a launch's work always takes the lane its id hashes to (src/worker/
-submit.c): the launches of each scenario get ids of one lane, so each
-waits behind the one before.
+one). A worker submits on FORGE_SLURM_MAX_CONNECTIONS connections at once,
+any free one taking the next launch (src/worker/submit.c): the workers
+here have one, so each launch waits behind the one before.
 """
 
 import http.server
@@ -32,26 +31,13 @@ from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
                      unique_id, wait_until)
 
 SLEEP = ["/bin/sh", "-c", "sleep 15"]
-LANES = 4  # the workers' FORGE_SLURM_MAX_CONNECTIONS, set explicitly below
+LANES = 1  # the workers' FORGE_SLURM_MAX_CONNECTIONS, set explicitly below
 
 
-def lane_of(lid):
-    """The Slurm lane of a launch: FNV-1a of its id (forge_submit_lane)."""
-    h = 2166136261
-    for b in lid.encode():
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return h % LANES
-
-
-def one_lane_ids(prefixes):
-    """A unique id per prefix, all in the lane of the first."""
-    ids = [unique_id(prefixes[0])]
-    for prefix in prefixes[1:]:
-        lid = unique_id(prefix)
-        while lane_of(lid) != lane_of(ids[0]):
-            lid = unique_id(prefix)
-        ids.append(lid)
-    return ids
+def queued_ids(prefixes):
+    """A unique id per prefix (one connection: each waits behind the one
+    before)."""
+    return [unique_id(p) for p in prefixes]
 
 
 class HoldingProxy:
@@ -140,7 +126,7 @@ def test_queued_submits_stay_behind_when_the_partitions_move(stack, slurm,
     old = Worker(stack, topics, unique_id("wa"), group, logdir,
                  {"FORGE_SLURM_REST_URL": proxy.url,
                   "FORGE_SLURM_MAX_CONNECTIONS": str(LANES)})
-    ids = one_lane_ids([f"mv{p}" for p in range(4)])
+    ids = queued_ids([f"mv{p}" for p in range(4)])
     heir = None
     try:
         old.wait_ready()
@@ -207,7 +193,7 @@ def test_queued_submit_is_dropped_when_an_abort_rewinds(stack, slurm, logdir):
                     {"FORGE_SLURM_REST_URL": proxy.url,
                      "FORGE_SLURM_MAX_CONNECTIONS": str(LANES),
                      "FORGE_TEST_ABORT_TXN": "3"})
-    ids = one_lane_ids([f"rw{p}" for p in range(3)])
+    ids = queued_ids([f"rw{p}" for p in range(3)])
     try:
         worker.wait_ready()
         for p, lid in enumerate(ids[:2]):  # transactions 1 and 2
@@ -242,7 +228,7 @@ def test_queued_submit_is_dropped_when_an_abort_rewinds(stack, slurm, logdir):
 
 
 def test_cancel_withdraws_a_posted_submit(stack, slurm, logdir):
-    """A launch cancelled while its submit waits in its lane behind a slow
+    """A launch cancelled while its submit waits in the pool behind a slow
     one: the submit is withdrawn before its POST, the launch goes CANCELLED
     (requested) and Slurm never sees a job of it (before, the job was
     submitted, then cancelled)."""
@@ -252,7 +238,7 @@ def test_cancel_withdraws_a_posted_submit(stack, slurm, logdir):
     worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
                     {"FORGE_SLURM_REST_URL": proxy.url,
                      "FORGE_SLURM_MAX_CONNECTIONS": str(LANES)})
-    first, second = one_lane_ids(["wd-first", "wd-second"])
+    first, second = queued_ids(["wd-first", "wd-second"])
     try:
         worker.wait_ready()
         send_to(topics, 0, first, launch(first, ["/bin/true"]))
