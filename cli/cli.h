@@ -44,5 +44,6 @@ int cmd_validate(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
+int cmd_reconcile(int argc, char **argv);
 
 #endif

@@ -39,6 +39,8 @@ static const command_t commands[] = {
     {"submit", cmd_submit,
      "[--wait] FILE|-  validate, render, submit through slurmrestd"},
     {"ping", cmd_ping, "slurmrestd and Kafka health as one JSON object"},
+    {"reconcile", cmd_reconcile,
+     "[--execute] [--json]  the state topic against Slurm and the topics"},
     {"--version", cmd_version, "version, librdkafka, slurmrestd API versions"},
     {"version", cmd_version, NULL},
     {"--help", cmd_help, "this text"},
