@@ -7,6 +7,7 @@
  * codes and JSON errors: docs/CONTRACT.md section 4.
  */
 #include "cli.h"
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/version.h"
 #include "recovery/reconcile.h"
@@ -119,19 +120,25 @@ int cmd_reconcile(int argc, char **argv)
     forge_sealer_t *sealer = NULL;
     forge_slurm_client_t *slurm = NULL;
     forge_recon_plan_t plan = {0};
+    forge_buf_t staging = FORGE_BUF_INIT;
     forge_error_t err = {0};
     forge_recon_refusal_t r;
     int rc;
 
     if ((rc = parse(argc, argv, &o)) || (rc = load(&cfg, &sealer, &slurm)))
         goto out;
-    forge_recon_run_t run = {cfg, sealer, slurm, o.execute,
-                             RECONCILE_TIMEOUT_MS};
+    forge_buf_printf(&staging, "%s/staging/",
+                     cfg->slurm_storage_root ? cfg->slurm_storage_root
+                                             : cfg->storage_root);
+    forge_recon_run_t run = {cfg,       sealer,
+                             slurm,     forge_buf_str(&staging),
+                             o.execute, RECONCILE_TIMEOUT_MS};
     r = forge_recon_run(&run, &plan, &err);
     rc = r ? fail(refusals[r].exit_code, refusals[r].error, err.message)
            : report(&plan, &o);
 out:
     forge_recon_plan_clear(&plan);
+    forge_buf_clear(&staging);
     forge_slurm_client_destroy(slurm);
     forge_sealer_destroy(sealer);
     forge_config_destroy(cfg);

@@ -80,6 +80,7 @@ typedef struct forge_recon_sources {
     forge_recon_map_t *jobs;     /* "<id>:<attempt>" -> job list (Slurm) */
     size_t state_records;        /* records read (before "latest wins") */
     size_t partitions;           /* of the requests topic */
+    size_t foreign_jobs;         /* tagged, another deployment's */
     bool accounting;             /* slurmdbd answers */
 } forge_recon_sources_t;
 
@@ -109,9 +110,13 @@ forge_rc_t forge_recon_group_members(const forge_config_t *cfg, int *members,
 
 /* ---- reconcile_slurm.c -------------------------------------------------- */
 
-/* Every job tagged forge:<id>:<attempt> into s->jobs, keyed "<id>:<attempt>"
- * (a het job's components together). FORGE_EIO: slurmrestd failed. */
-forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c,
+/* Every job tagged forge:<id>:<attempt> whose working directory lies in
+ * this deployment's staging folder (staging: "<FORGE_SLURM_STORAGE_ROOT>/
+ * staging/", where the worker runs every job) into s->jobs, keyed
+ * "<id>:<attempt>" (a het job's components together); tagged jobs
+ * elsewhere are another deployment's on the same cluster: only counted
+ * (s->foreign_jobs). FORGE_EIO: slurmrestd failed. */
+forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c, const char *staging,
                                   forge_recon_sources_t *s,
                                   forge_error_t *err) FORGE_WARN_UNUSED;
 
@@ -191,6 +196,7 @@ typedef struct forge_recon_plan {
     forge_recon_item_t *items; /* sorted by launch_id */
     size_t count;
     bool state_topic_empty;
+    size_t foreign_jobs; /* tagged jobs of another deployment, left alone */
 } forge_recon_plan_t;
 
 /* The verdict for every launch and every tagged job of s. now_ms stamps
@@ -222,6 +228,7 @@ typedef struct forge_recon_run {
     const forge_config_t *cfg;
     const forge_sealer_t *sealer;
     forge_slurm_client_t *slurm;
+    const char *staging; /* "<FORGE_SLURM_STORAGE_ROOT>/staging/" */
     bool execute;
     int timeout_ms; /* each of: joining, reading the topics */
 } forge_recon_run_t;

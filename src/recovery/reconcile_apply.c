@@ -252,7 +252,7 @@ static forge_recon_refusal_t read_sources(const forge_recon_run_t *run,
         return FORGE_RECON_TOPIC_MISSING;
     if (rc)
         return FORGE_RECON_KAFKA_DOWN;
-    if (forge_recon_read_slurm(run->slurm, s, err))
+    if (forge_recon_read_slurm(run->slurm, run->staging, s, err))
         return FORGE_RECON_SLURM_DOWN;
     forge_recon_read_accounting(run->slurm, s);
     return FORGE_RECON_OK;
@@ -280,6 +280,7 @@ forge_recon_refusal_t forge_recon_run(const forge_recon_run_t *run,
     }
     if (!r) {
         forge_recon_plan_make(&s, forge_event_now_ms(), plan);
+        plan->foreign_jobs = s.foreign_jobs;
         if (run->execute) {
             write_records(run, &j, plan);
             cancel_jobs(run->slurm, plan);

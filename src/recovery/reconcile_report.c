@@ -60,12 +60,12 @@ json_t *forge_recon_report_json(const forge_recon_plan_t *p, bool execute)
     count(p, &inconsistent, &undone);
     for (size_t i = 0; i < p->count; i++)
         json_array_append_new(items, item_json(&p->items[i], execute));
-    return json_pack("{s:b, s:b, s:I, s:I, s:I, s:o}", "execute", execute,
-                     "state_topic_empty", p->state_topic_empty, "launches",
-                     (json_int_t)p->count, "inconsistent",
-                     (json_int_t)inconsistent, "undone",
-                     (json_int_t)(execute ? undone : inconsistent), "items",
-                     items);
+    return json_pack(
+        "{s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "execute", execute,
+        "state_topic_empty", p->state_topic_empty, "foreign_jobs",
+        (json_int_t)p->foreign_jobs, "launches", (json_int_t)p->count,
+        "inconsistent", (json_int_t)inconsistent, "undone",
+        (json_int_t)(execute ? undone : inconsistent), "items", items);
 }
 
 void forge_recon_report_text(const forge_recon_plan_t *p, bool execute,

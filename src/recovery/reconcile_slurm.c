@@ -7,6 +7,14 @@
  * no longer has, where there is accounting. Ended jobs stay in slurmctld's
  * list for MinJobAge (300 s by default): a job that ended longer ago and
  * has no accounting is not found, and the worker decides (LOST).
+ *
+ * Whose jobs: the tag names a launch, not a deployment, and one cluster
+ * may run several (production and staging workers, each with its topics
+ * and group). Every job the worker submits runs in its staging folder
+ * under FORGE_SLURM_STORAGE_ROOT, and two deployments cannot share a
+ * storage root (their staging folders would collide), so a tagged job
+ * whose working directory is elsewhere is another deployment's: counted,
+ * never adopted nor cancelled.
  */
 #include "recovery/reconcile.h"
 #include "core/log.h"
@@ -69,7 +77,7 @@ static void sort_all(forge_recon_map_t *m)
     }
 }
 
-forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c,
+forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c, const char *staging,
                                   forge_recon_sources_t *s, forge_error_t *err)
 {
     forge_slurm_job_list_t all = {NULL, 0};
@@ -80,8 +88,11 @@ forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c,
         return forge_error_set(err, FORGE_EIO, "FORGE_SLURM_REST_URL",
                                "GET jobs: %s", res.message);
     for (size_t i = 0; i < all.count; i++) {
+        const char *dir = all.jobs[i].workdir;
         char *key = tag_key(all.jobs[i].comment);
-        if (key)
+        if (key && !(dir && !strncmp(dir, staging, strlen(staging))))
+            s->foreign_jobs++;
+        else if (key)
             add_job(s->jobs, key, &all.jobs[i]);
         free(key);
     }

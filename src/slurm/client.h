@@ -164,6 +164,7 @@ typedef struct forge_slurm_job {
     char *constraints;
     char *comment;
     char *name;
+    char *workdir; /* current_working_directory (slurmdb: working_directory) */
     int restart_count;
 } forge_slurm_job_t;
 

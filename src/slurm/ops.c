@@ -86,6 +86,9 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
     if (!j->comment) /* slurmdb: comment: {job, administrator, system} */
         j->comment = dup_str(json_object_get(o, "comment"), "job");
     j->name = dup_str(o, "name");
+    j->workdir = dup_str(o, "current_working_directory");
+    if (!j->workdir)
+        j->workdir = dup_str(o, "working_directory");
     if (forge_slurm_number(json_object_get(o, "restart_cnt"), &v))
         j->restart_count = (int)v;
 }
@@ -115,6 +118,7 @@ void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
         free(j->constraints);
         free(j->comment);
         free(j->name);
+        free(j->workdir);
     }
     if (l) {
         free(l->jobs);
