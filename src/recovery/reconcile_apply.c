@@ -13,8 +13,9 @@
  * then joins it itself with the workers' consumer configuration: it is
  * the only member and is assigned every partition (fewer: someone joined
  * meanwhile, 75). It reads the sources only then, so nothing a worker
- * does can slip in between, writes the records and missing events in one
- * transaction with the group's committed offsets sent unchanged (a zombie
+ * does can slip in between, writes the records and missing events in
+ * transactions (200 launches each) with the group's committed offsets
+ * sent unchanged (a zombie
  * worker of an older generation is fenced; a reconcile that lost the
  * group has its transaction refused), commits, cancels what the plan
  * cancels (after the commit: Slurm is not transactional), and leaves the
@@ -35,6 +36,7 @@
 
 #define RECONCILE_WORKER_ID "reconcile"
 #define OFFSETS_TIMEOUT_MS  10000
+#define BATCH_RECORDS       200
 
 typedef struct joined {
     forge_config_t cfg; /* the workers', as reconcile's own member */
@@ -172,22 +174,17 @@ static void item_failed(forge_recon_item_t *it, const char *what)
         it->error = forge_xstrdup(what);
 }
 
-/* Every record and event of the plan in one transaction, carrying the
- * group's offsets as they are. */
-static void write_records(const forge_recon_run_t *run, joined_t *j,
-                          forge_recon_plan_t *plan)
+/* One transaction: the items [from, to) that write, and the group's
+ * committed offsets as they are. 0 when it committed. */
+static int write_batch(const forge_recon_run_t *run, joined_t *j,
+                       forge_recon_plan_t *plan, size_t from, size_t to)
 {
     forge_error_t err = {0};
-    size_t written = 0;
     int rc = 0;
 
-    for (size_t i = 0; !rc && i < plan->count; i++)
-        if (plan->items[i].rec && plan->items[i].partition >= 0) {
+    for (size_t i = from; !rc && i < to; i++)
+        if (plan->items[i].rec && plan->items[i].partition >= 0)
             rc = produce_item(run, j->kafka, &plan->items[i], &err);
-            written++;
-        }
-    if (!written)
-        return;
     if (!rc && forge_kafka_keep_offsets(j->kafka, OFFSETS_TIMEOUT_MS)) {
         forge_error_set(&err, FORGE_EIO, "FORGE_KAFKA_GROUP_ID",
                         "the group's committed offsets could not be read");
@@ -200,19 +197,46 @@ static void write_records(const forge_recon_run_t *run, joined_t *j,
                         "the group, or the broker away)");
         rc = -1;
     }
-    for (size_t i = 0; i < plan->count; i++) {
+    for (size_t i = from; i < to; i++) {
         forge_recon_item_t *it = &plan->items[i];
         if (!it->rec)
             continue;
-        if (rc)
-            item_failed(it, err.message);
-        else if (it->partition < 0)
+        if (it->partition < 0)
             item_failed(it, "no partition to write its record to");
+        else if (rc)
+            item_failed(it, err.message);
         else
             it->done = true;
     }
-    forge_log_info("reconcile: %zu record(s) %s", written,
-                   rc ? "not written" : "written");
+    return rc;
+}
+
+/* The plan's records and events, BATCH_RECORDS launches a transaction (a
+ * record may carry a 1.4 MiB request: one transaction for thousands would
+ * outlive transaction.timeout.ms). A launch's events and record always go
+ * together; a batch that does not commit stops the rest (left undone). */
+static void write_records(const forge_recon_run_t *run, joined_t *j,
+                          forge_recon_plan_t *plan)
+{
+    size_t from = 0, written = 0, batches = 0;
+    int rc = 0;
+
+    while (!rc && from < plan->count) {
+        size_t to = from, n = 0;
+        for (; to < plan->count && n < BATCH_RECORDS; to++)
+            n += plan->items[to].rec != NULL;
+        if (n) {
+            rc = write_batch(run, j, plan, from, to);
+            written += rc ? 0 : n;
+            batches++;
+        }
+        from = to;
+    }
+    for (; from < plan->count; from++)
+        if (plan->items[from].rec)
+            item_failed(&plan->items[from], "an earlier batch did not commit");
+    forge_log_info("reconcile: %zu record(s) written in %zu transaction(s)%s",
+                   written, batches, rc ? "; a batch did not commit" : "");
 }
 
 /* What the plan cancels, once its records are safe. */

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define METADATA_MAX_MS 15000
+
 typedef struct reading {
     forge_recon_sources_t *s;
     const forge_sealer_t *sealer;
@@ -32,6 +34,17 @@ typedef struct reading {
 
 typedef void (*on_message_t)(reading_t *r, const rd_kafka_message_t *m,
                              const char *key);
+
+/* librdkafka's own log lines go to the worker's log at debug level, not
+ * to stderr: the command's stderr carries one JSON object on failure
+ * (CONTRACT section 4), not a line every 50 ms while a broker is away. */
+static void quiet_log(const rd_kafka_t *rk, int level, const char *fac,
+                      const char *buf)
+{
+    (void)rk;
+    (void)level;
+    forge_log_debug("librdkafka %s: %s", fac, buf);
+}
 
 static rd_kafka_t *reader_new(const forge_config_t *cfg, const char *group,
                               forge_error_t *err)
@@ -49,6 +62,7 @@ static rd_kafka_t *reader_new(const forge_config_t *cfg, const char *group,
             rd_kafka_conf_destroy(conf);
         return NULL;
     }
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
     if (!(rk = forge_kafka_handle_new(RD_KAFKA_CONSUMER, conf, errstr,
                                       sizeof(errstr))))
         forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_BROKERS",
@@ -70,7 +84,10 @@ static forge_rc_t partition_count(rd_kafka_t *rk, const char *topic,
 {
     rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, left_ms(until));
+    /* a broker that does not answer in METADATA_MAX_MS is away: 69 */
+    int wait =
+        left_ms(until) < METADATA_MAX_MS ? left_ms(until) : METADATA_MAX_MS;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, wait);
     forge_rc_t rc = FORGE_OK;
 
     if (e)
