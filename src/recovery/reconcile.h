@@ -56,13 +56,14 @@ typedef struct forge_recon_launch {
     /* state topic: the latest record (NULL: none, or a tombstone) */
     forge_launch_record_t *rec;
     int32_t rec_partition;
-    /* requests topic: the latest launch request (NULL: none) */
+    /* requests topic: the latest launch request (NULL: none, or one the
+     * worker refused: then only its attempt and partition are known) */
     char *request;
     size_t request_len;
     int request_attempt;
-    int32_t request_partition;
-    bool request_consumed; /* before the group's committed offset */
-    bool cancel_requested; /* a cancel for it came after it */
+    int32_t request_partition; /* -1: no request at all */
+    bool request_consumed;     /* before the group's committed offset */
+    bool cancel_requested;     /* a cancel for it came after it */
     /* status topic: the latest attempt's events */
     int status_attempt; /* 0: none */
     long status_seq;    /* the last event's seq */

@@ -20,8 +20,10 @@
  * group has its transaction refused), commits, cancels what the plan
  * cancels (after the commit: Slurm is not transactional), and leaves the
  * group. Workers started afterwards restore those records and carry on.
- * Its transactional.id is `forge-worker-reconcile`: a reconcile that died
- * mid-transaction is fenced, and what it left aborted, by the next one.
+ * Its transactional.id is `forge-worker-reconcile-<group>` (one per
+ * worker group, so deployments sharing a Kafka cluster do not fence each
+ * other's): a reconcile that died mid-transaction is fenced, and what it
+ * left aborted, by the next one for the same group.
  */
 #include "recovery/reconcile.h"
 #include "core/clock.h"
@@ -31,6 +33,7 @@
 #include "launch/events.h"
 #include "request/request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +43,7 @@
 
 typedef struct joined {
     forge_config_t cfg; /* the workers', as reconcile's own member */
+    char *member_id;    /* "reconcile-<group>": cfg.worker_id */
     forge_kafka_t *kafka;
     size_t assigned;
 } joined_t;
@@ -89,7 +93,10 @@ static forge_recon_refusal_t join(const forge_recon_run_t *run, joined_t *j,
         return FORGE_RECON_GROUP_ACTIVE;
     }
     j->cfg = *run->cfg;
-    j->cfg.worker_id = RECONCILE_WORKER_ID;
+    j->member_id = forge_xmalloc(strlen(run->cfg->kafka_group_id) + 16);
+    sprintf(j->member_id, "%s-%s", RECONCILE_WORKER_ID,
+            run->cfg->kafka_group_id);
+    j->cfg.worker_id = j->member_id; /* transactional.id: one per group */
     if (forge_kafka_new(&j->cfg, &h, &never, &j->kafka, err))
         return FORGE_RECON_KAFKA_DOWN;
     /* assigned, then a second with nothing new: the join has settled */
@@ -311,6 +318,7 @@ forge_recon_refusal_t forge_recon_run(const forge_recon_run_t *run,
         }
     }
     forge_kafka_destroy(j.kafka); /* leaves the group */
+    free(j.member_id);
     forge_recon_sources_clear(&s);
     return r;
 }

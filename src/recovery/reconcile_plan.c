@@ -282,7 +282,7 @@ static int rebuild_attempt(const planning_t *p, const forge_recon_launch_t *l)
 {
     int a = l->status_attempt;
 
-    if (l->request && l->request_attempt > a &&
+    if (l->request_partition >= 0 && l->request_attempt > a &&
         (l->request_consumed ||
          forge_recon_jobs_of(p->s, l->launch_id, l->request_attempt)))
         a = l->request_attempt;
@@ -293,7 +293,7 @@ static void rebuild(planning_t *p, forge_recon_item_t *it,
                     const forge_recon_launch_t *l,
                     const forge_slurm_job_list_t *jobs)
 {
-    bool with_request = l->request_attempt == it->attempt;
+    bool with_request = l->request && l->request_attempt == it->attempt;
     forge_launch_record_t *r = forge_launch_record_new(
         l->launch_id, it->attempt, with_request ? l->request : NULL,
         with_request ? l->request_len : 0);
@@ -337,7 +337,7 @@ static void plan_unrecorded(planning_t *p, const forge_recon_launch_t *l)
     if (!attempt)
         return;
     jobs = take_tag(p, l->launch_id, attempt);
-    if (!l->request) { /* nowhere to put a record (co-partitioning) */
+    if (l->request_partition < 0) { /* nowhere to put a record */
         if (!forge_recon_any_live(jobs))
             return;
         it = new_item(p, l->launch_id, attempt, FORGE_RECON_ORPHAN_CANCEL);

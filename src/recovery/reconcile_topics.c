@@ -208,6 +208,26 @@ static void take_launch(forge_recon_launch_t *l, const rd_kafka_message_t *m,
     l->cancel_requested = false;
 }
 
+/* A request the worker refused (REJECTED) still has a record, without
+ * its request, in its partition: where a rebuilt one goes. */
+static void refused(reading_t *r, const rd_kafka_message_t *m, bool consumed)
+{
+    int attempt = 1;
+    char *id = forge_request_salvage_id(m->payload, m->len, &attempt);
+    forge_recon_launch_t *l;
+
+    if (!id)
+        return; /* the DLQ's: no launch */
+    l = forge_recon_launch_of(r->s, id);
+    if (!l->request && (l->request_partition < 0 ||
+                        (consumed && attempt >= l->request_attempt))) {
+        l->request_attempt = attempt;
+        l->request_partition = m->partition;
+        l->request_consumed = consumed;
+    }
+    free(id);
+}
+
 static void on_request(reading_t *r, const rd_kafka_message_t *m,
                        const char *key)
 {
@@ -217,8 +237,12 @@ static void on_request(reading_t *r, const rd_kafka_message_t *m,
     forge_recon_launch_t *l;
 
     (void)key; /* the request's launch_id decides, as for the worker */
-    if (!m->payload || forge_request_parse(m->payload, m->len, &req, &err))
-        return; /* refused: the status topic says so (REJECTED) */
+    if (!m->payload)
+        return;
+    if (forge_request_parse(m->payload, m->len, &req, &err)) {
+        refused(r, m, consumed);
+        return;
+    }
     if (req->kind == FORGE_REQUEST_LAUNCH) {
         l = forge_recon_launch_of(r->s, req->launch.launch_id);
         take_launch(l, m, req->launch.attempt, consumed);

@@ -265,3 +265,27 @@ Test(reconcile_plan, live_record_behind_its_job_gets_the_transition)
     forge_recon_plan_clear(&p);
     forge_recon_sources_clear(&s);
 }
+
+Test(reconcile_plan, refused_request_gets_its_rejected_record_back)
+{
+    forge_recon_sources_t s = sources();
+    forge_recon_plan_t p;
+    forge_recon_launch_t *l = forge_recon_launch_of(&s, "bad");
+
+    l->request_attempt = 1; /* what reconcile_topics keeps of a refused one */
+    l->request_partition = 4;
+    l->request_consumed = true;
+    l->status_attempt = 1;
+    l->status_state = FORGE_STATE_REJECTED;
+    l->status_seq = 1;
+    forge_recon_plan_make(&s, NOW, &p);
+    const forge_recon_item_t *it = only(&p);
+    cr_assert_eq(it->kind, FORGE_RECON_REBUILD);
+    cr_assert_eq(it->partition, 4);
+    cr_assert_eq(it->rec->state, FORGE_STATE_REJECTED);
+    cr_assert_eq(it->rec->seq, 1);
+    cr_assert_null(it->rec->request);
+    cr_assert_eq(it->event_count, 0);
+    forge_recon_plan_clear(&p);
+    forge_recon_sources_clear(&s);
+}

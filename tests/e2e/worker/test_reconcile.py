@@ -215,3 +215,65 @@ def test_state_topic_lost_with_live_launches(scenario, slurm, logdir):
     report = json.loads(out)
     assert not [i for i in report["items"] if i["launch_id"] in ids and
                 i["kind"] not in REPAIRABLE_LIVE], out
+
+
+def test_record_behind_slurm_and_an_ended_launchs_job_back(scenario, slurm,
+                                                           logdir):
+    """Records left live while their jobs ended (the workers were down):
+    the missing transitions are published, once; then a job comes back for
+    a launch that ended (slurmctld restored from a backup): cancelled."""
+    stack, topics, group, status, storage, started = scenario
+    worker = Worker(stack, topics, "rc-w5", group, logdir, extra_env=storage)
+    started.append(worker)
+    worker.wait_ready()
+    ids = [unique_id("rcb") for _ in range(3)]
+    for lid in ids:
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 25"]))
+    for lid in ids:
+        status.wait_state(lid, "RUNNING", timeout=180)
+    assert worker.terminate() == 0
+    ended = [lid for lid in ids if TERMINAL & set(status.states(lid))]
+    assert not ended, f"ended while the worker ran: {ended}"
+    env = reconcile_env(stack, topics, group, storage)
+    for lid in ids:
+        job = slurm.leaders(lid)[0]
+        wait_until(f"{lid}'s job to end",
+                   lambda: "COMPLETED" in job_state(stack, job), 120)
+
+    rc, out, err = reconcile(env, "--json")
+    assert rc == 1, (rc, out, err)
+    items = {i["launch_id"]: i for i in json.loads(out)["items"]}
+    last = {lid: status.of(lid)[-1]["data"]["seq"] for lid in ids}
+    for lid in ids:
+        assert items[lid]["kind"] == "transitions", items[lid]
+        assert [(e["seq"], e["state"]) for e in items[lid]["events"]] == \
+            [(last[lid] + 1, "SUCCEEDED")], items[lid]
+    rc, out, err = reconcile(env, "--execute", "--json")
+    assert rc == 0, (rc, out, err)
+    for lid in ids:
+        status.wait_terminal(lid, timeout=30)
+
+    # a job of an ended launch back from the past, in its staging folder
+    ghost = submit_orphan(stack, storage, ids[0])
+    rc, out, err = reconcile(env, "--json")
+    items = {i["launch_id"]: i for i in json.loads(out)["items"]}
+    assert rc == 1 and items[ids[0]]["kind"] == "ended_job_live", out
+    assert items[ids[0]]["cancel_jobs"] == [ghost]
+    rc, out, err = reconcile(env, "--execute", "--json")
+    assert rc == 0, (rc, out, err)
+    wait_until("the ghost job cancelled",
+               lambda: "CANCELLED" in job_state(stack, ghost), 30)
+
+    # a worker carries on from those records: it archives, publishes no
+    # second terminal event
+    worker = Worker(stack, topics, "rc-w6", group, logdir, extra_env=storage)
+    started.append(worker)
+    worker.wait_ready()
+    wait_until("the logs archived", lambda: {
+        k.decode() for k, _, _ in topics.read_all(topics.logs, timeout=2)
+    } >= set(ids), 120, step=1)
+    time.sleep(3)
+    for lid in ids:
+        assert_contiguous(status.of(lid), lid)
+        assert status.states(lid)[-1] == "SUCCEEDED", status.states(lid)
+    assert worker.terminate() == 0
