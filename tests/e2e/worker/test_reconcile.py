@@ -229,16 +229,15 @@ def test_record_behind_slurm_and_an_ended_launchs_job_back(scenario, slurm,
     ids = [unique_id("rcb") for _ in range(3)]
     for lid in ids:
         topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 25"]))
-    for lid in ids:
-        status.wait_state(lid, "RUNNING", timeout=180)
+    jobs = {lid: status.wait_state(lid, "RUNNING", timeout=180)
+            ["data"]["slurm"]["job_id"] for lid in ids}
     assert worker.terminate() == 0
     ended = [lid for lid in ids if TERMINAL & set(status.states(lid))]
     assert not ended, f"ended while the worker ran: {ended}"
     env = reconcile_env(stack, topics, group, storage)
     for lid in ids:
-        job = slurm.leaders(lid)[0]
         wait_until(f"{lid}'s job to end",
-                   lambda: "COMPLETED" in job_state(stack, job), 120)
+                   lambda: "COMPLETED" in job_state(stack, jobs[lid]), 120)
 
     rc, out, err = reconcile(env, "--json")
     assert rc == 1, (rc, out, err)
