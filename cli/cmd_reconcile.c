@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define RECONCILE_TIMEOUT_MS 60000
+#define RECONCILE_MAX_BODY   ((size_t)1 << 30)
 
 enum {
     EXIT_INCONSISTENT = 1,
@@ -80,6 +81,11 @@ static int load(forge_config_t **cfg, forge_sealer_t **sealer,
     forge_log_configure((*cfg)->log_level, (*cfg)->log_format, 2,
                         (*cfg)->worker_id);
     forge_slurm_options_from_config(*cfg, &opts);
+    /* one GET /jobs lists every job of the cluster (slurmrestd has no
+     * filter by comment): a cluster near MaxJobCount answers far more
+     * than the worker's 64 MiB, and a longer call */
+    opts.max_body_bytes = RECONCILE_MAX_BODY;
+    opts.request_timeout_ms = RECONCILE_TIMEOUT_MS;
     if (forge_slurm_client_new(&opts, slurm, &err))
         return fail(CLI_EXIT_CONFIG, "config", err.message);
     return 0;
