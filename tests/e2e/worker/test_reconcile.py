@@ -215,6 +215,8 @@ def test_state_topic_lost_with_live_launches(scenario, slurm, logdir):
     report = json.loads(out)
     assert not [i for i in report["items"] if i["launch_id"] in ids and
                 i["kind"] not in REPAIRABLE_LIVE], out
+    for w in workers:
+        assert w.terminate() == 0
 
 
 def test_record_behind_slurm_and_an_ended_launchs_job_back(scenario, slurm,
