@@ -4,7 +4,8 @@
  * runs it. The commands live in cmd_*.c; everything they do is in src/.
  *
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
- * 64 usage, 70 internal failure, 78 bad configuration.
+ * 64 usage, 70 internal failure, 78 bad configuration; the recovery
+ * command `reconcile` has its own (cmd_reconcile.c: 2 usage, 69, 75).
  */
 #include "cli.h"
 #include "core/version.h"
