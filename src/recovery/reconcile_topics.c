@@ -154,8 +154,8 @@ static forge_rc_t read_all(rd_kafka_t *rk, const char *topic, reading_t *r,
             }
         } else if (m->err) {
             forge_log_warn("reading %s: %s", topic, rd_kafka_message_errstr(m));
-        } else if (m->key && !ended[m->partition]) {
-            char *key = forge_xstrndup(m->key, m->key_len);
+        } else if (!ended[m->partition]) { /* a request may have no key */
+            char *key = forge_xstrndup(m->key ? m->key : "", m->key_len);
             fn(r, m, key);
             free(key);
         }
@@ -176,10 +176,13 @@ static forge_rc_t read_all(rd_kafka_t *rk, const char *topic, reading_t *r,
 
 static void on_state(reading_t *r, const rd_kafka_message_t *m, const char *key)
 {
-    forge_recon_launch_t *l = forge_recon_launch_of(r->s, key);
+    forge_recon_launch_t *l;
     forge_launch_record_t *rec = NULL;
     forge_error_t err = {0};
 
+    if (!*key)
+        return; /* the worker keys every record */
+    l = forge_recon_launch_of(r->s, key);
     r->s->state_records++;
     if (m->payload &&
         forge_launch_record_decode(m->payload, m->len, r->sealer, &rec, &err)) {
@@ -272,7 +275,7 @@ static void on_status(reading_t *r, const rd_kafka_message_t *m,
     long seq = (long)json_integer_value(json_object_get(d, "seq"));
     json_t *job = json_object_get(json_object_get(d, "slurm"), "job_id");
 
-    if (!d || attempt < 1) {
+    if (!d || attempt < 1 || !*key) {
         json_decref(doc);
         return;
     }
@@ -300,7 +303,7 @@ static void on_logs(reading_t *r, const rd_kafka_message_t *m, const char *key)
     int attempt = (int)json_integer_value(json_object_get(d, "attempt"));
     forge_recon_launch_t *l;
 
-    if (attempt > 0) {
+    if (attempt > 0 && *key) {
         l = forge_recon_launch_of(r->s, key);
         if (attempt > l->logs_attempt)
             l->logs_attempt = attempt;
