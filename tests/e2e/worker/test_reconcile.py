@@ -12,6 +12,7 @@ object on stderr.
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -23,6 +24,7 @@ from harness import (PARTITIONS, TERMINAL, StatusReader, Topics, Worker, TOP,
                      assert_contiguous, launch, unique_id, wait_until)
 
 LAUNCHES = 20
+SUBMITTED = []  # the held jobs this module made
 # what a dry run may say of a launch while its worker runs
 REPAIRABLE_LIVE = ("consistent", "transitions")
 
@@ -105,6 +107,7 @@ def submit_orphan(stack, storage, launch_id):
                 "environment": ["PATH=/bin:/usr/bin"],
                 "time_limit": {"set": True, "number": 1}}})
     assert answer.get("job_id"), answer.get("errors")
+    SUBMITTED.append(int(answer["job_id"]))
     return int(answer["job_id"])
 
 
@@ -124,7 +127,9 @@ def scenario(stack, logdir):
     for w in workers:  # a failed assertion leaves none running
         if w.proc.poll() is None:
             w.terminate()
+    held_jobs.cancel(stack, SUBMITTED)  # nothing left held if one failed
     status.close()
+    shutil.rmtree(storage["FORGE_STORAGE_ROOT"], ignore_errors=True)
 
 
 def test_usage_and_configuration_errors_are_json(stack):
