@@ -61,5 +61,6 @@ int cmd_ping(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_launches(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_reconcile(int argc, char **argv);
 
 #endif

@@ -5,8 +5,8 @@
  *
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
  * 64 usage, 70 internal failure, 78 bad configuration; the recovery
- * commands (cmd_recovery.c) 2 usage, 69 Kafka unavailable, 75 the group
- * has members.
+ * commands (cmd_recovery.c, cmd_reconcile.c) 2 usage, 69 Kafka (or
+ * slurmrestd) unavailable, 75 the group has members.
  */
 #include "cli.h"
 #include "core/version.h"
@@ -46,6 +46,8 @@ static const command_t commands[] = {
     {"replay", cmd_replay,
      "--to-earliest|--to-datetime T|--to-offsets FILE [--execute] [--json]"
      "  move the worker group's offsets (dry run by default)"},
+    {"reconcile", cmd_reconcile,
+     "[--execute] [--json]  the state topic against Slurm and the topics"},
     {"--version", cmd_version, "version, librdkafka, slurmrestd API versions"},
     {"version", cmd_version, NULL},
     {"--help", cmd_help, "this text"},

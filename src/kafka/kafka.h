@@ -126,6 +126,16 @@ void forge_kafka_fail_txn(forge_kafka_t *k);
  * the transaction. */
 void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset);
 
+/* The partitions of the requests topic assigned to this consumer now. */
+size_t forge_kafka_assigned_count(forge_kafka_t *k);
+
+/* Every assigned partition's committed offset goes into the transaction
+ * as it is (`forge-worker reconcile`: what it writes moves no offset, yet
+ * the commit carries the group's generation, so the broker refuses it if
+ * the group moved on meanwhile). A partition never committed is left out.
+ * -1 when the committed offsets could not be read within timeout_ms. */
+int forge_kafka_keep_offsets(forge_kafka_t *k, int timeout_ms);
+
 /* True when produce or mark_done added something not yet committed. */
 bool forge_kafka_pending(const forge_kafka_t *k);
 

@@ -142,6 +142,36 @@ void forge_kafka_mark_done(forge_kafka_t *k, int32_t partition, int64_t offset)
         p->offset = offset + 1;
 }
 
+size_t forge_kafka_assigned_count(forge_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    size_t n = 0;
+
+    if (rd_kafka_assignment(k->consumer, &l) == 0 && l) {
+        n = (size_t)l->cnt;
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    return n;
+}
+
+int forge_kafka_keep_offsets(forge_kafka_t *k, int timeout_ms)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    int rc = -1;
+
+    if (rd_kafka_assignment(k->consumer, &l) || !l)
+        return -1;
+    if (rd_kafka_committed(k->consumer, l, timeout_ms) == 0) {
+        rc = 0;
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset > 0)
+                forge_kafka_mark_done(k, l->elems[i].partition,
+                                      l->elems[i].offset - 1);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
 bool forge_kafka_pending(const forge_kafka_t *k)
 {
     return k->in_txn || k->produce_failed || k->producer_waiting ||

@@ -164,6 +164,7 @@ typedef struct forge_slurm_job {
     char *constraints;
     char *comment;
     char *name;
+    char *workdir; /* current_working_directory (slurmdb: working_directory) */
     int restart_count;
 } forge_slurm_job_t;
 
@@ -206,6 +207,13 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
                                                  const char *comment,
                                                  forge_slurm_job_list_t *out,
                                                  forge_slurm_result_t *res);
+
+/* Jobs whose comment starts with prefix ("forge:": every job the worker
+ * made, for `forge-worker reconcile`), from the same one listing. */
+forge_slurm_status_t
+forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
+                                   forge_slurm_job_list_t *out,
+                                   forge_slurm_result_t *res);
 
 /* Cancels a job (het-aware: the whole job). signal NULL: Slurm's default
  * (KILL). OK also when the job had already finished (error 2021). From

@@ -86,6 +86,9 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
     if (!j->comment) /* slurmdb: comment: {job, administrator, system} */
         j->comment = dup_str(json_object_get(o, "comment"), "job");
     j->name = dup_str(o, "name");
+    j->workdir = dup_str(o, "current_working_directory");
+    if (!j->workdir)
+        j->workdir = dup_str(o, "working_directory");
     if (forge_slurm_number(json_object_get(o, "restart_cnt"), &v))
         j->restart_count = (int)v;
 }
@@ -115,6 +118,7 @@ void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
         free(j->constraints);
         free(j->comment);
         free(j->name);
+        free(j->workdir);
     }
     if (l) {
         free(l->jobs);
@@ -196,24 +200,45 @@ forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
     return st;
 }
 
-forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
-                                                 const char *comment,
-                                                 forge_slurm_job_list_t *out,
-                                                 forge_slurm_result_t *res)
+/* Jobs of one full listing whose comment is comment (exact) or starts
+ * with it (prefix). */
+static forge_slurm_status_t find_comment(forge_slurm_client_t *c,
+                                         const char *comment, bool prefix,
+                                         forge_slurm_job_list_t *out,
+                                         forge_slurm_result_t *res)
 {
     forge_slurm_job_list_t all = {NULL, 0};
     forge_slurm_status_t st = get_jobs(c, "slurm", "jobs", &all, res);
+    size_t n = strlen(comment);
 
     out->jobs = NULL;
     out->count = 0;
     for (size_t i = 0; st == FORGE_SLURM_OK && i < all.count; i++) {
-        if (all.jobs[i].comment && !strcmp(all.jobs[i].comment, comment)) {
+        const char *have = all.jobs[i].comment;
+        if (have &&
+            (prefix ? !strncmp(have, comment, n) : !strcmp(have, comment))) {
             list_add(out, &all.jobs[i]);
             memset(&all.jobs[i], 0, sizeof(all.jobs[i])); /* moved */
         }
     }
     forge_slurm_job_list_clear(&all);
     return st;
+}
+
+forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
+                                                 const char *comment,
+                                                 forge_slurm_job_list_t *out,
+                                                 forge_slurm_result_t *res)
+{
+    return find_comment(c, comment, false, out, res);
+}
+
+forge_slurm_status_t
+forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
+                                   forge_slurm_job_list_t *out,
+                                   forge_slurm_result_t *res)
+{
+    return find_comment(c, prefix, true, out, res);
 }
 
 /* "123" or "123+1" (a het component: its own id, then its offset). */
