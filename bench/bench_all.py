@@ -14,14 +14,23 @@ speed (a target missed is said in the table).
                bare jansson parse of the same request
   archive      build/bench/bench_archive: forge_archive_logs against
                `tar czf` over the same files
+  poll         bench_poll.py: a poll tick's slurmrestd calls, bytes and
+               worker CPU at --poll-sizes owned live jobs against per-job
+               polling and one GET /jobs; job end -> terminal event
+               latency at two poll intervals against the interval
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
-      [--skip submits,render,archive]
+      [--poll-sizes 1000,10000,100000] [--skip submits,render,archive,poll]
+
+Each benchmark runs under the e2e lock (FORGE_E2E_LOCK), shared; the
+poll ticks take it exclusively, one size at a time (bench_poll.py).
 """
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -32,12 +41,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 BUILD = os.environ.get("FORGE_BENCH_BUILD", os.path.join(TOP, "build"))
 
-NOT_YET = ("Not measured yet (issue 13, its other parts): poll tick calls, "
-           "bytes and worker CPU at 1,000 / 10,000 / 100,000 owned live jobs "
-           "against per-job polling and one `/jobs`; RSS per tracked launch "
-           "at the same sizes; restoring 100,000 launches against a plain "
-           "consumer of the same partitions; job end -> terminal event "
-           "latency at two poll intervals.")
+NOT_YET = ("Not measured yet (issue 13, its other parts): RSS per tracked "
+           "launch at 1,000 / 10,000 / 100,000 owned live jobs; restoring "
+           "100,000 launches against a plain consumer of the same "
+           "partitions.")
+
+
+@contextlib.contextmanager
+def shared_lock():
+    """The e2e lock, shared (scripts/bench no longer holds it: the poll
+    ticks take it exclusively themselves)."""
+    path = os.environ.get("FORGE_E2E_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run(cmd, **kw):
@@ -125,7 +148,81 @@ def archive(args):
              f"{ours:.1f}", f"tar czf: {tar:.1f}", ours / tar, ">= 0.8")], None
 
 
-BENCHES = {"submits": submits, "render": render, "archive": archive}
+def kib(b):
+    return f"{b / 1024:,.0f} KiB" if b < 1 << 20 else f"{b / (1 << 20):,.1f} MiB"
+
+
+def poll_rows(z):
+    """The rows of one size of bench_poll.py's ticks."""
+    n, st, first = z["jobs"], z["steady"], z["first"]
+    pj, alljobs, target = z["per_job"], z["all_jobs"], z["target_calls"]
+    ok = "met" if st["calls"] <= target else "NOT met"
+    every = ("one GET /jobs (estimated: N x the job/{id} answer, not asked "
+             "at this size)" if alljobs["estimated"] else
+             f"one GET /jobs ({alljobs['jobs']:,} jobs, "
+             f"{alljobs['wall_s']:.1f} s)")
+    cpu = st["cpu_s"]
+    return [
+        (f"poll tick, {n:,} owned live jobs: slurmrestd calls per steady "
+         "tick", f"{st['calls']}",
+         f"per-job polling: {n:,} calls", st["calls"] / n,
+         f"<= ceil(N/256) = {target} calls ({ok})"),
+        (f"poll tick, {n:,} jobs: bytes answered per steady tick",
+         kib(st["bytes"]),
+         f"per-job polling: {kib(pj['bytes'])} (sample of {pj['sample']} "
+         "scaled)", st["bytes"] / pj["bytes"], "-"),
+        (f"poll tick, {n:,} jobs: bytes answered per steady tick",
+         kib(st["bytes"]), f"{every}: {kib(alljobs['bytes'])}",
+         st["bytes"] / alljobs["bytes"], "-"),
+        (f"poll tick, {n:,} jobs: wall time of a steady tick",
+         f"{st['wall_s'] * 1000:,.0f} ms",
+         f"per-job polling: {pj['wall_s']:,.1f} s (sample scaled)",
+         st["wall_s"] / pj["wall_s"], "-"),
+        (f"poll tick, {n:,} jobs: worker CPU per steady tick (mean of "
+         f"{st['ticks']})", f"{cpu * 1000:,.0f} ms",
+         f"the tick's wall time: {st['wall_s'] * 1000:,.0f} ms",
+         cpu / st["wall_s"] if st["wall_s"] else 0,
+         f"<= 1 s ({'met' if st['cpu_max_s'] <= 1 else 'NOT met'})"),
+        (f"first poll tick after a restart (the restore), {n:,} jobs: "
+         f"calls ({', '.join(f'{v} {k}' for k, v in first['kinds'].items())})",
+         f"{first['calls']}", f"a steady tick: {st['calls']}",
+         first["calls"] / st["calls"], "<= 1"),
+    ]
+
+
+def poll(args):
+    env = dict(os.environ)
+    env.pop("FORGE_BENCH_LOCKED", None)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "bench_poll.py"), "--sizes",
+         args.poll_sizes], check=True, stdout=subprocess.PIPE, text=True,
+        env=env)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = []
+    for z in r["sizes"]:
+        rows.extend(poll_rows(z))
+    for lat in r["latency"]:
+        iv = lat["interval_ms"] / 1000
+        rows.append((f"job end -> terminal event, poll interval {iv:g} s, "
+                     f"{lat['launches']} jobs ending at random phase "
+                     "(median)", f"{lat['median_s']:.2f} s",
+                     f"the interval: {iv:g} s", lat["median_s"] / iv, "-"))
+    note = ("poll ticks: held jobs owned through records without "
+            "slurm_states; worker CPU from /proc/<pid>/stat (10 ms steps) "
+            "over each tick's calls + 0.3 s; " + "; ".join(
+                f"{z['jobs']:,} jobs submitted in {z['submitted_s']:.0f} s, "
+                f"restored and ready in {z['restored_s']:.0f} s, tick every "
+                f"{z['poll_ms']} ms" for z in r["sizes"]) +
+            "; latency: " + "; ".join(
+                f"{lat['interval_ms']} ms: min {lat['min_s']:.2f} s, mean "
+                f"{lat['mean_s']:.2f} s, max {lat['max_s']:.2f} s"
+                for lat in r["latency"]))
+    return rows, note
+
+
+BENCHES = {"submits": submits, "render": render, "archive": archive,
+           "poll": poll}
+UNLOCKED = {"poll"}  # takes the lock itself, exclusively
 
 
 def verdict(ratio, target):
@@ -162,6 +259,7 @@ def main():
     ap.add_argument("--archive-mib", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(TOP, "docs",
                                                   "BENCHMARKS.md"))
+    ap.add_argument("--poll-sizes", default="1000,10000,100000")
     ap.add_argument("--skip", default="")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -170,7 +268,9 @@ def main():
         if name in skip:
             continue
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        r, note = bench(args)
+        with (contextlib.nullcontext() if name in UNLOCKED
+              else shared_lock()):
+            r, note = bench(args)
         rows.extend(r)
         if note:
             notes.append(note)
