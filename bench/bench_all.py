@@ -18,14 +18,24 @@ speed (a target missed is said in the table).
                plain consumer of the same state-topic partitions, and its
                RSS per launch over an idle worker (records with a sealed
                request, and without one as held_jobs.py writes them)
+  poll         bench_poll.py: a poll tick's slurmrestd calls, bytes and
+               worker CPU at --poll-sizes owned live jobs against per-job
+               polling and one GET /jobs; job end -> terminal event
+               latency at two poll intervals against the interval
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
-      [--restore-sizes 1000,10000,100000] [--skip submits,render,archive,restore]
+      [--restore-sizes 1000,10000,100000] [--poll-sizes 1000,10000,100000]
+      [--skip submits,render,archive,restore,poll]
+
+Each benchmark runs under the e2e lock (FORGE_E2E_LOCK), shared; the
+poll ticks take it exclusively, one size at a time (bench_poll.py).
 """
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -37,10 +47,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 BUILD = os.environ.get("FORGE_BENCH_BUILD", os.path.join(TOP, "build"))
 
-NOT_YET = ("Not measured yet (issue 13, its other parts): poll tick calls, "
-           "bytes and worker CPU at 1,000 / 10,000 / 100,000 owned live jobs "
-           "against per-job polling and one `/jobs`; job end -> terminal "
-           "event latency at two poll intervals.")
+
+
+@contextlib.contextmanager
+def shared_lock():
+    """The e2e lock, shared (scripts/bench no longer holds it: the poll
+    ticks take it exclusively themselves)."""
+    path = os.environ.get("FORGE_E2E_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run(cmd, **kw):
@@ -161,8 +183,82 @@ def restore(args):
     return rows, "; ".join(notes)
 
 
+def kib(b):
+    return f"{b / 1024:,.0f} KiB" if b < 1 << 20 else f"{b / (1 << 20):,.1f} MiB"
+
+
+def poll_rows(z):
+    """The rows of one size of bench_poll.py's ticks."""
+    n, st, first = z["jobs"], z["steady"], z["first"]
+    pj, alljobs, target = z["per_job"], z["all_jobs"], z["target_calls"]
+    ok = "met" if st["calls"] <= target else "NOT met"
+    every = ("one GET /jobs (estimated: N x the job/{id} answer, not asked "
+             "at this size)" if alljobs["estimated"] else
+             f"one GET /jobs ({alljobs['jobs']:,} jobs, "
+             f"{alljobs['wall_s']:.1f} s)")
+    cpu = st["cpu_s"]
+    return [
+        (f"poll tick, {n:,} owned live jobs: slurmrestd calls per steady "
+         "tick", f"{st['calls']}",
+         f"per-job polling: {n:,} calls", st["calls"] / n,
+         f"<= ceil(N/256) = {target} calls ({ok})"),
+        (f"poll tick, {n:,} jobs: bytes answered per steady tick",
+         kib(st["bytes"]),
+         f"per-job polling: {kib(pj['bytes'])} (sample of {pj['sample']} "
+         "scaled)", st["bytes"] / pj["bytes"], "-"),
+        (f"poll tick, {n:,} jobs: bytes answered per steady tick",
+         kib(st["bytes"]), f"{every}: {kib(alljobs['bytes'])}",
+         st["bytes"] / alljobs["bytes"], "-"),
+        (f"poll tick, {n:,} jobs: wall time of a steady tick",
+         f"{st['wall_s'] * 1000:,.0f} ms",
+         f"per-job polling: {pj['wall_s']:,.1f} s (sample scaled)",
+         st["wall_s"] / pj["wall_s"], "-"),
+        (f"poll tick, {n:,} jobs: worker CPU per steady tick (mean of "
+         f"{st['ticks']})", f"{cpu * 1000:,.0f} ms",
+         f"the tick's wall time: {st['wall_s'] * 1000:,.0f} ms",
+         cpu / st["wall_s"] if st["wall_s"] else 0,
+         f"every tick's CPU <= 1 s "
+         f"({'met' if st['cpu_max_s'] <= 1 else 'NOT met'})"),
+        (f"first poll tick after a restart (the restore), {n:,} jobs: "
+         f"calls ({', '.join(f'{v} {k}' for k, v in first['kinds'].items())})",
+         f"{first['calls']}", f"a steady tick: {st['calls']}",
+         first["calls"] / st["calls"], "<= 1"),
+    ]
+
+
+def poll(args):
+    env = dict(os.environ)
+    env.pop("FORGE_BENCH_LOCKED", None)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "bench_poll.py"), "--sizes",
+         args.poll_sizes], check=True, stdout=subprocess.PIPE, text=True,
+        env=env)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = []
+    for z in r["sizes"]:
+        rows.extend(poll_rows(z))
+    for lat in r["latency"]:
+        iv = lat["interval_ms"] / 1000
+        rows.append((f"job end -> terminal event, poll interval {iv:g} s, "
+                     f"{lat['launches']} jobs ending at random phase "
+                     "(median)", f"{lat['median_s']:.2f} s",
+                     f"the interval: {iv:g} s", lat["median_s"] / iv, "-"))
+    note = ("poll ticks: held jobs owned through records without "
+            "slurm_states; worker CPU from /proc/<pid>/stat (10 ms steps) "
+            "over each tick's calls + 0.3 s; " + "; ".join(
+                f"{z['jobs']:,} jobs submitted in {z['submitted_s']:.0f} s, "
+                f"restored and ready in {z['restored_s']:.0f} s, tick every "
+                f"{z['poll_ms']} ms" for z in r["sizes"]) +
+            "; latency: " + "; ".join(
+                f"{lat['interval_ms']} ms: min {lat['min_s']:.2f} s, mean "
+                f"{lat['mean_s']:.2f} s, max {lat['max_s']:.2f} s"
+                for lat in r["latency"]))
+    return rows, note
+
+
 BENCHES = {"submits": submits, "render": render, "archive": archive,
-           "restore": restore}
+           "restore": restore, "poll": poll}
+UNLOCKED = {"poll"}  # takes the lock itself, exclusively
 
 
 def verdict(ratio, target):
@@ -178,7 +274,8 @@ def table(rows):
     lines = ["| measure | measured | baseline, same run | ratio | target |",
              "|---|---|---|---|---|"]
     for what, value, base, ratio, target in rows:
-        lines.append(f"| {what} | {value} | {base} | {ratio:.2f} | "
+        shown = f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+        lines.append(f"| {what} | {value} | {base} | {shown} | "
                      f"{target}{verdict(ratio, target)} |")
     return "\n".join(lines)
 
@@ -200,6 +297,7 @@ def main():
     ap.add_argument("--restore-sizes", default="1000,10000,100000")
     ap.add_argument("--out", default=os.path.join(TOP, "docs",
                                                   "BENCHMARKS.md"))
+    ap.add_argument("--poll-sizes", default="1000,10000,100000")
     ap.add_argument("--skip", default="")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -208,13 +306,14 @@ def main():
         if name in skip:
             continue
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        r, note = bench(args)
+        with (contextlib.nullcontext() if name in UNLOCKED
+              else shared_lock()):
+            r, note = bench(args)
         rows.extend(r)
         if note:
             notes.append(note)
     text = table(rows)
     print(text)
-    print(NOT_YET)
     host = describe_host()  # before the file is opened: a clean tree
     with open(args.out, "w") as f:
         f.write("# Benchmarks\n\n"
@@ -226,8 +325,7 @@ def main():
                 "cost ratio (baseline rate / measured rate).\n\n"
                 f"Last run: {host}.\n\n"
                 f"{text}\n\n"
-                + "".join(f"{n}.\n\n" for n in notes)
-                + f"{NOT_YET}\n")
+                + "".join(f"{n}.\n\n" for n in notes))
     print(f"written to {args.out}", file=sys.stderr)
 
 

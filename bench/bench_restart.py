@@ -14,7 +14,8 @@ into a fresh state topic; every Slurm call goes through a counting proxy
             partitions, runs its first poll tick, then gets SIGTERM):
             details calls and duration of each first tick, exit time
   sigterm   SIGTERM in the middle of a first tick that asks every job's
-            details (records from before slurm_states): exit time, calls
+            details (records SUBMITTED, the jobs PENDING: every job
+            moved): exit time, calls
             made after the signal
   hang      slurmrestd stops answering (it takes calls and answers none)
             in the middle of such a tick, then SIGTERM: exit time (the
@@ -85,7 +86,8 @@ def sigterm(worker, limit):
 
 def topics_with(stack, ids, state_of=lambda i: "PENDING"):
     topics = Topics(stack, "bench-restart")
-    records = [held_jobs.record(unique_id("held"), jid, state_of(i))
+    records = [held_jobs.record(unique_id("held"), jid, state_of(i),
+                                seq=2 if state_of(i) == "SUBMITTED" else 3)
                for i, jid in enumerate(ids)]
     held_jobs.write_records(topics, records, PARTITIONS)
     return topics
@@ -112,7 +114,7 @@ def bench_restart(stack, ids, binary):
 
 
 def bench_sigterm(stack, ids, binary):
-    topics = topics_with(stack, ids)
+    topics = topics_with(stack, ids, lambda i: "SUBMITTED")
     proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
     try:
         w = start(stack, topics, proxy, unique_id("g"), binary)
@@ -129,7 +131,7 @@ def bench_sigterm(stack, ids, binary):
 
 
 def bench_hang(stack, ids, binary, limit):
-    topics = topics_with(stack, ids)
+    topics = topics_with(stack, ids, lambda i: "SUBMITTED")
     proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
     try:
         w = start(stack, topics, proxy, unique_id("g"), binary)

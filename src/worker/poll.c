@@ -6,10 +6,12 @@
  * changed job's details mapped to the platform's state (slurm/verdict.h)
  * and published when it moved, a missing one waited for then LOST, and
  * the Slurm states the record's state was derived from kept in the record
- * (launch.h: slurm_states), the poller's memory after a restore. Loop
- * thread only.
+ * (launch.h: slurm_states). An item is numbers only (work.h): the answer
+ * finds each launch by its job id, and a steady tick (nothing changed,
+ * nothing missing) touches no record. Loop thread only.
  */
 #include "core/clock.h"
+#include "core/idmap.h"
 #include "launch/events.h"
 #include "core/log.h"
 #include "slurm/verdict.h"
@@ -20,21 +22,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether r's job has components beyond its leader. */
+static bool has_components(const forge_launch_record_t *r)
+{
+    return r->component_count > 1 ||
+           (r->component_count == 1 && r->component_ids[0] != r->job_id);
+}
+
 void forge_worker_poll_add(forge_work_t *tick, const forge_launch_record_t *r)
 {
     forge_work_poll_t *p = &tick->poll;
     forge_poll_item_t *it;
 
-    p->items = forge_xrealloc(p->items, (p->item_count + 1) * sizeof(*it));
+    if (p->item_count == p->item_cap) {
+        p->item_cap = p->item_cap ? 2 * p->item_cap : 64;
+        p->items = forge_xrealloc(p->items, p->item_cap * sizeof(*it));
+    }
     it = &p->items[p->item_count++];
     memset(it, 0, sizeof(*it));
-    it->launch_id = forge_xstrdup(r->launch_id);
     it->job_id = r->job_id;
-    it->component_count = r->component_count;
-    it->component_ids = forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
-    memcpy(it->component_ids, r->component_ids,
-           r->component_count * sizeof(uint32_t));
-    it->known_states = r->slurm_states ? forge_xstrdup(r->slurm_states) : NULL;
+    it->state = r->state;
+    it->missing = r->missing_since_ms != 0;
+    it->component_count = r->component_count ? (uint32_t)r->component_count : 1;
+    if (has_components(r)) { /* a het job: rare, copied */
+        it->component_ids = forge_xcalloc(r->component_count, sizeof(uint32_t));
+        memcpy(it->component_ids, r->component_ids,
+               r->component_count * sizeof(uint32_t));
+    }
 }
 
 static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
@@ -50,13 +64,12 @@ static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
 
 /*
  * The Slurm states a poll saw (stolen from it) go into e's record when the
- * record's state is what they map to (to: the verdict): the poller's
- * memory after a restore (work.h: known_states). They are written with
- * the record's next write: the state change itself, or, for a record that
- * held none yet (written before the field existed), now, once; a change of
- * flags alone (COMPLETING, CONFIGURING...) waits for the next write rather
- * than re-seal a record for it, and costs at most one details call after a
- * restore. True when the record must be written for them.
+ * record's state is what they map to (to: the verdict), for workers that
+ * read them (CONTRACT section 1: slurm_states; this one's poller judges by
+ * the record's state instead). They are written with the record's next
+ * write: the state change itself, or, for a record that held none yet,
+ * now, once; a change of flags alone waits for the next write. True when
+ * the record must be written for them.
  */
 static bool remember_states(forge_entry_t *e, forge_poll_item_t *it,
                             forge_state_t to, bool moves)
@@ -111,13 +124,9 @@ static bool ended_as_seen(worker_t *w, forge_entry_t *e, uint32_t job_id)
     return true;
 }
 
-static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
+static void on_poll_item(worker_t *w, forge_entry_t *e, forge_poll_item_t *it,
+                         long long now)
 {
-    forge_entry_t *e = forge_owner_find(w->owner, it->launch_id);
-
-    if (!e || e->rec->job_id != it->job_id ||
-        forge_state_is_terminal(e->rec->state))
-        return;
     if (it->outcome == FORGE_POLL_CHANGED) {
         on_poll_changed(w, e, it);
     } else if (it->outcome == FORGE_POLL_ABSENT) {
@@ -141,6 +150,57 @@ static void on_poll_item(worker_t *w, forge_poll_item_t *it, long long now)
     }
 }
 
+/* Whether the loop has anything to do with the item: a change, a job
+ * missing, or one that was missing and is back. */
+static bool needs_loop(const forge_poll_item_t *it)
+{
+    return it->outcome == FORGE_POLL_CHANGED ||
+           it->outcome == FORGE_POLL_ABSENT ||
+           (it->outcome == FORGE_POLL_UNCHANGED && it->missing);
+}
+
+typedef struct answered {
+    worker_t *w;
+    forge_work_t *tick;
+    forge_idmap_t by_job; /* job id -> index of its item */
+    long long now;
+} answered_t;
+
+/* Each owned live launch whose job the tick answered for, with its item
+ * (found by the job id: the item holds no launch id). */
+static void answer_entry(void *ctx, forge_entry_t *e)
+{
+    answered_t *a = ctx;
+    uint64_t i;
+
+    if (!e->rec->job_id || forge_state_is_terminal(e->rec->state) ||
+        !forge_owner_owns(a->w->owner, e->partition) ||
+        !forge_idmap_get(&a->by_job, e->rec->job_id, &i))
+        return;
+    on_poll_item(a->w, e, &a->tick->poll.items[i], a->now);
+}
+
+/* The tick's answer onto the records. A steady tick (nothing changed,
+ * nothing missing) costs one pass over its items; otherwise the launches
+ * are walked once, each finding its item by job id. */
+static size_t apply_answer(worker_t *w, forge_work_t *tick, long long now)
+{
+    answered_t a = {w, tick, {0}, now};
+    size_t count = 0;
+
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        count += needs_loop(&tick->poll.items[i]);
+    if (!count)
+        return 0;
+    forge_idmap_init(&a.by_job, count);
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        if (needs_loop(&tick->poll.items[i]))
+            forge_idmap_put(&a.by_job, tick->poll.items[i].job_id, i);
+    forge_owner_each(w->owner, answer_entry, &a);
+    forge_idmap_clear(&a.by_job);
+    return count;
+}
+
 void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
 {
     /* wall time: missing_since_ms is kept in the record (core/clock.h) */
@@ -149,10 +209,10 @@ void forge_worker_on_polled(worker_t *w, forge_work_t *tick)
 
     w->poll_in_flight = false;
     forge_observe_tick_done(forge_clock_ms() - w->poll_posted_ms);
-    for (size_t i = 0;
-         tick->status == FORGE_SLURM_OK && i < tick->poll.item_count; i++) {
-        changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
-        on_poll_item(w, &tick->poll.items[i], now);
+    if (tick->status == FORGE_SLURM_OK) {
+        for (size_t i = 0; i < tick->poll.item_count; i++)
+            changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
+        apply_answer(w, tick, now);
     }
     if (tick->status != FORGE_SLURM_OK)
         forge_log_warn("poll tick: %s (%s): nothing changes", tick->message,

@@ -71,9 +71,7 @@ static void free_poll(forge_work_t *w)
 {
     for (size_t i = 0; i < w->poll.item_count; i++) {
         forge_poll_item_t *it = &w->poll.items[i];
-        free(it->launch_id);
         free(it->component_ids);
-        free(it->known_states);
         free(it->states);
         forge_slurm_job_list_clear(&it->jobs);
     }

@@ -25,6 +25,7 @@
 #include "archive/archive.h"
 #include "core/error.h"
 #include "core/buf.h"
+#include "launch/state.h"
 #include "render/staging.h"
 #include "request/prepare.h"
 #include "request/request.h"
@@ -101,17 +102,21 @@ enum {
     FORGE_POLL_ABSENT, /* neither slurmctld nor accounting knows it */
 };
 
-/* One launch in a poll tick, and what the tick found. */
+/* One live job in a poll tick, and what the tick found. Nothing in it is
+ * copied from the record but numbers: no string, and no allocation for a
+ * job that is its own only component (the common case), so a tick of
+ * 100,000 jobs is one array (the loop finds each job's launch back by its
+ * id: poll.c). */
 typedef struct forge_poll_item {
-    char *launch_id;
-    uint32_t job_id;         /* the leader */
-    uint32_t *component_ids; /* known components (may be just the leader) */
-    size_t component_count;
-    /* The record's slurm_states (launch.h): the job's Slurm states its
-     * state was derived from, or NULL. The poller takes it for what it saw
-     * of a job it has no memory of (after a restore), so a job whose
-     * states still say the same costs no details call. */
-    char *known_states;
+    uint32_t job_id; /* the leader */
+    /* known components other than the leader's own id, or NULL */
+    uint32_t *component_ids;
+    uint32_t component_count; /* the record's count (the leader included) */
+    /* The record's state when the tick was made. A job whose Slurm states
+     * map (without details) to this same live state has not moved, seen
+     * before or not: it costs no details call, after a restore too. */
+    forge_state_t state;
+    bool missing;                /* the record had missing_since_ms set */
     int outcome;                 /* FORGE_POLL_* */
     forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
     char *states; /* FORGE_POLL_CHANGED: the states seen (for the record) */
@@ -121,6 +126,7 @@ typedef struct forge_poll_item {
 typedef struct forge_work_poll {
     forge_poll_item_t *items;
     size_t item_count;
+    size_t item_cap; /* items allocated (poll.c grows it by doubling) */
     /* The loop's memory generation. The poller's memory of what it saw
      * (its change signatures) belongs to the records of one generation: a
      * new one (records rewound by an aborted transaction, partitions

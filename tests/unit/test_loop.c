@@ -256,12 +256,13 @@ static forge_work_t *poll_tick(void)
     return t;
 }
 
-static forge_poll_item_t *item_of(forge_work_t *tick, const char *id)
+/* The tick's item of job_id (an item names its job, not its launch). */
+static forge_poll_item_t *item_of(forge_work_t *tick, uint32_t job_id)
 {
     for (size_t i = 0; i < tick->poll.item_count; i++)
-        if (!strcmp(tick->poll.items[i].launch_id, id))
+        if (tick->poll.items[i].job_id == job_id)
             return &tick->poll.items[i];
-    cr_assert_fail("%s is not in the tick", id);
+    cr_assert_fail("job %u is not in the tick", (unsigned)job_id);
     return NULL;
 }
 
@@ -324,7 +325,7 @@ Test(loop, restores_a_partition_before_taking_its_requests)
     /* the restored job is polled; L1's submit is the one Slurm work */
     {
         forge_work_t *t = poll_tick();
-        cr_assert_eq(item_of(t, "R1")->job_id, 42);
+        cr_assert_eq(item_of(t, 42)->state, FORGE_STATE_RUNNING);
         forge_work_free(t);
     }
     submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
@@ -387,7 +388,7 @@ Test(loop, an_abort_republishes_a_terminal_state_slurm_forgot)
     step();
     t = poll_tick();
     epoch = t->poll.epoch;
-    changed(item_of(t, "R1"), "COMPLETED");
+    changed(item_of(t, 42), "COMPLETED");
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
     kafka->outcomes[kafka->outcome_count++] = FORGE_KAFKA_ABORTED;
     step();
@@ -395,7 +396,7 @@ Test(loop, an_abort_republishes_a_terminal_state_slurm_forgot)
     tick_step();
     t = poll_tick();
     cr_assert_gt(t->poll.epoch, epoch, "the poller must forget what it saw");
-    item_of(t, "R1")->outcome = FORGE_POLL_ABSENT; /* slurmctld forgot it */
+    item_of(t, 42)->outcome = FORGE_POLL_ABSENT; /* slurmctld forgot it */
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
     step();
     expect_states("R1", "SUCCEEDED");
@@ -618,7 +619,7 @@ Test(loop, a_cancel_of_a_job_cancels_it_in_slurm)
     fake_pools_finish(pools, FORGE_LANE_SLURM, w);
     tick_step();
     t = poll_tick();
-    changed(item_of(t, "L1"), "CANCELLED");
+    changed(item_of(t, 33), "CANCELLED");
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
     step();
     expect_states("L1", "ACCEPTED SUBMITTED CANCELLED");
@@ -667,10 +668,10 @@ Test(loop, a_missing_job_is_lost_only_after_the_grace)
     assign(0);
     step();
     t = poll_tick();
-    item_of(t, "G1")->outcome = FORGE_POLL_ABSENT;
-    item_of(t, "G2")->outcome = FORGE_POLL_ABSENT;
-    item_of(t, "G3")->outcome = FORGE_POLL_ABSENT;
-    item_of(t, "G4")->outcome = FORGE_POLL_UNCHANGED; /* back in Slurm */
+    item_of(t, 51)->outcome = FORGE_POLL_ABSENT;
+    item_of(t, 52)->outcome = FORGE_POLL_ABSENT;
+    item_of(t, 53)->outcome = FORGE_POLL_ABSENT;
+    item_of(t, 54)->outcome = FORGE_POLL_UNCHANGED; /* back in Slurm */
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
     step();
     expect_states("G1", "");
@@ -682,8 +683,8 @@ Test(loop, a_missing_job_is_lost_only_after_the_grace)
     cr_expect_eq(record_int("G4", "missing_since_ms"), 0);
     tick_step(); /* missing again, within the grace */
     t = poll_tick();
-    item_of(t, "G1")->outcome = FORGE_POLL_ABSENT;
-    item_of(t, "G3")->outcome = FORGE_POLL_ABSENT;
+    item_of(t, 51)->outcome = FORGE_POLL_ABSENT;
+    item_of(t, 53)->outcome = FORGE_POLL_ABSENT;
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
     step();
     expect_states("G1", "");

@@ -9,8 +9,11 @@
  *   - stopping: a poller stopped in the middle of a poll tick stops between
  *     two calls, a call left unanswered is interrupted, and so is the
  *     client's connect, wait and backoff (forge_slurm_client_interrupt);
- *   - memory: a job whose record holds the states the tick sees
- *     (known_states, what a restore brings back) costs no details call.
+ *   - memory: a job whose states map to the state its record holds costs
+ *     no details call, seen before or not (after a restore); one whose
+ *     states moved on since its record does;
+ *   - scale: 1,000 jobs cost ceil(1000/256) jobs/state calls and nothing
+ *     else when they have not moved.
  *
  * What is counted is what the server saw; the time bounds are generous
  * (the failures they catch take 30 s and more).
@@ -100,9 +103,8 @@ static forge_pool_t *poller(void)
     return r;
 }
 
-/* A tick over jobs FIRST .. FIRST + n - 1; known: each item's known_states
- * (NULL: none). */
-static forge_work_t *tick(size_t n, const char *known)
+/* A tick over jobs FIRST .. FIRST + n - 1 whose records say `state`. */
+static forge_work_t *tick(size_t n, forge_state_t state)
 {
     forge_work_t *w = forge_work_new(FORGE_WORK_POLL, NULL, 0, 0, 0);
 
@@ -111,14 +113,9 @@ static forge_work_t *tick(size_t n, const char *known)
     w->poll.item_count = n;
     for (size_t i = 0; i < n; i++) {
         forge_poll_item_t *it = &w->poll.items[i];
-        char id[32];
-        snprintf(id, sizeof(id), "L%zu", i);
-        it->launch_id = forge_xstrdup(id);
         it->job_id = FIRST + (uint32_t)i;
-        it->component_ids = forge_xcalloc(1, sizeof(uint32_t));
-        it->component_ids[0] = it->job_id;
         it->component_count = 1;
-        it->known_states = known ? forge_xstrdup(known) : NULL;
+        it->state = state;
     }
     return w;
 }
@@ -190,15 +187,16 @@ Test(poller, a_stop_in_the_middle_of_a_tick_comes_between_two_calls)
     forge_pool_t *r = poller();
     size_t at_stop;
 
-    /* Every job changed (no memory): one details call each, 100 ms apiece:
-     * a 4 s tick, stopped after its fifth call. */
+    /* Every job moved (its record says SUBMITTED, Slurm PENDING): one
+     * details call each, 100 ms apiece: a 4 s tick, stopped after its
+     * fifth call. */
     support_http_push(srv, STATE, 200, states, 0);
     for (uint32_t i = 0; i < JOBS; i++) {
         char *d = details_answer(FIRST + i, "PENDING");
         support_http_push(srv, DETAILS, 200, d, 100);
         free(d);
     }
-    forge_pool_post(r, tick(JOBS, NULL));
+    forge_pool_post(r, tick(JOBS, FORGE_STATE_SUBMITTED));
     wait_requests(5);
     at_stop = support_http_count(srv);
     forge_pool_stop(r);
@@ -216,7 +214,7 @@ Test(poller, a_stop_interrupts_a_call_never_answered)
     /* The configuration's timeouts (30 s a request, 4 attempts): without
      * the interrupt the stop would wait for all of them. */
     support_http_push_fault(srv, STATE, SUPPORT_HTTP_HANG, NULL);
-    forge_pool_post(r, tick(3, NULL));
+    forge_pool_post(r, tick(3, FORGE_STATE_SUBMITTED));
     wait_requests(1);
     t0 = now_s();
     forge_pool_stop(r);
@@ -347,12 +345,11 @@ Test(poller, an_interrupted_client_sends_nothing)
 /* ---- memory ---------------------------------------------------------------
  */
 
-/* The states the first tick saw of each job (new), from a poller that
- * had no memory and no record's: every job changed, one details call
- * each. */
-static char *first_sight(size_t n)
+/* A first tick over n jobs whose records say SUBMITTED while Slurm says
+ * PENDING: every job moved, one details call each. */
+static void first_sight(size_t n)
 {
-    char *states = states_answer(n, "PENDING"), *seen;
+    char *states = states_answer(n, "PENDING");
     forge_pool_t *r = poller();
     forge_work_t *done;
 
@@ -362,62 +359,58 @@ static char *first_sight(size_t n)
         support_http_push(srv, DETAILS, 200, d, 0);
         free(d);
     }
-    done = ran(r, tick(n, NULL));
+    done = ran(r, tick(n, FORGE_STATE_SUBMITTED));
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(requests_to(DETAILS), n);
     for (size_t i = 0; i < n; i++) {
         cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_CHANGED);
-        cr_assert_not_null(done->poll.items[i].states);
+        cr_assert_str_eq(done->poll.items[0].states, "1001:PENDING,;");
     }
-    seen = forge_xstrdup(done->poll.items[0].states);
     forge_work_free(done);
     forge_pool_stop(r);
     free(states);
-    return seen;
 }
 
-Test(poller, a_job_whose_record_holds_its_states_costs_no_details_call)
+Test(poller, a_job_whose_record_says_what_its_states_say_costs_no_details_call)
 {
-    char *seen = first_sight(1), *states = states_answer(JOBS, "PENDING");
-    char known[64];
-    forge_pool_t *r = poller(); /* a new worker: no memory of its own */
-    forge_work_t *w = tick(JOBS, NULL), *done;
-    size_t before = requests_to(DETAILS);
+    char *states = states_answer(JOBS, "PENDING");
+    forge_pool_t *r; /* a new worker: no memory of its own */
+    forge_work_t *done;
+    size_t before;
 
-    /* every record holds the states its job shows now */
-    for (size_t i = 0; i < JOBS; i++) {
-        snprintf(known, sizeof(known), "%u:PENDING,;", FIRST + (unsigned)i);
-        w->poll.items[i].known_states = forge_xstrdup(known);
-    }
-    cr_assert_str_eq(w->poll.items[0].known_states, seen,
-                     "the signature's form changed: update the test");
+    first_sight(1);
+    r = poller();
+    before = requests_to(DETAILS);
+    /* every record holds the state its job's states map to */
     support_http_push(srv, STATE, 200, states, 0);
-    done = ran(r, w);
+    done = ran(r, tick(JOBS, FORGE_STATE_PENDING));
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(requests_to(DETAILS), before,
-                 "%zu details calls for jobs whose records hold their states",
+                 "%zu details calls for jobs whose records hold their state",
                  requests_to(DETAILS) - before);
     for (size_t i = 0; i < JOBS; i++)
         cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_UNCHANGED);
     forge_work_free(done);
     forge_pool_stop(r);
     free(states);
-    free(seen);
 }
 
 Test(poller, a_job_whose_states_moved_on_since_its_record_is_looked_at)
 {
-    char *seen = first_sight(1), *states = states_answer(1, "COMPLETED");
+    char *states = states_answer(1, "COMPLETED");
     char *d = details_answer(FIRST, "COMPLETED");
-    forge_pool_t *r = poller();
+    forge_pool_t *r;
     forge_work_t *done;
-    size_t before = requests_to(DETAILS);
+    size_t before;
 
-    /* A record an aborted transaction rewound: it says PENDING (the states
-     * of then), the job has completed since. */
+    first_sight(1);
+    r = poller();
+    before = requests_to(DETAILS);
+    /* A record an aborted transaction rewound: it says PENDING, the job
+     * has completed since. */
     support_http_push(srv, STATE, 200, states, 0);
     support_http_push(srv, DETAILS, 200, d, 0);
-    done = ran(r, tick(1, seen));
+    done = ran(r, tick(1, FORGE_STATE_PENDING));
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(requests_to(DETAILS), before + 1);
     cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
@@ -427,5 +420,77 @@ Test(poller, a_job_whose_states_moved_on_since_its_record_is_looked_at)
     forge_pool_stop(r);
     free(states);
     free(d);
-    free(seen);
+}
+
+/* A job that goes from RUNNING to RUNNING,COMPLETING between two ticks
+ * has changed states but the same state: no details; its end does. */
+Test(poller, a_change_of_flags_alone_costs_no_details_call)
+{
+    char *running = states_answer(1, "RUNNING");
+    char *completing = states_answer(1, "COMPLETING\", \"RUNNING");
+    char *completed = states_answer(1, "COMPLETED");
+    char *d = details_answer(FIRST, "COMPLETED");
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+
+    support_http_push(srv, STATE, 200, running, 0);
+    support_http_push(srv, STATE, 200, completing, 0);
+    support_http_push(srv, STATE, 200, completed, 0);
+    support_http_push(srv, DETAILS, 200, d, 0);
+    for (int round = 0; round < 2; round++) {
+        done = ran(r, tick(1, FORGE_STATE_RUNNING));
+        cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+        forge_work_free(done);
+    }
+    cr_assert_eq(requests_to(DETAILS), 0);
+    done = ran(r, tick(1, FORGE_STATE_RUNNING));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_eq(requests_to(DETAILS), 1);
+    forge_work_free(done);
+    forge_pool_stop(r);
+    free(running);
+    free(completing);
+    free(completed);
+    free(d);
+}
+
+/* ---- scale ----------------------------------------------------------------
+ */
+
+/* jobs/state's answer for jobs first .. first + n - 1, all PENDING. */
+static char *states_from(uint32_t first, size_t n)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_puts(&b, "{\"jobs\": [");
+    for (size_t i = 0; i < n; i++)
+        forge_buf_printf(&b, "%s{\"job_id\": \"%u\", \"state\": [\"PENDING\"]}",
+                         i ? ", " : "", first + (unsigned)i);
+    forge_buf_puts(&b, "], \"errors\": [], \"warnings\": []}");
+    return forge_buf_take(&b);
+}
+
+Test(poller, a_thousand_unmoved_jobs_cost_one_states_call_per_256)
+{
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+    size_t n = 1000, calls = (n + 255) / 256;
+
+    for (int round = 0; round < 2; round++) {
+        for (size_t c = 0; c < calls; c++) {
+            size_t k = c + 1 < calls ? 256 : n - 256 * c;
+            char *a = states_from(FIRST + (uint32_t)(256 * c), k);
+            support_http_push(srv, STATE, 200, a, 0);
+            free(a);
+        }
+        done = ran(r, tick(n, FORGE_STATE_PENDING));
+        cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_UNCHANGED,
+                         "job %zu", i);
+        forge_work_free(done);
+    }
+    cr_assert_eq(support_http_count(srv), 2 * calls, "%zu calls",
+                 support_http_count(srv));
+    forge_pool_stop(r);
 }

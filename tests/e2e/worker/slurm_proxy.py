@@ -50,6 +50,9 @@ class SlurmProxy:
         self.released = threading.Event()
         self.lock = threading.Lock()
         self.log = []  # (arrival time.monotonic(), method, path, kind)
+        # (arrival, answered, kind, path, request bytes, answer bytes) of
+        # each call answered: what the benchmarks weigh (bench/bench_poll.py)
+        self.answered = []
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -70,7 +73,13 @@ class SlurmProxy:
                     return
                 if delay:
                     time.sleep(delay)
+                arrived = time.monotonic()
                 status, data, ctype = proxy._upstream(self, body)
+                with proxy.lock:
+                    proxy.answered.append(
+                        (arrived, time.monotonic(),
+                         kind_of(self.command, self.path), self.path,
+                         len(self.path) + len(body or b""), len(data)))
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
@@ -116,6 +125,12 @@ class SlurmProxy:
             return [(t, m, p) for t, m, p, k in self.log
                     if (kind is None or k == kind) and
                     (since is None or t >= since)]
+
+    def answers(self, since=None):
+        """[(arrival, answered, kind, path, request bytes, answer bytes)]
+        of the calls answered (arrived at or after `since`)."""
+        with self.lock:
+            return [a for a in self.answered if since is None or a[0] >= since]
 
     def count(self, kind=None, since=None):
         return len(self.calls(kind, since))

@@ -8,8 +8,9 @@ of the workers goes through a proxy in front of the real slurmrestd
 delays each answer or answers none: fault injection the real slurmrestd
 cannot do; every answer given is the real one.
 
-  - a restarted worker asks no details of a job whose record holds the
-    states the job still shows (records' slurm_states, contract section 1);
+  - a worker asks details only of jobs whose states no longer map to the
+    state their records hold: none at all of unchanged jobs after a
+    restart (contract section 1);
   - SIGTERM in the middle of a long tick stops it between two calls;
   - SIGTERM while slurmrestd answers nothing exits in seconds, and with a
     submit in flight within the drain's bound (README: "A worker leaving").
@@ -54,12 +55,12 @@ def owning(stack, ids, tag, state=lambda i: "PENDING"):
 
 
 def test_restart_asks_no_details_of_unchanged_jobs(stack, held, proxy, logdir):
-    """The first worker finds records that do not say which Slurm states
-    they were derived from: it asks every job's details once, moves the
-    SUBMITTED half to PENDING, and its records then hold the states seen.
-    Its successor, after a restart, finds them there and asks no details at
-    all while the jobs stay as they were (before: one details call per job
-    at every restart)."""
+    """The first worker finds half the records SUBMITTED, half PENDING (no
+    slurm_states: as written before the field existed), every job PENDING
+    in Slurm: it asks the details of the SUBMITTED half only (they moved)
+    and moves them to PENDING. Its successor, after a restart, asks no
+    details at all while the jobs stay as they were (before issue 11: one
+    details call per job at every restart)."""
     half = len(held) // 2
     topics, records = owning(stack, held, "tick-restart",
                              lambda i: "SUBMITTED" if i < half else "PENDING")
@@ -68,12 +69,14 @@ def test_restart_asks_no_details_of_unchanged_jobs(stack, held, proxy, logdir):
     first = Worker(stack, topics, unique_id("wa"), group, logdir, env)
     try:
         first.wait_ready()
-        wait_until("a details call for every job",
-                   lambda: proxy.count("details") >= len(held), 120)
+        wait_until("a details call for every SUBMITTED job",
+                   lambda: proxy.count("details") >= half, 120)
         for rec in records[:half]:
             reader.wait_state(rec["launch_id"], "PENDING", timeout=60)
         t = time.monotonic()
         wait_until("the next tick", lambda: proxy.count("states", since=t), 30)
+        assert proxy.count("details") == half, \
+            f"{proxy.count('details')} details calls, {half} jobs moved"
         assert first.terminate() == 0, first.tail()
 
         restart = time.monotonic()
@@ -96,11 +99,12 @@ def test_restart_asks_no_details_of_unchanged_jobs(stack, held, proxy, logdir):
 
 
 def test_sigterm_stops_a_long_tick_between_calls(stack, held, proxy, logdir):
-    """A first tick that asks every job's details (records without their
-    states), each answer 0.2 s late: a tick of 30 s. SIGTERM in its middle:
-    the tick stops at its next call (before: every remaining call was made,
-    and the worker exited once the tick was over)."""
-    topics, _ = owning(stack, held, "tick-sigterm")
+    """A first tick that asks every job's details (records SUBMITTED, the
+    jobs PENDING: every one moved), each answer 0.2 s late: a tick of 30 s.
+    SIGTERM in its middle: the tick stops at its next call (before: every
+    remaining call was made, and the worker exited once the tick was
+    over)."""
+    topics, _ = owning(stack, held, "tick-sigterm", lambda i: "SUBMITTED")
     proxy.set_delay(0.2)
     worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
                     {"FORGE_SLURM_REST_URL": proxy.url})
