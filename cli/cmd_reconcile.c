@@ -17,7 +17,10 @@
 #include <string.h>
 
 #define RECONCILE_TIMEOUT_MS 60000
-#define RECONCILE_MAX_BODY   ((size_t)1 << 30)
+/* any wait for the brokers that makes no progress this long is
+ * kafka_unavailable (CONTRACT section 4), as for launches and replay */
+#define RECONCILE_KAFKA_WAIT_MS 15000
+#define RECONCILE_MAX_BODY      ((size_t)1 << 30)
 
 enum {
     EXIT_INCONSISTENT = 1,
@@ -136,9 +139,13 @@ int cmd_reconcile(int argc, char **argv)
     forge_buf_printf(&staging, "%s/staging/",
                      cfg->slurm_storage_root ? cfg->slurm_storage_root
                                              : cfg->storage_root);
-    forge_recon_run_t run = {cfg,       sealer,
-                             slurm,     forge_buf_str(&staging),
-                             o.execute, RECONCILE_TIMEOUT_MS};
+    forge_recon_run_t run = {cfg,
+                             sealer,
+                             slurm,
+                             forge_buf_str(&staging),
+                             o.execute,
+                             RECONCILE_TIMEOUT_MS,
+                             RECONCILE_KAFKA_WAIT_MS};
     r = forge_recon_run(&run, &plan, &err);
     rc = r ? fail(refusals[r].exit_code, refusals[r].error, err.message)
            : report(&plan, &o);

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * group.h - the worker group as Kafka's admin API sees it, for `replay`:
- * its members (DescribeConsumerGroups), its committed offsets on a topic
- * (ListConsumerGroupOffsets, require_stable: a transaction still open on
- * the offsets is waited for, as the workers' own read_committed fetch
- * does), and new committed offsets (AlterConsumerGroupOffsets: the group's
- * own commit, which the group coordinator accepts only while the group has
- * no members; Kafka's kafka-consumer-groups --reset-offsets uses the same
- * request). Nothing here joins the group. Besides, a topic's
- * cleanup.policy (DescribeConfigs), which replay checks on the state topic.
+ * group.h - the worker group as Kafka's admin API sees it, for `replay`
+ * and `reconcile`: its members (DescribeConsumerGroups), its committed
+ * offsets on a topic (ListConsumerGroupOffsets, require_stable: a
+ * transaction still open on the offsets is waited for, as the workers'
+ * own read_committed fetch does), and new committed offsets
+ * (AlterConsumerGroupOffsets: the group's own commit, which the group
+ * coordinator accepts only while the group has no members; Kafka's
+ * kafka-consumer-groups --reset-offsets uses the same request). Nothing here
+ * joins the group. Besides, a topic's cleanup.policy (DescribeConfigs), which
+ * replay checks on the state topic.
  *
  * Errors: kafka_unavailable (no answer within the timeout, or the
  * coordinator refused for another reason), group_active (the coordinator

@@ -3,12 +3,13 @@
  * recovery/reconcile.h - `forge-worker reconcile`: the state topic held up
  * against what else knows the launches (docs/CONTRACT.md section 4, README
  * "Recovery"). The sources, one module each:
- *   reconcile_topics.c  the state topic (latest record per launch), the
- *                       requests topic (each launch's request, cancels,
- *                       whether the group consumed it), the status topic
+ *   reconcile_topics.c  the state topic (latest record per launch, from
+ *                       state_table.h), the requests topic (each launch's
+ *                       request, cancels, whether the group consumed it:
+ *                       group.h's committed offsets), the status topic
  *                       (last seq and state per launch), the logs topic
- *                       (archived or not), the group's members and
- *                       committed offsets: all read_committed;
+ *                       (archived or not): all read_committed, through
+ *                       topic_scan.h, as `launches` and `replay` read;
  *   reconcile_slurm.c   Slurm: every job tagged `forge:<id>:<attempt>`
  *                       (GET /jobs), accounting for one job when slurmdbd
  *                       is there, cancels;
@@ -25,6 +26,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "launch/launch.h"
+#include "recovery/recovery.h"
 #include "slurm/client.h"
 
 #include <jansson.h>
@@ -94,20 +96,17 @@ forge_recon_launch_t *forge_recon_launch_of(forge_recon_sources_t *s,
 /* ---- reconcile_topics.c ------------------------------------------------- */
 
 /*
- * Reads the four topics into s->launches, each partition from its
- * beginning to its end (read_committed), within timeout_ms in all.
- * FORGE_EIO: Kafka could not be reached or a topic not read to its end;
- * FORGE_EINVAL (field: the topic's variable): a topic does not exist.
+ * Reads the requests, state, status and logs topics (in that order) into
+ * s->launches, each partition from its beginning to its end
+ * (read_committed), and s->partitions (the requests topic's). timeout_ms
+ * bounds each wait for the brokers (topic_scan.h). Errors:
+ * kafka_unavailable (no answer, or no progress that long), topic_missing,
+ * config (the Kafka client's configuration).
  */
-forge_rc_t forge_recon_read_topics(const forge_config_t *cfg,
-                                   const forge_sealer_t *sealer,
-                                   forge_recon_sources_t *s, int timeout_ms,
-                                   forge_error_t *err) FORGE_WARN_UNUSED;
-
-/* The members of the worker group (FORGE_KAFKA_GROUP_ID) now: *members,
- * FORGE_EIO when the broker does not answer. */
-forge_rc_t forge_recon_group_members(const forge_config_t *cfg, int *members,
-                                     forge_error_t *err) FORGE_WARN_UNUSED;
+forge_recovery_code_t
+forge_recon_read_topics(const forge_config_t *cfg, const forge_sealer_t *sealer,
+                        forge_recon_sources_t *s, int timeout_ms,
+                        forge_recovery_error_t *err) FORGE_WARN_UNUSED;
 
 /* ---- reconcile_slurm.c -------------------------------------------------- */
 
@@ -231,7 +230,9 @@ typedef struct forge_recon_run {
     forge_slurm_client_t *slurm;
     const char *staging; /* "<FORGE_SLURM_STORAGE_ROOT>/staging/" */
     bool execute;
-    int timeout_ms; /* each of: joining, reading the topics */
+    int timeout_ms;    /* joining the group */
+    int kafka_wait_ms; /* any other wait for the brokers (CONTRACT section
+                          4: no progress that long is kafka_unavailable) */
 } forge_recon_run_t;
 
 /*

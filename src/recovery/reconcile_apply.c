@@ -31,6 +31,7 @@
 #include "core/util.h"
 #include "kafka/kafka.h"
 #include "launch/events.h"
+#include "recovery/group.h"
 #include "request/request.h"
 
 #include <stdio.h>
@@ -73,6 +74,26 @@ static int on_flush(void *ctx, const int32_t *parts, size_t n)
     return 0; /* nothing pending between transactions */
 }
 
+/* A recovery reader's failure (topic_scan.h, group.h, state_table.h) as
+ * the command's refusal, its message in err. */
+static forge_recon_refusal_t refusal_of(const forge_recovery_error_t *e,
+                                        forge_error_t *err)
+{
+    static const forge_recon_refusal_t of[FORGE_RECOVERY__COUNT] = {
+        [FORGE_RECOVERY_TOPIC_MISSING] = FORGE_RECON_TOPIC_MISSING,
+        [FORGE_RECOVERY_GROUP_ACTIVE] = FORGE_RECON_GROUP_ACTIVE,
+        [FORGE_RECOVERY_CONFIG] = FORGE_RECON_CONFIG,
+    };
+    forge_recon_refusal_t r =
+        e->code > 0 && e->code < FORGE_RECOVERY__COUNT && of[e->code]
+            ? of[e->code]
+            : FORGE_RECON_KAFKA_DOWN;
+
+    forge_error_set(err, r == FORGE_RECON_CONFIG ? FORGE_ECONFIG : FORGE_EIO,
+                    NULL, "%s", e->message);
+    return r;
+}
+
 /* The group empty, joined, every partition ours. */
 static forge_recon_refusal_t join(const forge_recon_run_t *run, joined_t *j,
                                   forge_error_t *err)
@@ -80,18 +101,22 @@ static forge_recon_refusal_t join(const forge_recon_run_t *run, joined_t *j,
     static volatile sig_atomic_t never = 0;
     forge_kafka_handlers_t h = {j, on_assigned, on_revoked, on_flush};
     forge_kafka_message_t msg;
-    long long until = forge_clock_ms() + run->timeout_ms, settled = 0;
-    int members = 0;
+    long long until, settled = 0;
+    forge_recovery_error_t e = {0};
+    forge_group_view_t view;
 
-    if (forge_recon_group_members(run->cfg, &members, err))
-        return FORGE_RECON_KAFKA_DOWN;
-    if (members > 0) {
+    if (forge_group_describe(run->cfg, run->cfg->kafka_group_id,
+                             run->kafka_wait_ms, &view, &e))
+        return refusal_of(&e, err);
+    if (view.members > 0) {
         forge_error_set(err, FORGE_EINVAL, "FORGE_KAFKA_GROUP_ID",
-                        "group %s has %d live member(s): stop the workers (or "
-                        "wait for their session to expire) and run it again",
-                        run->cfg->kafka_group_id, members);
+                        "group %s has %zu live member(s): stop the workers "
+                        "(or wait for their session to expire) and run it "
+                        "again",
+                        run->cfg->kafka_group_id, view.members);
         return FORGE_RECON_GROUP_ACTIVE;
     }
+    until = forge_clock_ms() + run->timeout_ms;
     j->cfg = *run->cfg;
     j->member_id = forge_xmalloc(strlen(run->cfg->kafka_group_id) + 16);
     sprintf(j->member_id, "%s-%s", RECONCILE_WORKER_ID,
@@ -273,16 +298,13 @@ static forge_recon_refusal_t read_sources(const forge_recon_run_t *run,
                                           forge_recon_sources_t *s,
                                           forge_error_t *err)
 {
-    forge_rc_t rc;
+    forge_recovery_error_t e = {0};
 
     s->launches = forge_recon_map_new();
     s->jobs = forge_recon_map_new();
-    rc =
-        forge_recon_read_topics(run->cfg, run->sealer, s, run->timeout_ms, err);
-    if (rc == FORGE_EINVAL)
-        return FORGE_RECON_TOPIC_MISSING;
-    if (rc)
-        return FORGE_RECON_KAFKA_DOWN;
+    if (forge_recon_read_topics(run->cfg, run->sealer, s, run->kafka_wait_ms,
+                                &e))
+        return refusal_of(&e, err);
     if (forge_recon_read_slurm(run->slurm, run->staging, s, err))
         return FORGE_RECON_SLURM_DOWN;
     forge_recon_read_accounting(run->slurm, s);

@@ -31,7 +31,8 @@
 #include <stdint.h>
 
 typedef struct forge_state_entry {
-    forge_launch_record_t *rec; /* owned by the table */
+    forge_launch_record_t *rec; /* owned by the table; a caller about to
+                                   clear it may move it out (NULL left) */
     int32_t partition;          /* of the state topic: the owner partition */
     int64_t offset;             /* of the record read */
     int64_t timestamp_ms;       /* the Kafka record's, -1: none */
