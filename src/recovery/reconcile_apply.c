@@ -32,6 +32,7 @@
 #include "kafka/kafka.h"
 #include "launch/events.h"
 #include "recovery/group.h"
+#include "recovery/topic_scan.h"
 #include "request/request.h"
 
 #include <stdio.h>
@@ -105,6 +106,15 @@ static forge_recon_refusal_t join(const forge_recon_run_t *run, joined_t *j,
     forge_recovery_error_t e = {0};
     forge_group_view_t view;
 
+    const char *topics[] = {run->cfg->topic_requests, run->cfg->topic_state};
+    int32_t parts;
+
+    /* the topics first: a group over a missing topic is never assigned a
+     * partition, and waiting for one would say group_active */
+    for (size_t i = 0; i < sizeof(topics) / sizeof(*topics); i++)
+        if (forge_topic_partitions(run->cfg, topics[i], run->kafka_wait_ms,
+                                   &parts, &e))
+            return refusal_of(&e, err);
     if (forge_group_describe(run->cfg, run->cfg->kafka_group_id,
                              run->kafka_wait_ms, &view, &e))
         return refusal_of(&e, err);
