@@ -325,7 +325,7 @@ def main():
                 "cost ratio (baseline rate / measured rate).\n\n"
                 f"Last run: {host}.\n\n"
                 f"{text}\n\n"
-                + "".join(f"{n}.\n\n" for n in notes))
+                + "".join(f"{n.rstrip('.')}.\n\n" for n in notes))
     print(f"written to {args.out}", file=sys.stderr)
 
 
