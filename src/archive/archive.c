@@ -19,6 +19,7 @@
 #include "render/paths.h"
 #include "render/render.h"
 #include "core/safe_fs.h"
+#include "core/secrets.h"
 #include "render/staging.h"
 #include "core/utf8.h"
 #include "core/util.h"
@@ -226,10 +227,8 @@ static struct archive *new_writer(sink_t *sink)
 
 /* ---- the tail ------------------------------------------------------------ */
 
-#define TAIL_MAX FORGE_ARCHIVE_TAIL_MAX
-/* A cut through the secret shorter than this is left alone (a few
- * characters of a token say nothing, and short matches are mostly chance). */
-#define SECRET_PART_MIN 4
+#define TAIL_MAX        FORGE_ARCHIVE_TAIL_MAX
+#define SECRET_PART_MIN FORGE_SECRET_PART_MIN /* secrets.h */
 
 /* Where the last TAIL_MAX bytes of text start: at a line start when there
  * is one (the byte before the window counts, when text has it); *mid_line
@@ -346,6 +345,8 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
     start = tail_start(text, len, from_start, &mid_line);
     for (size_t i = 0; secrets && i < count; i++)
         find_secret(&s, text + start, len - start, mid_line, secrets[i]);
+    forge_secrets_find(&s, text + start, len - start);
+    forge_secrets_find_cut(&s, text + start, len - start, mid_line);
     /* a character boundary, unless a secret's end opens the window */
     if (!opens_window(&s))
         at = forge_utf8_boundary(p + start, len - start, 0);

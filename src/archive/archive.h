@@ -65,9 +65,10 @@ typedef struct forge_archive {
 } forge_archive_t;
 
 /* What to archive: the launch, its pools' names (the first is the main
- * log's), and the secrets that must not reach the tail (the launch's own
- * ingest token and secret_env values, and every other secret the worker
- * knows: log.h's registry; NULL/0 for none). All borrowed. */
+ * log's), and the launch's own secrets, which must not reach the tail
+ * whatever their length (its ingest token and secret_env values; NULL/0
+ * for none). Every secret the worker knows (secrets.h's registry) is kept
+ * out of the tail too, without being listed here. All borrowed. */
 typedef struct forge_archive_spec {
     const char *launch_id;
     int attempt;
@@ -93,9 +94,10 @@ void forge_archive_clear(forge_archive_t *a);
 /* The last <= FORGE_ARCHIVE_TAIL_MAX bytes of text as an event may carry
  * them: cut at a line start when the cut has one, at a UTF-8 character
  * boundary, invalid bytes replaced by U+FFFD, every occurrence of each of
- * the count secrets replaced by [REDACTED] (overlapping ones merged), and
- * so is a secret cut by the window: its end opening a cut line, or its
- * start closing the text. Empty or NULL secrets are skipped. New string. */
+ * the count secrets and of every registered one (secrets.h) replaced by
+ * [REDACTED] (overlapping ones merged), and so is a secret cut by the
+ * window: its end opening a cut line, or its start closing the text.
+ * Empty or NULL secrets are skipped. New string. */
 char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
                               const char *const *secrets, size_t count);
 

@@ -9,9 +9,9 @@
  *
  * Redaction happens on the raw text, before any escaping or truncation, so
  * no encoding of a secret can slip through. What is redacted:
- *   - every string registered with forge_log_secret_add() (JWTs read from a
- *     file, the ingest tokens and secret_env values of the launches the
- *     worker holds), overlapping matches merged;
+ *   - every secret registered with forge_secret_add() (secrets.h: JWTs read
+ *     from a file, the ingest tokens and secret_env values of the launches
+ *     the worker holds), overlapping matches merged;
  *   - anything shaped like a JWT (eyJ... . ... . ...), registered or not;
  *   - the whole value of a field whose key names a secret (token, secret,
  *     password, authorization, jwt, credential).
@@ -38,24 +38,6 @@ typedef struct forge_log_field {
  */
 void forge_log_configure(forge_log_level_t level, forge_log_format_t format,
                          int fd, const char *worker_id);
-
-/* Registers a secret (copied). Secrets shorter than 4 bytes are refused
- * with FORGE_EINVAL: redacting them would garble every line. Counted: a
- * value added twice stays registered until it is removed twice. */
-forge_rc_t forge_log_secret_add(const char *secret);
-
-/* Lets go of a secret added earlier (no-op if unknown); the copy is wiped
- * and freed when nobody holds it any more. */
-void forge_log_secret_remove(const char *secret);
-
-/* A copy of every registered secret, for redacting text that is not a log
- * line without holding the log's lock (an archive's tail, archive.h):
- * new, NULL-terminated, *count entries (count may be NULL). Free it with
- * forge_log_secrets_free. */
-char **forge_log_secrets_copy(size_t *count);
-
-/* Wipes and frees a copy from forge_log_secrets_copy (NULL-safe). */
-void forge_log_secrets_free(char **secrets);
 
 bool forge_log_enabled(forge_log_level_t level);
 

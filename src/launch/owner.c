@@ -8,6 +8,7 @@
  */
 #include "launch/owner.h"
 #include "core/log.h"
+#include "core/secrets.h"
 #include "core/util.h"
 #include "ops/observe.h"
 
@@ -90,13 +91,13 @@ static void grow(forge_owner_t *o)
 static void secret_add(void *ctx, const char *secret)
 {
     (void)ctx;
-    (void)forge_log_secret_add(secret);
+    (void)forge_secret_add(secret);
 }
 
 static void secret_remove(void *ctx, const char *secret)
 {
     (void)ctx;
-    forge_log_secret_remove(secret);
+    forge_secret_remove(secret);
 }
 
 static void release_request(forge_entry_t *e)

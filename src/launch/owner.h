@@ -5,7 +5,7 @@
  * to them (contract section 1: partition ownership is job ownership).
  *
  * The secrets of every request the table holds (the ingest token, each
- * secret_env value) are registered for redaction (log.h) while it holds
+ * secret_env value) are registered for redaction (secrets.h) while it holds
  * it: from forge_owner_put until the entry leaves (revoked, replaced,
  * destroyed) or its request is dropped (forge_owner_drop_request). So
  * log lines, and the tails of archives, never show a live launch's secret,

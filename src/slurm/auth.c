@@ -4,6 +4,7 @@
  */
 #include "slurm/auth.h"
 #include "core/log.h"
+#include "core/secrets.h"
 #include "core/util.h"
 #include "ops/observe.h"
 
@@ -74,11 +75,11 @@ static forge_rc_t read_private(const char *path, const char *var,
 static void set_token(forge_slurm_auth_t *a, char *token)
 {
     if (a->token)
-        forge_log_secret_remove(a->token);
+        forge_secret_remove(a->token);
     free(a->token);
     a->token = token;
     if (token)
-        (void)forge_log_secret_add(token); /* short strings are no JWT */
+        (void)forge_secret_add(token); /* short strings are no JWT */
     forge_observe_jwt(token, a->key_file != NULL); /* its expiry: a metric */
 }
 

@@ -2,11 +2,12 @@
 /*
  * archive_work.c - the file threads (archive_work.h): an ARCHIVE builds
  * the launch's logs.tar.gz from its staging folder, with a tail from which
- * the launch's own secrets and every secret the worker knows are
- * redacted; a CLEANUP removes the staging folder. Both on safe_fs: a
- * staging folder refused at archive time gives an empty archive that says
- * why (archive/archive.h), a cleanup refused is final (FORGE_EUNSAFE_PATH);
- * any other failure is retried later by the loop (finish.c).
+ * the launch's own secrets and every secret the worker knows
+ * (core/secrets.h) are redacted; a CLEANUP removes the staging folder.
+ * Both on safe_fs: a staging folder refused at archive time gives an
+ * empty archive that says why (archive/archive.h), a cleanup refused is final
+ * (FORGE_EUNSAFE_PATH); any other failure is retried later by the loop
+ * (finish.c).
  *
  * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
  * a context that is read-only (configuration, tenants); each runs one
@@ -40,20 +41,17 @@ static void append_secret(void *ctx, const char *secret)
     l->items[l->count++] = secret;
 }
 
-/* What the tail must not show: the launch's own secrets (whatever their
- * length), then every secret the worker knows now (known: log.h's copy).
- * New array of borrowed strings. */
-static const char **tail_secrets(const forge_request_t *req, char **known,
-                                 size_t nknown, size_t *n)
+/* The launch's own secrets, which the tail must not show whatever their
+ * length (every registered one is kept out of it too: archive.h). New
+ * array of strings borrowed from req. */
+static const char **own_secrets(const forge_request_t *req, size_t *n)
 {
     size_t own = req && req->kind == FORGE_REQUEST_LAUNCH
                      ? 1 + req->launch.secret_env_count
                      : 0;
-    secret_list_t list = {forge_xcalloc(own + nknown + 1, sizeof(char *)), 0};
+    secret_list_t list = {forge_xcalloc(own + 1, sizeof(char *)), 0};
 
     forge_request_each_secret(req, append_secret, &list);
-    for (size_t i = 0; i < nknown; i++)
-        append_secret(&list, known[i]);
     *n = list.count;
     return list.items;
 }
@@ -79,9 +77,7 @@ static void do_archive(files_t *fs, forge_work_t *w)
     forge_request_t *req = launch_of(&w->files);
     const char *pools[FORGE_POOLS_MAX], *user;
     forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
-    size_t nknown = 0;
-    char **known = forge_log_secrets_copy(&nknown);
-    const char **secrets = tail_secrets(req, known, nknown, &spec.secret_count);
+    const char **secrets = own_secrets(req, &spec.secret_count);
     forge_fs_owner_t owner;
     forge_error_t err = {0};
 
@@ -98,7 +94,6 @@ static void do_archive(files_t *fs, forge_work_t *w)
         FORGE_TESTPOINT_CRASH("archive.after");
     }
     free(secrets);
-    forge_log_secrets_free(known);
     forge_request_destroy(req);
 }
 

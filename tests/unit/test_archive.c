@@ -11,6 +11,7 @@
  * Each test has its own mkdtemp storage root.
  */
 #include "archive/archive.h"
+#include "core/secrets.h"
 #include "render/paths.h"
 #include "render/staging.h"
 
@@ -1092,6 +1093,47 @@ Test(archive, tail_text_secrets_cut_at_both_edges)
     cr_assert_null(strstr(t, "foot-sec"), "cut at the foot");
     cr_assert(strlen(t) > 10 && !strcmp(t + strlen(t) - 10, "[REDACTED]"), "%s",
               t + strlen(t) - 20);
+    free(t);
+    free(text);
+}
+
+/* The same cuts with the secrets only registered (secrets.h), among
+ * 100,000 others, as a worker holding 100,000 launches has them: none is
+ * listed in the call, none shows; and a text that merely shares a few
+ * bytes with them (shorter than a cut's least part) is left alone. */
+Test(archive, tail_text_hides_registered_secrets_cut_at_both_edges,
+     .timeout = 60)
+{
+    static const char *const secrets[] = {"head-secret-0123456789abcdef",
+                                          "foot-secret-fedcba9876543210",
+                                          "middle-secret-55aa"};
+    size_t n = 6000, at = n - FORGE_ARCHIVE_TAIL_MAX - 10;
+    char *text = filled(n, 'x'), *t, other[48];
+
+    for (int i = 0; i < 100000; i++) {
+        snprintf(other, sizeof(other), "other-launch-token-%06d-zz", i);
+        cr_assert_eq(forge_secret_add(other), FORGE_OK);
+    }
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(forge_secret_add(secrets[i]), FORGE_OK);
+    memcpy(text + at, secrets[0], strlen(secrets[0])); /* straddles the cut */
+    memcpy(text + 3000, secrets[2], strlen(secrets[2]));
+    memcpy(text + 4000, "other-launch-token-004242-zz", 28);
+    memcpy(text + 4500, "foot", 4); /* a secret's first 4 bytes: chance */
+    memcpy(text + n - 15, secrets[1], 15); /* the log ends inside it */
+    t = forge_archive_tail_text(text, n, false, NULL, 0);
+    cr_assert_eq(strncmp(t, "[REDACTED]", 10), 0, "%.40s", t);
+    cr_assert_null(strstr(t, "0123456789abcdef" + 6), "%.60s", t);
+    cr_assert_null(strstr(t, "middle"), "whole inside");
+    cr_assert_null(strstr(t, "004242"), "another launch's token");
+    cr_assert_not_null(strstr(t, "xfootx"), "four bytes are no secret");
+    cr_assert_null(strstr(t, "foot-sec"), "cut at the foot");
+    cr_assert(strlen(t) > 10 && !strcmp(t + strlen(t) - 10, "[REDACTED]"), "%s",
+              t + strlen(t) - 20);
+    free(t);
+    forge_secrets_reset();
+    t = forge_archive_tail_text(text, n, false, NULL, 0);
+    cr_assert_not_null(strstr(t, "middle-secret-55aa"), "none registered");
     free(t);
     free(text);
 }

@@ -6,6 +6,7 @@
  * reaches the output.
  */
 #include "core/log.h"
+#include "core/secrets.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -150,7 +151,7 @@ Test(log, registered_secret_never_reaches_output_anywhere)
         forge_log_field_t f[] = {{"endpoint", s}, {s, "value"}};
         char *out;
 
-        cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+        cr_assert_eq(forge_secret_add(s), FORGE_OK);
         forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_JSON, fileno(sink), s);
         forge_log_fields(FORGE_LOG_INFO, f, 2, "token=%s and again %s.", s, s);
         forge_log_configure(FORGE_LOG_DEBUG, FORGE_LOG_TEXT, fileno(sink), s);
@@ -159,7 +160,7 @@ Test(log, registered_secret_never_reaches_output_anywhere)
         assert_absent(out, s);
         cr_assert_not_null(strstr(out, FORGE_REDACTED));
         free(out);
-        forge_log_secret_remove(s);
+        forge_secret_remove(s);
     }
 }
 
@@ -167,7 +168,7 @@ Test(log, text_around_a_secret_is_kept)
 {
     json_t *line;
 
-    cr_assert_eq(forge_log_secret_add("s3cr3t-value"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("s3cr3t-value"), FORGE_OK);
     forge_log_info("before s3cr3t-value after");
     line = only_line();
     cr_assert_str_eq(json_string_value(json_object_get(line, "msg")),
@@ -210,9 +211,9 @@ Test(log, overlapping_secrets_leave_no_fragment)
 {
     char *out;
 
-    cr_assert_eq(forge_log_secret_add("abcd1234"), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("1234wxyz"), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("abcd"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("abcd1234"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("1234wxyz"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("abcd"), FORGE_OK);
     forge_log_info("[abcd1234wxyz]");
     out = output();
     cr_assert_null(strstr(out, "1234"), "%s", out);
@@ -231,7 +232,7 @@ Test(log, secret_at_the_truncation_boundary_does_not_leak)
     memset(msg, 'x', n);
     memcpy(msg + 64 * 1024 - 5, s, strlen(s));
     msg[n] = '\0';
-    cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+    cr_assert_eq(forge_secret_add(s), FORGE_OK);
     forge_log_info("%s", msg);
     out = output();
     cr_assert_null(strstr(out, "tok-at"), "prefix of the secret leaked");
@@ -244,10 +245,10 @@ Test(log, removed_secret_is_no_longer_redacted_and_short_ones_refused)
 {
     char *out;
 
-    cr_assert_eq(forge_log_secret_add("abc"), FORGE_EINVAL);
-    cr_assert_eq(forge_log_secret_add(NULL), FORGE_EINVAL);
-    cr_assert_eq(forge_log_secret_add("public-after-all"), FORGE_OK);
-    forge_log_secret_remove("public-after-all");
+    cr_assert_eq(forge_secret_add("abc"), FORGE_EINVAL);
+    cr_assert_eq(forge_secret_add(NULL), FORGE_EINVAL);
+    cr_assert_eq(forge_secret_add("public-after-all"), FORGE_OK);
+    forge_secret_remove("public-after-all");
     forge_log_info("public-after-all");
     out = output();
     cr_assert_not_null(strstr(out, "public-after-all"));
@@ -258,7 +259,7 @@ Test(log, redact_helper_for_other_outputs)
 {
     char *r;
 
-    cr_assert_eq(forge_log_secret_add("hunter2hunter2"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("hunter2hunter2"), FORGE_OK);
     r = forge_log_redact("pw=hunter2hunter2;");
     cr_assert_str_eq(r, "pw=" FORGE_REDACTED ";");
     free(r);
@@ -278,44 +279,29 @@ static void assert_redacted(const char *secret, bool redacted)
 /* Two launches holding one value: it stays redacted until both let go. */
 Test(log, secrets_are_counted_per_holder)
 {
-    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
-    forge_log_secret_remove("shared-token-1234");
+    cr_assert_eq(forge_secret_add("shared-token-1234"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("shared-token-1234"), FORGE_OK);
+    forge_secret_remove("shared-token-1234");
     assert_redacted("shared-token-1234", true);
-    forge_log_secret_remove("shared-token-1234");
+    forge_secret_remove("shared-token-1234");
     assert_redacted("shared-token-1234", false);
-    forge_log_secret_remove("shared-token-1234"); /* one too many: no-op */
-    cr_assert_eq(forge_log_secret_add("shared-token-1234"), FORGE_OK);
+    forge_secret_remove("shared-token-1234"); /* one too many: no-op */
+    cr_assert_eq(forge_secret_add("shared-token-1234"), FORGE_OK);
     assert_redacted("shared-token-1234", true);
 }
 
-Test(log, a_copy_of_the_secrets_for_other_redactions)
+Test(log, secrets_are_counted_once_per_value)
 {
-    size_t n = 99;
-    char **copy = forge_log_secrets_copy(&n);
-
-    cr_assert_eq(n, 0);
-    cr_assert_null(copy[0]);
-    forge_log_secrets_free(copy);
-    cr_assert_eq(forge_log_secret_add("first-secret"), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("second-secret"), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("first-secret"), FORGE_OK);
-    copy = forge_log_secrets_copy(&n);
-    cr_assert_eq(n, 2, "one entry per value, however many hold it");
-    cr_assert_null(copy[2]);
-    cr_assert(!strcmp(copy[0], "first-secret") ||
-              !strcmp(copy[1], "first-secret"));
-    cr_assert(!strcmp(copy[0], "second-secret") ||
-              !strcmp(copy[1], "second-secret"));
-    forge_log_secret_remove("second-secret"); /* the copy is its own */
-    cr_assert(!strcmp(copy[0], "second-secret") ||
-              !strcmp(copy[1], "second-secret"));
-    forge_log_secrets_free(copy);
-    forge_log_secrets_free(NULL);
-    copy = forge_log_secrets_copy(NULL);
-    cr_assert_str_eq(copy[0], "first-secret");
-    cr_assert_null(copy[1]);
-    forge_log_secrets_free(copy);
+    cr_assert_eq(forge_secret_count(), 0);
+    cr_assert_eq(forge_secret_add("first-secret"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("second-secret"), FORGE_OK);
+    cr_assert_eq(forge_secret_add("first-secret"), FORGE_OK);
+    cr_assert_eq(forge_secret_count(), 2,
+                 "one entry per value, however many hold it");
+    forge_secret_remove("second-secret");
+    cr_assert_eq(forge_secret_count(), 1);
+    forge_log_reset();
+    cr_assert_eq(forge_secret_count(), 0, "a reset forgets every secret");
 }
 
 /* ---- threads --------------------------------------------------------- */
@@ -364,34 +350,32 @@ Test(log, many_secrets_come_and_go_by_their_holders)
 {
     enum { N = 3000 };
     char s[32];
-    size_t n;
-    char **copy, *out;
+    char *out;
 
     for (int round = 0; round < 2; round++)
         for (int i = 0; i < N; i++) {
             snprintf(s, sizeof(s), "many-secret-%05d", i);
-            cr_assert_eq(forge_log_secret_add(s), FORGE_OK);
+            cr_assert_eq(forge_secret_add(s), FORGE_OK);
         }
     for (int i = 0; i < N; i += 2) { /* the even ones' first holder goes */
         snprintf(s, sizeof(s), "many-secret-%05d", i);
-        forge_log_secret_remove(s);
+        forge_secret_remove(s);
     }
-    forge_log_secrets_free(forge_log_secrets_copy(&n));
-    cr_assert_eq(n, N, "a secret went while a holder still has it");
+    cr_assert_eq(forge_secret_count(), N,
+                 "a secret went while a holder still has it");
     for (int i = N - 1; i >= 0; i--) { /* odd ones twice, even ones once */
         snprintf(s, sizeof(s), "many-secret-%05d", i);
-        forge_log_secret_remove(s);
+        forge_secret_remove(s);
         if (i % 2)
-            forge_log_secret_remove(s);
+            forge_secret_remove(s);
         if (i == N / 2) {
             char *red = forge_log_redact("x many-secret-00007 y");
             cr_assert_str_eq(red, "x " FORGE_REDACTED " y");
             free(red);
         }
     }
-    copy = forge_log_secrets_copy(&n);
-    cr_assert_eq(n, 0, "%zu secrets left, first %s", n, n ? copy[0] : "");
-    forge_log_secrets_free(copy);
+    cr_assert_eq(forge_secret_count(), 0, "%zu secrets left",
+                 forge_secret_count());
     forge_log_info("after many-secret-00007");
     out = output();
     cr_assert_not_null(strstr(out, "many-secret-00007"),
@@ -410,9 +394,9 @@ Test(log, secrets_found_by_their_first_bytes_whatever_their_length)
     const char *sibling = "0123456789abcdef0123456789abcdef-long-tail-2";
     char *red;
 
-    cr_assert_eq(forge_log_secret_add(longer), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add(sibling), FORGE_OK);
-    cr_assert_eq(forge_log_secret_add("abcd"), FORGE_OK);
+    cr_assert_eq(forge_secret_add(longer), FORGE_OK);
+    cr_assert_eq(forge_secret_add(sibling), FORGE_OK);
+    cr_assert_eq(forge_secret_add("abcd"), FORGE_OK);
     red =
         forge_log_redact("x 0123456789abcdef0123456789abcdef-long-tail-2 y "
                          "0123456789abcdef0123456789abcdef-long-tail-3 "

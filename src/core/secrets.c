@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * secrets.c - the registry of secrets.h: an array of counted copies with
+ * four hash indexes over it, each chained through the slots (slot numbers
+ * + 1; 0 ends a chain), all with `nheads` heads (0 or a power of two):
+ *   BY_TEXT    the whole text: what add and remove look up;
+ *   BY_WINDOW  the first min(len, WINDOW_MAX) bytes: what a search looks
+ *              up at each position of a text, for each window length some
+ *              secret has (wlens);
+ *   BY_HEAD    the first PART_LEN bytes, BY_TAIL the last PART_LEN: the
+ *              cuts at a window's edges (only secrets longer than
+ *              PART_LEN, the others cannot be cut into a long enough part).
+ * Removing a slot moves the last one into its place, so the array stays
+ * dense. Threads: every public function takes `lock` once (secrets.h).
+ */
+#include "core/secrets.h"
+#include "core/util.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW_MAX 32
+#define PART_LEN   (FORGE_SECRET_PART_MIN + 1) /* a cut's shortest part */
+
+enum { BY_TEXT, BY_WINDOW, BY_HEAD, BY_TAIL, INDEX_COUNT };
+
+typedef struct secret {
+    char *text;
+    uint32_t len;
+    uint32_t refs; /* holders that added it and did not remove it yet */
+    uint32_t wlen; /* its window length */
+    uint32_t hash[INDEX_COUNT];
+    uint32_t next[INDEX_COUNT]; /* slot numbers + 1 */
+} secret_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    secret_t *slots;
+    size_t count, capacity;
+    uint32_t *heads[INDEX_COUNT];
+    size_t nheads;
+    size_t wlens[WINDOW_MAX + 1]; /* secrets by window length */
+    size_t longest;               /* never shrinks but at a reset */
+} reg;
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a, then the length mixed in */
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h ^ (uint32_t)len * 0x9e3779b1u;
+}
+
+static bool indexed(const secret_t *e, int ix)
+{
+    return ix < BY_HEAD || e->len > PART_LEN;
+}
+
+static uint32_t *head_of(int ix, uint32_t hash)
+{
+    return &reg.heads[ix][hash & (reg.nheads - 1)];
+}
+
+/* The first slot of the chain hash falls in, or 0. Under lock. */
+static uint32_t chain(int ix, uint32_t hash)
+{
+    return reg.nheads ? *head_of(ix, hash) : 0;
+}
+
+/* The link that points at slot s in its chain of index ix. Under lock. */
+static uint32_t *link_to(int ix, size_t s)
+{
+    uint32_t *link = head_of(ix, reg.slots[s].hash[ix]);
+
+    while (*link != s + 1)
+        link = &reg.slots[*link - 1].next[ix];
+    return link;
+}
+
+/* Slot s into the chains of its indexes. Under lock. */
+static void link_slot(size_t s)
+{
+    secret_t *e = &reg.slots[s];
+
+    for (int ix = 0; ix < INDEX_COUNT; ix++) {
+        if (!indexed(e, ix))
+            continue;
+        uint32_t *head = head_of(ix, e->hash[ix]);
+        e->next[ix] = *head;
+        *head = (uint32_t)s + 1;
+    }
+}
+
+/* Room for one more slot, the indexes rebuilt when it grows. Under lock. */
+static void make_room(void)
+{
+    if (reg.count < reg.capacity)
+        return;
+    reg.capacity = reg.capacity ? 2 * reg.capacity : 16;
+    reg.slots = forge_xrealloc(reg.slots, reg.capacity * sizeof(secret_t));
+    reg.nheads = reg.capacity;
+    for (int ix = 0; ix < INDEX_COUNT; ix++) {
+        free(reg.heads[ix]);
+        reg.heads[ix] = forge_xcalloc(reg.nheads, sizeof(uint32_t));
+    }
+    for (size_t s = 0; s < reg.count; s++)
+        link_slot(s);
+}
+
+/* The slot holding text, or -1. Under lock. */
+static ptrdiff_t find_slot(const char *text, size_t len, uint32_t hash)
+{
+    for (uint32_t i = chain(BY_TEXT, hash); i;
+         i = reg.slots[i - 1].next[BY_TEXT])
+        if (reg.slots[i - 1].hash[BY_TEXT] == hash &&
+            reg.slots[i - 1].len == len &&
+            !memcmp(reg.slots[i - 1].text, text, len))
+            return (ptrdiff_t)(i - 1);
+    return -1;
+}
+
+static void wipe_free(char *text)
+{
+    if (text)
+        explicit_bzero(text, strlen(text));
+    free(text);
+}
+
+static secret_t made(const char *secret, size_t len, uint32_t hash)
+{
+    size_t w = len < WINDOW_MAX ? len : WINDOW_MAX;
+    secret_t e = {forge_xstrdup(secret),
+                  (uint32_t)len,
+                  1,
+                  (uint32_t)w,
+                  {hash, hash_bytes(secret, w), 0, 0},
+                  {0}};
+
+    if (len > PART_LEN) {
+        e.hash[BY_HEAD] = hash_bytes(secret, PART_LEN);
+        e.hash[BY_TAIL] = hash_bytes(secret + len - PART_LEN, PART_LEN);
+    }
+    return e;
+}
+
+forge_rc_t forge_secret_add(const char *secret)
+{
+    size_t len = secret ? strlen(secret) : 0;
+    uint32_t hash;
+    ptrdiff_t slot;
+
+    if (!secret || len < FORGE_SECRET_MIN_LEN || len > UINT32_MAX)
+        return FORGE_EINVAL;
+    hash = hash_bytes(secret, len);
+    pthread_mutex_lock(&lock);
+    if ((slot = find_slot(secret, len, hash)) >= 0) {
+        reg.slots[slot].refs++;
+    } else {
+        make_room();
+        reg.slots[reg.count] = made(secret, len, hash);
+        link_slot(reg.count);
+        reg.wlens[reg.slots[reg.count++].wlen]++;
+        if (len > reg.longest)
+            reg.longest = len;
+    }
+    pthread_mutex_unlock(&lock);
+    return FORGE_OK;
+}
+
+/* Slot s out of every chain; the last slot moves into its place. Under
+ * lock. */
+static void drop_slot(size_t s)
+{
+    size_t last = reg.count - 1;
+
+    for (int ix = 0; ix < INDEX_COUNT; ix++)
+        if (indexed(&reg.slots[s], ix))
+            *link_to(ix, s) = reg.slots[s].next[ix];
+    reg.wlens[reg.slots[s].wlen]--;
+    wipe_free(reg.slots[s].text);
+    if (s != last) {
+        for (int ix = 0; ix < INDEX_COUNT; ix++)
+            if (indexed(&reg.slots[last], ix))
+                *link_to(ix, last) = (uint32_t)s + 1;
+        reg.slots[s] = reg.slots[last];
+    }
+    reg.count = last;
+}
+
+void forge_secret_remove(const char *secret)
+{
+    ptrdiff_t slot;
+    size_t len = secret ? strlen(secret) : 0;
+
+    if (!secret)
+        return;
+    pthread_mutex_lock(&lock);
+    slot = find_slot(secret, len, hash_bytes(secret, len));
+    if (slot >= 0 && --reg.slots[slot].refs == 0)
+        drop_slot((size_t)slot);
+    pthread_mutex_unlock(&lock);
+}
+
+size_t forge_secret_count(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&lock);
+    n = reg.count;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Whole occurrences: at each position, for each window length some secret
+ * has, the secrets whose window hashes as the text there. Under lock. */
+static void find_whole(forge_redact_runs_t *runs, const char *s, size_t n)
+{
+    for (size_t w = FORGE_SECRET_MIN_LEN; w <= WINDOW_MAX && w <= n; w++) {
+        if (!reg.wlens[w])
+            continue;
+        for (size_t i = 0; i + w <= n; i++) {
+            uint32_t h = hash_bytes(s + i, w);
+            for (uint32_t j = chain(BY_WINDOW, h); j;
+                 j = reg.slots[j - 1].next[BY_WINDOW]) {
+                const secret_t *e = &reg.slots[j - 1];
+                if (e->hash[BY_WINDOW] == h && e->wlen == w &&
+                    e->len <= n - i && !memcmp(e->text, s + i, e->len))
+                    forge_redact_add(runs, i, i + e->len);
+            }
+        }
+    }
+}
+
+void forge_secrets_find(forge_redact_runs_t *runs, const char *text, size_t n)
+{
+    pthread_mutex_lock(&lock);
+    if (reg.count)
+        find_whole(runs, text, n);
+    pthread_mutex_unlock(&lock);
+}
+
+/* text[0..k) is the end of a secret longer than k: looked up by the k's
+ * last PART_LEN bytes, which are the secret's last ones. Under lock. */
+static bool ends_a_secret(const char *text, size_t k)
+{
+    uint32_t h = hash_bytes(text + k - PART_LEN, PART_LEN);
+
+    for (uint32_t j = chain(BY_TAIL, h); j;
+         j = reg.slots[j - 1].next[BY_TAIL]) {
+        const secret_t *e = &reg.slots[j - 1];
+        if (e->hash[BY_TAIL] == h && e->len > k &&
+            !memcmp(e->text + e->len - k, text, k))
+            return true;
+    }
+    return false;
+}
+
+/* text[0..k) is the start of a secret longer than k: looked up by its
+ * first PART_LEN bytes, the secret's first ones. Under lock. */
+static bool starts_a_secret(const char *text, size_t k)
+{
+    uint32_t h = hash_bytes(text, PART_LEN);
+
+    for (uint32_t j = chain(BY_HEAD, h); j;
+         j = reg.slots[j - 1].next[BY_HEAD]) {
+        const secret_t *e = &reg.slots[j - 1];
+        if (e->hash[BY_HEAD] == h && e->len > k && !memcmp(e->text, text, k))
+            return true;
+    }
+    return false;
+}
+
+void forge_secrets_find_cut(forge_redact_runs_t *runs, const char *text,
+                            size_t n, bool cut_head)
+{
+    pthread_mutex_lock(&lock);
+    /* the longest cut part is one byte short of the longest secret */
+    for (size_t k = PART_LEN; k < reg.longest && k <= n; k++) {
+        if (cut_head && ends_a_secret(text, k))
+            forge_redact_add(runs, 0, k);
+        if (starts_a_secret(text + n - k, k))
+            forge_redact_add(runs, n - k, n);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void forge_secrets_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t s = 0; s < reg.count; s++)
+        wipe_free(reg.slots[s].text);
+    free(reg.slots);
+    for (int ix = 0; ix < INDEX_COUNT; ix++)
+        free(reg.heads[ix]);
+    memset(&reg, 0, sizeof(reg));
+    pthread_mutex_unlock(&lock);
+}
