@@ -27,6 +27,7 @@ import json
 import os
 import random
 import subprocess
+import tarfile
 import threading
 import time
 
@@ -322,6 +323,31 @@ def slurm_end(jobs):
     return None  # still live when last sampled
 
 
+# What srun prints when slurmctld goes away under a job that is starting.
+SRUN_LOST_CTLD = ("srun: error: Unable to confirm allocation",
+                  "srun: error: Unable to create step",
+                  "Unable to contact slurm controller")
+
+
+def killed_by_outage(end, truth, faults, archived):
+    """A job that Slurm itself saw fail because its srun could not reach
+    slurmctld while the scenario had it stopped: the end is the truth, and
+    the fault's, not the worker's. Its archived logs say so."""
+    if end != "FAILED" or truth != "FAILED" or not archived:
+        return False
+    if not any(what.startswith("slurmctld") for what, _, _ in faults.done):
+        return False
+    text = ""
+    try:  # srun writes to the job's .err: read the archive itself
+        with tarfile.open(archived[0]["data"]["archive"]["path"]) as tar:
+            for member in tar.getmembers():
+                f = tar.extractfile(member) if member.isfile() else None
+                text += f.read(65536).decode("utf-8", "replace") if f else ""
+    except (OSError, tarfile.TarError):
+        return False
+    return any(m in text for m in SRUN_LOST_CTLD)
+
+
 def sha256_of(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -355,7 +381,9 @@ class Verdict:
                 f" / false LOST/FAILED {n['false_lost']}"
                 f" / last fault to all terminal {settle}"
                 f" | faults {n['faults']}, seq breaks {n['seq']},"
-                f" wrong end {n['wrong_end']}, logs events missing {n['logs_missing']},"
+                f" wrong end {n['wrong_end']},"
+                f" failed by the slurmctld outage {n['outage_failed']},"
+                f" logs events missing {n['logs_missing']},"
                 f" logs events doubled {n['logs_dup']}, sha256 mismatches {n['sha256']},"
                 f" staging left {n['staging_left']}, Slurm jobs left live {n['jobs_left']},"
                 f" worker crashes {n['crashes']},"
@@ -403,7 +431,13 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
         if (end == "LOST" and truth) or (end == "FAILED" and truth == "COMPLETED"):
             v.bad("false_lost", p.lid, f"ended {end} ({ends[0]['data'].get('reason')})"
                   f" while SlurmWatch saw the job end {truth}: {jobs}")
-        if end != EXPECTED[p.kind]:
+        if end != EXPECTED[p.kind] and killed_by_outage(end, truth, faults,
+                                                        logs.of(p.lid)):
+            v.n["outage_failed"] += 1
+            v.problems.append(f"outage_failed (not a fault of the worker): "
+                              f"{p.lid}: {p.kind} ended FAILED as Slurm did, "
+                              f"its srun lost slurmctld: {jobs}")
+        elif end != EXPECTED[p.kind]:
             v.bad("wrong_end", p.lid, f"{p.kind} ended {end} "
                   f"({ends[0]['data'].get('reason')}); states "
                   f"{[e['data']['state'] for e in events]}, slurm {jobs}")
