@@ -364,6 +364,7 @@ class Verdict:
         self.n = collections.Counter()
         self.states = collections.Counter()
         self.problems = []  # "<check>: <launch>: <detail>"
+        self.notes = []  # what was seen and is no fault of the worker
         self.settle_s = None
 
     def bad(self, check, lid, detail):
@@ -434,9 +435,9 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
         if end != EXPECTED[p.kind] and killed_by_outage(end, truth, faults,
                                                         logs.of(p.lid)):
             v.n["outage_failed"] += 1
-            v.problems.append(f"outage_failed (not a fault of the worker): "
-                              f"{p.lid}: {p.kind} ended FAILED as Slurm did, "
-                              f"its srun lost slurmctld: {jobs}")
+            v.notes.append(f"outage_failed (not a fault of the worker): "
+                           f"{p.lid}: {p.kind} ended FAILED as Slurm did, "
+                           f"its srun lost slurmctld: {jobs}")
         elif end != EXPECTED[p.kind]:
             v.bad("wrong_end", p.lid, f"{p.kind} ended {end} "
                   f"({ends[0]['data'].get('reason')}); states "
@@ -512,7 +513,7 @@ def settle_and_verify(kind, stack, slurm, fleet, reader, logs, planned,
     root = os.environ.get("FORGE_E2E_LOGS") or logdir
     with open(os.path.join(root, "chaos-summary.txt"), "a") as f:
         f.write(f"{time.strftime('%FT%T')} {line}\n")
-        for p in v.problems:
+        for p in v.problems + v.notes:
             f.write(f"    {p}\n")
         f.write("    faults: " + "; ".join(
             f"{what} at {time.strftime('%T', time.localtime(s))} for {e - s:.1f} s"
