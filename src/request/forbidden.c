@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- identity chains ---------------------------------------------------- */
@@ -113,6 +114,7 @@ typedef struct stamp {
 typedef struct forge_forbidden_cache {
     atomic_int refs;
     long long built_ms;
+    bool racy; /* a stamp too recent to vouch for anything: not reused */
     char *storage_root;
     char *secret_path[SECRETS];
     stamp_t storage, secret[SECRETS];
@@ -138,6 +140,26 @@ static void secret_paths(const forge_config_t *cfg, const char *path[SECRETS],
     path[4] = cfg->tenants_file;
     for (size_t i = 0; what && i < SECRETS; i++)
         what[i] = names[i];
+}
+
+static atomic_ulong builds;
+
+unsigned long forge_forbidden_builds(void)
+{
+    return atomic_load(&builds);
+}
+
+/* A ctime this close to now cannot tell a later change apart: file system
+ * timestamps are coarse (a kernel tick; a second or two on some), so a
+ * rename in the same tick would leave it as it is. */
+#define RACY_SECONDS 1
+
+static bool stamp_racy(const stamp_t *s)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    return s->present && s->ctime.tv_sec >= now.tv_sec - RACY_SECONDS;
 }
 
 static void stamp_of(const struct stat *st, bool present, stamp_t *s)
@@ -222,6 +244,7 @@ static forge_rc_t build(const forge_config_t *cfg, forge_forbidden_set_t **out,
             continue;
         c->secret_path[i] = forge_xstrdup(path[i]);
         stamp_of(&st, stat(path[i], &st) == 0, &c->secret[i]);
+        c->racy |= stamp_racy(&c->secret[i]);
         f = add(set, what[i], canonical(path[i]), false);
         chain_of_path(f->canon, &f->chain);
     }
@@ -235,12 +258,14 @@ static forge_rc_t build(const forge_config_t *cfg, forge_forbidden_set_t **out,
             return rc;
         }
         stamp_of(&set->storage_st, true, &c->storage);
+        c->racy |= stamp_racy(&c->storage);
         f = add(set, "the storage root", canonical(cfg->storage_root), true);
         forge_chain_walk_up(set->sfd, &set->storage_st, &f->chain, NULL, 0);
         set->storage = f;
         set->staging_canon = forge_path_join(f->canon, "staging");
         set->artifacts_canon = forge_path_join(f->canon, "artifacts");
     }
+    atomic_fetch_add(&builds, 1);
     *out = set;
     return FORGE_OK;
 }
@@ -255,7 +280,7 @@ static bool still_valid(const forge_forbidden_set_t *set,
     struct stat st;
     stamp_t now;
 
-    if (age < 0 || age >= FORGE_FORBIDDEN_MAX_AGE_MS ||
+    if (c->racy || age < 0 || age >= FORGE_FORBIDDEN_MAX_AGE_MS ||
         !same_text(c->storage_root, cfg->storage_root))
         return false;
     secret_paths(cfg, path, NULL);

@@ -22,7 +22,11 @@
  *     configuration's links are), is still the file with the same device,
  *     inode and ctime, or still cannot be stat-ed when it could not then;
  *   - the configuration names the same paths, and the snapshot is younger
- *     than FORGE_FORBIDDEN_MAX_AGE_MS.
+ *     than FORGE_FORBIDDEN_MAX_AGE_MS;
+ *   - no stamp was racy: a snapshot whose storage root or secret file had
+ *     a ctime less than 2 s before its build serves that one check (file
+ *     system timestamps are coarse: a change in the same tick would leave
+ *     the ctime as it was).
  * Anything else, and any error, builds a new snapshot from scratch. A
  * file replaced (a new inode), renamed or given another hard link (both
  * change its ctime), a folder or link put in the storage root's place, is
@@ -90,6 +94,10 @@ forge_rc_t forge_forbidden_get(const forge_config_t *cfg,
                                forge_error_t *err) FORGE_WARN_UNUSED;
 
 void forge_forbidden_release(forge_forbidden_set_t *set); /* NULL-safe */
+
+/* How many snapshots this process has built (the tests: a check served
+ * from the cache builds none). */
+unsigned long forge_forbidden_builds(void);
 
 static inline bool forge_file_id_same(forge_file_id_t a, forge_file_id_t b)
 {
