@@ -193,8 +193,8 @@ static void set_free(forge_forbidden_set_t *set)
         free(set->f[i].canon);
     if (set->sfd >= 0)
         close(set->sfd);
-    free(set->staging_canon);
-    free(set->artifacts_canon);
+    free(set->own[0].canon);
+    free(set->own[1].canon);
     free(c->storage_root);
     for (size_t i = 0; i < SECRETS; i++)
         free(c->secret_path[i]);
@@ -218,6 +218,35 @@ static forge_forbidden_t *add(forge_forbidden_set_t *set, const char *what,
     f->may_lie_below = may_lie_below;
     f->chain.n = 0;
     return f;
+}
+
+/* staging and artifacts by name under the storage root's canonical path,
+ * and by identity when each is a real folder there (fstatat beneath the
+ * root's descriptor, not following a link: a link there is the storage
+ * owner's doing, and the name rule covers it; its parent is the storage
+ * root, whose chain follows). */
+static void own_folders(forge_forbidden_set_t *set)
+{
+    static const char *const own[][2] = {
+        {"staging", "the worker's staging folder"},
+        {"artifacts", "the worker's artifacts folder"},
+    };
+    const forge_chain_t *above = &set->storage->chain;
+
+    for (size_t i = 0; i < 2; i++) {
+        forge_forbidden_t *f = &set->own[i];
+        struct stat st;
+        f->what = own[i][1];
+        f->canon = forge_path_join(set->storage->canon, own[i][0]);
+        f->may_lie_below = false;
+        f->chain.n = 0;
+        if (fstatat(set->sfd, own[i][0], &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode))
+            continue;
+        forge_chain_push(&f->chain, &st);
+        for (size_t k = 0; k < above->n && f->chain.n < FORGE_CHAIN_MAX; k++)
+            f->chain.id[f->chain.n++] = above->id[k];
+    }
 }
 
 /* Each stamp is taken before what it vouches for is derived: a change
@@ -262,8 +291,7 @@ static forge_rc_t build(const forge_config_t *cfg, forge_forbidden_set_t **out,
         f = add(set, "the storage root", canonical(cfg->storage_root), true);
         forge_chain_walk_up(set->sfd, &set->storage_st, &f->chain, NULL, 0);
         set->storage = f;
-        set->staging_canon = forge_path_join(f->canon, "staging");
-        set->artifacts_canon = forge_path_join(f->canon, "artifacts");
+        own_folders(set);
     }
     atomic_fetch_add(&builds, 1);
     *out = set;

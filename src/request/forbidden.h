@@ -5,9 +5,10 @@
  * secret files and the storage root, each by canonical path and by
  * identity chain (the file and every folder above it, by device and
  * inode), and a descriptor of the storage root, beneath which the mount
- * sources and the image are resolved. request_check.c compares each mount
- * source with them (and with `staging` and `artifacts`, which it looks at
- * afresh at every check: a job owning the storage root can rename them).
+ * sources and the image are resolved, and the storage root's `staging`
+ * and `artifacts` folders (by canonical path, and by identity when each is
+ * a real folder there). request_check.c compares each mount source with
+ * them.
  *
  * Cached: deriving them costs a realpath, a stat and a walk up to "/" per
  * place (about 20 syscalls for the storage root alone), on every request.
@@ -17,7 +18,10 @@
  * check hands the snapshot out (a few syscalls, one per place):
  *   - the storage root: its configured path, not followed at its last
  *     component (as forge_fs_open_root opens it), is still a folder with
- *     the device, inode and ctime the snapshot's descriptor had;
+ *     the device, inode and ctime the snapshot's descriptor had. The
+ *     ctime also vouches for `staging` and `artifacts`, which a job owning
+ *     the storage root may rename or replace: adding, removing, renaming or
+ *     replacing an entry of a folder sets the folder's ctime;
  *   - each secret file: its configured path, followed (as the
  *     configuration's links are), is still the file with the same device,
  *     inode and ctime, or still cannot be stat-ed when it could not then;
@@ -72,7 +76,8 @@ typedef struct forge_forbidden {
     forge_chain_t chain; /* n == 0: not there */
 } forge_forbidden_t;
 
-/* One snapshot (read only for its users). */
+/* One snapshot (read only for its users): f then own are the places in
+ * the order their violations are reported. */
 typedef struct forge_forbidden_set {
     forge_forbidden_t f[FORGE_FORBIDDEN_MAX]; /* secrets, then storage */
     size_t count;
@@ -82,7 +87,7 @@ typedef struct forge_forbidden_set {
     const forge_forbidden_t *storage;
     int sfd;
     struct stat storage_st;
-    char *staging_canon, *artifacts_canon;
+    forge_forbidden_t own[2];            /* staging, artifacts (when storage) */
     struct forge_forbidden_cache *cache; /* forbidden.c's own */
 } forge_forbidden_set_t;
 

@@ -185,58 +185,27 @@ static forge_rc_t check_image(const forge_request_t *req,
  * launches' credentials and logs), the storage root as a whole, and the
  * worker's secret files; by canonical path and, where they exist, by
  * identity (device and inode, which also sees a bind mount's alias).
- * The secret files and the storage root come from forbidden.h's snapshot
- * (cached, revalidated at each check by the rule it states); staging and
- * artifacts, which a job owning the storage root may rename or replace,
- * are looked at afresh at each check.
+ * The places come from forbidden.h's snapshot (cached, revalidated at each
+ * check by the rule it states).
  */
 
-/* What no mount may be, contain, or (but the storage root) lie in. */
+/* What no mount may be, contain, or (but the storage root) lie in: the
+ * snapshot's places, in the order violations are reported (secrets, the
+ * storage root, staging, artifacts). */
 typedef struct guard {
-    const forge_forbidden_set_t *set; /* the secrets, the storage root */
-    forge_forbidden_t own[2];         /* staging, artifacts: this check's */
-    size_t own_count;
+    const forge_forbidden_set_t *set;
+    size_t count;
 } guard_t;
 
-/* The guard of one check: staging and artifacts by name under the storage
- * root's canonical path, and by identity when each is a real folder there
- * (one fstatat beneath the storage root's descriptor, not following a
- * link: a link there is the storage owner's doing, and the name rule
- * covers it; the folder's parent is the storage root, whose chain
- * follows). */
 static void guard_init(const forge_forbidden_set_t *set, guard_t *g)
 {
-    static const char *const own[][2] = {
-        {"staging", "the worker's staging folder"},
-        {"artifacts", "the worker's artifacts folder"},
-    };
-
     g->set = set;
-    g->own_count = 0;
-    if (!set->storage)
-        return;
-    for (size_t i = 0; i < 2; i++) {
-        forge_forbidden_t *f = &g->own[g->own_count++];
-        struct stat st;
-        f->what = own[i][1];
-        f->canon = i ? set->artifacts_canon : set->staging_canon;
-        f->may_lie_below = false;
-        f->chain.n = 0;
-        if (fstatat(set->sfd, own[i][0], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISDIR(st.st_mode)) {
-            forge_chain_push(&f->chain, &st);
-            for (size_t k = 0;
-                 k < set->storage->chain.n && k + 1 < FORGE_CHAIN_MAX; k++)
-                f->chain.id[f->chain.n++] = set->storage->chain.id[k];
-        }
-    }
+    g->count = set->count + (set->storage ? 2 : 0);
 }
 
-/* The k-th place of the guard, in the order violations are reported:
- * secrets, the storage root, staging, artifacts. */
 static const forge_forbidden_t *guard_at(const guard_t *g, size_t k)
 {
-    return k < g->set->count ? &g->set->f[k] : &g->own[k - g->set->count];
+    return k < g->set->count ? &g->set->f[k] : &g->set->own[k - g->set->count];
 }
 
 /* A mount source as resolved. */
@@ -392,7 +361,7 @@ static forge_rc_t check_mount(const forge_request_t *req,
         rc = refuse(err, FORGE_EMOUNT_REFUSED, req, field,
                     "is refused: %s (no link is followed in a mount source)",
                     why.message);
-    for (size_t k = 0; !rc && k < g->set->count + g->own_count; k++) {
+    for (size_t k = 0; !rc && k < g->count; k++) {
         const forge_forbidden_t *f = guard_at(g, k);
         const char *how = violation(f, &s);
         if (how)

@@ -421,6 +421,27 @@ Test(request_check, cached_places_see_the_storage_root_swapped_for_a_link)
               err.message);
 }
 
+Test(request_check, cached_places_see_staging_renamed_and_replaced)
+{
+    unsigned long builds;
+
+    sh("mkdir -p $R/staging/victim $R/artifacts");
+    let_ctimes_age();
+    mount_refused("staging/victim",
+                  "$.mounts[0].source lies in the worker's staging folder");
+    builds = forge_forbidden_builds();
+    mount_ok("data/sets");
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The storage's owner renames staging and makes another: the old one
+     * is now an ordinary folder (refused by its identity if the snapshot
+     * were reused), the new one is the worker's. */
+    sh("mv $R/staging $R/data/old-staging; mkdir $R/staging");
+    mount_ok("data/old-staging");
+    cr_assert_gt(forge_forbidden_builds(), builds);
+    mount_refused("staging", "$.mounts[0].source is the worker's staging "
+                             "folder");
+}
+
 Test(request_check, cached_places_see_a_folder_above_moved_within_the_age)
 {
     char key[160], src[128];
