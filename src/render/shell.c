@@ -4,7 +4,6 @@
  */
 #include "render/shell.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 /* s inside an open single-quoted word: each ' closes it, is written as
@@ -37,16 +36,4 @@ void forge_shell_arg(forge_buf_t *out, const char *s)
 {
     forge_buf_putc(out, ' ');
     forge_shell_quote(out, s);
-}
-
-void forge_shell_argf(forge_buf_t *out, const char *fmt, ...)
-{
-    forge_buf_t word = FORGE_BUF_INIT;
-    va_list ap;
-
-    va_start(ap, fmt);
-    forge_buf_vprintf(&word, fmt, ap);
-    va_end(ap);
-    forge_shell_arg(out, forge_buf_str(&word));
-    forge_buf_clear(&word);
 }

@@ -25,8 +25,4 @@ void forge_shell_arg(forge_buf_t *out, const char *s);
  * (quoting works piece by piece: inside '...' nothing joins or splits). */
 void forge_shell_arg_cat(forge_buf_t *out, size_t n, const char *const *parts);
 
-/* Appends " " and a quoted word made from a printf format. */
-void forge_shell_argf(forge_buf_t *out, const char *fmt, ...)
-    FORGE_PRINTF(2, 3);
-
 #endif
