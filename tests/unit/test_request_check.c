@@ -403,6 +403,27 @@ Test(request_check, cached_places_see_a_secrets_folder_swapped_for_a_link)
                        "(a secret of the worker)");
 }
 
+Test(request_check, cached_places_see_a_secret_moved_behind_a_link)
+{
+    char key[160], src[128];
+    unsigned long builds;
+
+    sh("mkdir -p $A/etc $A/x; printf k > $A/etc/jwt.key; "
+       "chmod 600 $A/etc/jwt.key");
+    key_setting(key, sizeof(key), "etc");
+    let_ctimes_age();
+    mount_ok_with(key, at(src, sizeof(src), "allow/x"));
+    builds = forge_forbidden_builds();
+    mount_ok_with(key, at(src, sizeof(src), "allow/x"));
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The same inode, now in x, the configured path a link to it: only
+     * its ctime (set by the rename) tells. */
+    sh("mv $A/etc/jwt.key $A/x/jwt.key; ln -s ../x/jwt.key $A/etc/jwt.key");
+    mount_refused_with(key, at(src, sizeof(src), "allow/x"),
+                       "$.mounts[0].source contains FORGE_SLURM_JWT_KEY_FILE "
+                       "(a secret of the worker)");
+}
+
 Test(request_check, cached_places_see_the_storage_root_swapped_for_a_link)
 {
     forge_error_t err = {0};
