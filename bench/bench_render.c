@@ -3,9 +3,9 @@
  * bench_render.c - how fast one request goes from bytes to a submit body
  * (forge_prepare: parse, validate, check, render script and payload), next
  * to the baseline of the same bytes merely parsed by jansson, in the same
- * run. Prints requests/s for both and the ratio; targets: prepare costs at
- * most 3x a bare parse, and >= 100k requests/s on one core for a typical
- * ~2 KiB request. A benchmark, not a test: it never fails on speed.
+ * run. Prints requests/s for both and the ratio; the target (issue 13):
+ * prepare costs at most 2x a bare parse of the same ~2 KiB request. A
+ * benchmark, not a test: it never fails on speed.
  *
  *   build/bench/bench_render [seconds-per-measure]
  */
@@ -136,10 +136,8 @@ int main(int argc, char **argv)
            sizeof(request) - 1);
     printf("baseline  jansson parse only      %10.0f requests/s\n", base);
     printf("measured  parse+validate+render   %10.0f requests/s\n", prep);
-    printf("ratio     prepare cost / parse cost  %.2fx (target <= 3x)\n",
-           base / prep);
-    printf("target    >= 100000 requests/s/core: %s\n",
-           prep >= 100000 ? "met" : "NOT met");
+    printf("ratio     prepare cost / parse cost  %.2fx (target <= 2x: %s)\n",
+           base / prep, base / prep <= 2.0 ? "met" : "NOT met");
     forge_series_catalog_destroy(ctx.cat);
     forge_config_destroy(ctx.cfg);
     return 0;

@@ -23,6 +23,25 @@ static void reserve(forge_buf_t *b, size_t extra)
     b->cap = cap;
 }
 
+void forge_buf_reserve(forge_buf_t *b, size_t n)
+{
+    reserve(b, n);
+}
+
+void forge_buf_put_long(forge_buf_t *b, long long v)
+{
+    char digits[24], *at = digits + sizeof(digits);
+    unsigned long long u =
+        v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+
+    do
+        *--at = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *--at = '-';
+    forge_buf_append(b, at, (size_t)(digits + sizeof(digits) - at));
+}
+
 void forge_buf_append(forge_buf_t *b, const void *p, size_t n)
 {
     reserve(b, n);

@@ -34,6 +34,13 @@ void forge_buf_vprintf(forge_buf_t *b, const char *fmt, va_list ap)
     FORGE_PRINTF(2, 0);
 void forge_buf_truncate(forge_buf_t *b, size_t len); /* len <= b->len */
 
+/* Room for n more bytes (and the terminator) at once: one allocation for
+ * text whose size is known roughly in advance. */
+void forge_buf_reserve(forge_buf_t *b, size_t n);
+
+/* Appends v in decimal (no printf: scripts and bodies hold many). */
+void forge_buf_put_long(forge_buf_t *b, long long v);
+
 /* Returns the text ("" when empty); the buffer keeps ownership. */
 const char *forge_buf_str(const forge_buf_t *b);
 

@@ -285,7 +285,8 @@ forge_rc_t forge_fs_open_file(int dirfd, const char *where, const char *rel,
 }
 
 forge_rc_t forge_fs_resolve(int dirfd, const char *where, const char *rel,
-                            forge_fs_resolved_t *out, forge_error_t *err)
+                            const struct stat *dir_st, forge_fs_resolved_t *out,
+                            forge_error_t *err)
 {
     char *copy;
     size_t n = 0;
@@ -307,7 +308,10 @@ forge_rc_t forge_fs_resolve(int dirfd, const char *where, const char *rel,
         out->depth = k;
     }
     free(copy);
-    if (!rc && out->fd < 0) {
+    if (!rc && out->fd < 0 && dir_st) {
+        out->depth = 0;
+        out->st = *dir_st;
+    } else if (!rc && out->fd < 0) {
         out->depth = 0;
         out->fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (out->fd < 0 || fstat(out->fd, &out->st) != 0)

@@ -145,16 +145,19 @@ forge_rc_t forge_fs_remove(int dirfd, const char *where, const char *name,
 /* What forge_fs_resolve found. */
 typedef struct forge_fs_resolved {
     int fd;         /* O_PATH: the deepest component that exists (a dup of
-                       dirfd when none does); the caller closes it */
+                       dirfd when none does, or -1 when dir_st was given:
+                       dirfd itself); the caller closes it */
     struct stat st; /* its fstat */
     size_t depth;   /* how many components of rel exist */
     bool exists;    /* all of them */
 } forge_fs_resolved_t;
 
 /* Resolves rel beneath dirfd as far as it exists, refusing a link or a
- * non-folder on the way (FORGE_EUNSAFE_PATH). rel "" is dirfd itself. */
+ * non-folder on the way (FORGE_EUNSAFE_PATH). rel "" is dirfd itself.
+ * dir_st (may be NULL): dirfd's fstat, when the caller has it: then
+ * nothing existing beneath dirfd costs no more syscalls (out->fd -1). */
 forge_rc_t forge_fs_resolve(int dirfd, const char *where, const char *rel,
-                            forge_fs_resolved_t *out,
+                            const struct stat *dir_st, forge_fs_resolved_t *out,
                             forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* fsync of a folder (a rename or link in it made durable); errors ignored. */

@@ -4,17 +4,31 @@
  */
 #include "render/shell.h"
 
-#include <stdarg.h>
 #include <string.h>
+
+/* s inside an open single-quoted word: each ' closes it, is written as
+ * \' and opens it again. */
+static void quote_inside(forge_buf_t *out, const char *s)
+{
+    for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+        forge_buf_append(out, s, (size_t)(q - s));
+        forge_buf_append(out, "'\\''", 4);
+    }
+    forge_buf_puts(out, s);
+}
 
 void forge_shell_quote(forge_buf_t *out, const char *s)
 {
     forge_buf_putc(out, '\'');
-    for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-        forge_buf_append(out, s, (size_t)(q - s));
-        forge_buf_puts(out, "'\\''");
-    }
-    forge_buf_puts(out, s);
+    quote_inside(out, s);
+    forge_buf_putc(out, '\'');
+}
+
+void forge_shell_arg_cat(forge_buf_t *out, size_t n, const char *const *parts)
+{
+    forge_buf_append(out, " '", 2);
+    for (size_t i = 0; i < n; i++)
+        quote_inside(out, parts[i]);
     forge_buf_putc(out, '\'');
 }
 
@@ -22,16 +36,4 @@ void forge_shell_arg(forge_buf_t *out, const char *s)
 {
     forge_buf_putc(out, ' ');
     forge_shell_quote(out, s);
-}
-
-void forge_shell_argf(forge_buf_t *out, const char *fmt, ...)
-{
-    forge_buf_t word = FORGE_BUF_INIT;
-    va_list ap;
-
-    va_start(ap, fmt);
-    forge_buf_vprintf(&word, fmt, ap);
-    va_end(ap);
-    forge_shell_arg(out, forge_buf_str(&word));
-    forge_buf_clear(&word);
 }

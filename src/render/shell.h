@@ -20,8 +20,9 @@ void forge_shell_quote(forge_buf_t *out, const char *s);
 /* Appends " " and the quoted word: for building argv lines. */
 void forge_shell_arg(forge_buf_t *out, const char *s);
 
-/* Appends " " and a quoted word made from a printf format. */
-void forge_shell_argf(forge_buf_t *out, const char *fmt, ...)
-    FORGE_PRINTF(2, 3);
+/* Appends " " and the quoted word of the n strings joined: what
+ * forge_shell_arg of their concatenation appends, without building it
+ * (quoting works piece by piece: inside '...' nothing joins or splits). */
+void forge_shell_arg_cat(forge_buf_t *out, size_t n, const char *const *parts);
 
 #endif

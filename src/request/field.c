@@ -40,10 +40,16 @@ size_t forge_field_path_key(forge_field_path_t *p, const char *key)
 
 size_t forge_field_path_index(forge_field_path_t *p, size_t i)
 {
-    char seg[32];
+    char seg[32], *at = seg + sizeof(seg) - 1;
 
-    snprintf(seg, sizeof(seg), "[%zu]", i);
-    return path_append(p, seg);
+    /* "[i]" written backwards: every element of every array pays this */
+    *at = '\0';
+    *--at = ']';
+    do
+        *--at = (char)('0' + i % 10);
+    while ((i /= 10) != 0);
+    *--at = '[';
+    return path_append(p, at);
 }
 
 void forge_field_path_pop(forge_field_path_t *p, size_t old)
@@ -140,12 +146,10 @@ forge_rc_t forge_field_take_string(json_t *v, const forge_field_t *f,
     if (f->pattern && !forge_field_pattern_match(f->pattern, s))
         return forge_field_fail(err, f->code, p, "must match %s",
                                 f->pattern->regex);
-    if (count < (size_t)f->min || (f->max && count > (size_t)f->max)) {
-        char bounds[64];
-        snprintf(bounds, sizeof(bounds), "%ld..%ld", f->min, f->max);
-        return forge_field_fail(err, f->code, p, "must be %s characters long",
-                                bounds);
-    }
+    if (count < (size_t)f->min || (f->max && count > (size_t)f->max))
+        return forge_field_fail(err, f->code, p,
+                                "must be %ld..%ld characters long", f->min,
+                                f->max);
     if ((problem = string_flag_problem(s, f->flags)))
         return forge_field_fail(err, f->code, p, "%s", problem);
     *out = forge_xstrndup(s, n);
@@ -157,9 +161,7 @@ static forge_rc_t take_integer(json_t *v, const forge_field_t *f, long *out,
                                forge_field_path_t *p, forge_error_t *err)
 {
     double d;
-    char bounds[64];
 
-    snprintf(bounds, sizeof(bounds), "%ld..%ld", f->min, f->max);
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i >= f->min && i <= f->max)
@@ -169,8 +171,8 @@ static forge_rc_t take_integer(json_t *v, const forge_field_t *f, long *out,
         if (d == floor(d) && d >= (double)f->min && d <= (double)f->max)
             return (*out = (long)d), FORGE_OK;
     }
-    return forge_field_fail(err, f->code, p, "must be an integer in %s",
-                            bounds);
+    return forge_field_fail(err, f->code, p, "must be an integer in %ld..%ld",
+                            f->min, f->max);
 }
 
 static forge_rc_t parse_field(json_t *v, const forge_field_t *f, void *target,

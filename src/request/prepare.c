@@ -25,15 +25,17 @@ forge_rc_t forge_prepare(const char *buf, size_t len, const forge_config_t *cfg,
     if ((rc = forge_request_check(p->request, cfg, catalog, err)))
         goto out;
     if (p->request->kind == FORGE_REQUEST_LAUNCH) {
+        size_t script_len;
         p->script = forge_render_script(&p->request->launch, cfg);
+        script_len = strlen(p->script);
         /* srun's argv carries the command once per pool: past this the
          * kernel would refuse to start it (ARG_MAX is 2 MiB). */
-        if (strlen(p->script) > FORGE_SCRIPT_MAX_BYTES) {
+        if (script_len > FORGE_SCRIPT_MAX_BYTES) {
             rc = forge_error_set(err, FORGE_ETOO_LARGE, "$.command",
                                  "the rendered script would be %zu bytes; "
                                  "the limit is %d (command and env are "
                                  "repeated once per pool)",
-                                 strlen(p->script), FORGE_SCRIPT_MAX_BYTES);
+                                 script_len, FORGE_SCRIPT_MAX_BYTES);
             goto out;
         }
         rc = forge_render_payload(&p->request->launch, cfg, catalog, p->script,

@@ -159,13 +159,11 @@ static forge_rc_t check_array(json_t *v, size_t min, size_t max,
                               forge_field_path_t *p, forge_rc_t code,
                               forge_error_t *err)
 {
-    char bounds[64];
-
-    snprintf(bounds, sizeof(bounds), "%zu..%zu", min, max);
     if (!json_is_array(v))
         return forge_field_fail(err, code, p, "must be an array");
     if (json_array_size(v) < min || json_array_size(v) > max)
-        return forge_field_fail(err, code, p, "must have %s elements", bounds);
+        return forge_field_fail(err, code, p, "must have %zu..%zu elements",
+                                min, max);
     return FORGE_OK;
 }
 

@@ -8,6 +8,7 @@
  * under the storage root and may plant links there.
  */
 #include "request/request_check.h"
+#include "request/forbidden.h"
 #include "core/buf.h"
 #include "render/paths.h"
 #include "render/render.h"
@@ -52,12 +53,22 @@ static const forge_image_format_t profile_format[] = {
 
 /* ---- paths: resolved beneath a root, never matched as strings only ------ */
 
-/* A configured folder: beneath the storage root's descriptor, no link on
- * the way, when it lies under the storage root (the runtime root does by
- * default, and the storage's owner controls what is there); else as
- * configured (forge_fs_open_root). */
-static forge_rc_t open_config_dir(const forge_config_t *cfg, const char *path,
-                                  int *fd, forge_error_t *err)
+/* realpath when it exists, else the path as configured (new). */
+static char *canonical(const char *path)
+{
+    char buf[PATH_MAX];
+
+    return forge_xstrdup(realpath(path, buf) ? buf : path);
+}
+
+/* A configured folder: beneath the storage root's descriptor (the
+ * snapshot's, when there is one), no link on the way, when it lies under
+ * the storage root (the runtime root does by default, and the storage's
+ * owner controls what is there); else as configured
+ * (forge_fs_open_root). */
+static forge_rc_t open_config_dir(const forge_config_t *cfg,
+                                  const forge_forbidden_set_t *set,
+                                  const char *path, int *fd, forge_error_t *err)
 {
     const char *rel =
         cfg->storage_root ? forge_path_below(path, cfg->storage_root) : NULL;
@@ -66,10 +77,13 @@ static forge_rc_t open_config_dir(const forge_config_t *cfg, const char *path,
 
     if (!rel || !*rel)
         return forge_fs_open_root(path, fd, err);
-    if ((rc = forge_fs_open_root(cfg->storage_root, &sfd, err)))
+    if (set && set->sfd >= 0)
+        sfd = set->sfd;
+    else if ((rc = forge_fs_open_root(cfg->storage_root, &sfd, err)))
         return rc;
     rc = forge_fs_open(sfd, "", rel, O_PATH | O_DIRECTORY, 0, fd, NULL, err);
-    close(sfd);
+    if (!set || sfd != set->sfd)
+        close(sfd);
     if (!rc && *fd < 0)
         rc = forge_error_set(err, FORGE_EIO, "storage", "%s does not exist",
                              path);
@@ -79,8 +93,38 @@ static forge_rc_t open_config_dir(const forge_config_t *cfg, const char *path,
 /* ---- image ----------------------------------------------------------------
  */
 
+/* The image in one resolution beneath the snapshot's storage root
+ * descriptor (the runtime root's path below the storage root, then rel),
+ * no link in any component: true when that settles it (*fd the image, or
+ * -1: there is none); false when the runtime root is not under the storage
+ * root or something on the way was refused, which the way in two steps
+ * (open_config_dir, then rel) then names as it always has. */
+static bool open_image_at_storage(const forge_config_t *cfg,
+                                  const forge_forbidden_set_t *set,
+                                  const char *rel, int *fd, struct stat *st)
+{
+    const char *runtimes =
+        set && set->sfd >= 0
+            ? forge_path_below(cfg->runtime_root, cfg->storage_root)
+            : NULL;
+    forge_error_t ignored;
+    char *joined;
+    forge_rc_t rc;
+
+    if (!runtimes || !*runtimes)
+        return false;
+    joined = forge_path_join(runtimes, rel);
+    rc = forge_fs_open(set->sfd, "", joined, O_PATH, 0, fd, st, &ignored);
+    free(joined);
+    if (rc)
+        *fd = -1;
+    return !rc;
+}
+
 static forge_rc_t check_image(const forge_request_t *req,
-                              const forge_config_t *cfg, forge_error_t *err)
+                              const forge_config_t *cfg,
+                              const forge_forbidden_set_t *set,
+                              forge_error_t *err)
 {
     const forge_launch_t *l = &req->launch;
     forge_image_format_t want = profile_format[cfg->runtime_profile];
@@ -101,7 +145,8 @@ static forge_rc_t check_image(const forge_request_t *req,
     if (!rel)
         rc = refuse(err, FORGE_EIMAGE_MISSING, req, ".image.path",
                     "leads outside the runtime root (%s)", cfg->runtime_root);
-    else if (*rel && !open_config_dir(cfg, cfg->runtime_root, &rfd, &why) &&
+    else if (*rel && !open_image_at_storage(cfg, set, rel, &fd, &st) &&
+             !open_config_dir(cfg, set, cfg->runtime_root, &rfd, &why) &&
              forge_fs_open(rfd, "", rel, O_PATH, 0, &fd, &st, &why))
         fd = -1; /* why says what was wrong */
     /* No link is followed under the runtime root: one leading to another
@@ -140,245 +185,63 @@ static forge_rc_t check_image(const forge_request_t *req,
  * launches' credentials and logs), the storage root as a whole, and the
  * worker's secret files; by canonical path and, where they exist, by
  * identity (device and inode, which also sees a bind mount's alias).
+ * The places come from forbidden.h's snapshot (cached, revalidated at each
+ * check by the rule it states).
  */
 
-#define CHAIN_MAX     128
-#define FORBIDDEN_MAX 8
-
-typedef struct file_id {
-    dev_t dev;
-    ino_t ino;
-} file_id_t;
-
-/* A file and its ancestors up to "/" (or CHAIN_MAX), itself first. */
-typedef struct chain {
-    file_id_t id[CHAIN_MAX];
-    size_t n;
-} chain_t;
-
-typedef struct forbidden {
-    const char *what;   /* for messages */
-    char *canon;        /* canonical path, or NULL */
-    bool may_lie_below; /* a source under it is fine (the storage root) */
-    chain_t chain;      /* n == 0: not there */
-} forbidden_t;
-
+/* What no mount may be, contain, or (but the storage root) lie in: the
+ * snapshot's places, in the order violations are reported (secrets, the
+ * storage root, staging, artifacts). */
 typedef struct guard {
-    forbidden_t f[FORBIDDEN_MAX];
+    const forge_forbidden_set_t *set;
     size_t count;
-    /* the storage root, when configured: opened once for the whole
-     * check (the mounts under it resolve beneath this descriptor), and
-     * its entry above (canonical path and chain, reused by them) */
-    int sfd;
-    const forbidden_t *storage;
 } guard_t;
 
-static bool same_id(file_id_t a, file_id_t b)
+static void guard_init(const forge_forbidden_set_t *set, guard_t *g)
 {
-    return a.dev == b.dev && a.ino == b.ino;
+    g->set = set;
+    g->count = set->count + (set->storage ? 2 : 0);
 }
 
-static void push_id(chain_t *c, const struct stat *st)
+static const forge_forbidden_t *guard_at(const guard_t *g, size_t k)
 {
-    if (c->n < CHAIN_MAX)
-        c->id[c->n++] = (file_id_t){st->st_dev, st->st_ino};
-}
-
-/*
- * The folder dir (not closed) and its ancestors, by "..": identities only,
- * nothing is read or opened; one fstat per folder (fstatat of "..",
- * "../..", ... beneath dir: the kernel walks ".." as openat would, mounts
- * included, and ".." is never a link). above (may be NULL): the chain of
- * a root dir lies `steps` folders below, walked already in this check:
- * when exactly `steps` ".." lead to that root, its chain is appended
- * instead of walked again (the same folders: the path between was
- * resolved beneath the root, so the ".." walk retraces it). Anywhere else
- * (a folder moved meanwhile), the walk goes on to "/" as without it.
- * known (may be NULL): dir's fstat, when the caller has it.
- */
-static void walk_up_to(int dir, const struct stat *known, chain_t *c,
-                       const chain_t *above, size_t steps)
-{
-    char ups[CHAIN_MAX * 3 + 1] = "";
-    struct stat st;
-    file_id_t id;
-
-    if (known)
-        st = *known;
-    else if (fstat(dir, &st) != 0)
-        return;
-    id = (file_id_t){st.st_dev, st.st_ino};
-    for (size_t level = 0; c->n < CHAIN_MAX; level++) {
-        if (above && above->n && level == steps && same_id(id, above->id[0])) {
-            for (size_t k = 0; k < above->n && c->n < CHAIN_MAX; k++)
-                c->id[c->n++] = above->id[k];
-            return;
-        }
-        c->id[c->n++] = id;
-        /* "..", then "../..", "../../..": 3 more bytes a level */
-        memcpy(ups + (level ? 3 * level - 1 : 0), level ? "/.." : "..",
-               level ? 4 : 3);
-        if (fstatat(dir, ups, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(st.st_mode) ||
-            same_id(id, (file_id_t){st.st_dev, st.st_ino}))
-            return; /* "/" is its own parent */
-        id = (file_id_t){st.st_dev, st.st_ino};
-    }
-}
-
-static void walk_up(int dir, chain_t *c)
-{
-    walk_up_to(dir, NULL, c, NULL, 0);
-}
-
-/* The chain of an absolute path the configuration names (links in it are
- * the site's: followed); n == 0 when it does not exist. */
-static void chain_of_path(const char *canon, chain_t *c)
-{
-    char *dir = forge_xstrdup(canon), *slash = strrchr(dir, '/');
-    struct stat st;
-    int fd;
-
-    c->n = 0;
-    if (stat(canon, &st) == 0) {
-        push_id(c, &st);
-        slash[slash == dir ? 1 : 0] = '\0';
-        if (strcmp(canon, "/") &&
-            (fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-            walk_up(fd, c);
-            close(fd);
-        }
-    }
-    free(dir);
-}
-
-/* realpath when it exists, else the path as configured (new). */
-static char *canonical(const char *path)
-{
-    char buf[PATH_MAX];
-
-    return forge_xstrdup(realpath(path, buf) ? buf : path);
-}
-
-static forbidden_t *forbid(guard_t *g, const char *what, char *canon,
-                           bool may_lie_below)
-{
-    forbidden_t *f = &g->f[g->count++];
-
-    f->what = what;
-    f->canon = canon;
-    f->may_lie_below = may_lie_below;
-    f->chain.n = 0;
-    return f;
-}
-
-/* The worker's secret files the configuration names (FORGE_SLURM_TLS_CA_
- * FILE is public). A state key or tenants file, once configured, belongs
- * here too. */
-static void forbid_secrets(const forge_config_t *cfg, guard_t *g)
-{
-    const struct {
-        const char *what, *path;
-    } secrets[] = {
-        {"FORGE_SLURM_JWT_FILE (a secret of the worker)", cfg->slurm_jwt_file},
-        {"FORGE_SLURM_JWT_KEY_FILE (a secret of the worker)",
-         cfg->slurm_jwt_key_file},
-        {"FORGE_STATE_KEY_FILE (a secret of the worker)", cfg->state_key_file},
-        {"FORGE_STATE_KEY_FILE_PREVIOUS (a secret of the worker)",
-         cfg->state_key_file_previous},
-        {"FORGE_TENANTS_FILE (the worker's)", cfg->tenants_file},
-    };
-
-    _Static_assert(sizeof(secrets) / sizeof(*secrets) + 3 <= FORBIDDEN_MAX,
-                   "guard_t holds the secrets and the storage's three");
-    for (size_t i = 0; i < sizeof(secrets) / sizeof(*secrets); i++) {
-        forbidden_t *f;
-        if (!secrets[i].path)
-            continue;
-        f = forbid(g, secrets[i].what, canonical(secrets[i].path), false);
-        chain_of_path(f->canon, &f->chain);
-    }
-}
-
-/* What no mount may be, contain, or (but the storage root) lie in. */
-static forge_rc_t guard_init(const forge_config_t *cfg, guard_t *g,
-                             forge_error_t *err)
-{
-    static const char *const own[][2] = {
-        {"staging", "the worker's staging folder"},
-        {"artifacts", "the worker's artifacts folder"},
-    };
-    forbidden_t *f;
-    const char *storage;
-    int sfd;
-    forge_rc_t rc;
-
-    g->count = 0; /* the chains are filled as they are walked */
-    g->sfd = -1;
-    g->storage = NULL;
-    forbid_secrets(cfg, g);
-    if (!cfg->storage_root)
-        return FORGE_OK;
-    if ((rc = forge_fs_open_root(cfg->storage_root, &sfd, err)))
-        return rc;
-    f = forbid(g, "the storage root", canonical(cfg->storage_root), true);
-    walk_up(sfd, &f->chain);
-    g->sfd = sfd;
-    g->storage = f;
-    storage = f->canon;
-    for (size_t i = 0; i < 2; i++) {
-        forge_error_t ignored = {0};
-        int fd = -1;
-        f = forbid(g, own[i][1], forge_path_join(storage, own[i][0]), false);
-        /* identity only when it is a real folder: a link there is the
-         * storage owner's doing, and the name rule covers it */
-        if (!forge_fs_open(sfd, "", own[i][0], O_PATH | O_DIRECTORY, 0, &fd,
-                           NULL, &ignored) &&
-            fd >= 0) {
-            walk_up_to(fd, NULL, &f->chain, &g->storage->chain, 1);
-            close(fd);
-        }
-    }
-    return FORGE_OK;
-}
-
-static void guard_clear(guard_t *g)
-{
-    for (size_t i = 0; i < g->count; i++)
-        free(g->f[i].canon);
-    if (g->sfd >= 0)
-        close(g->sfd);
+    return k < g->set->count ? &g->set->f[k] : &g->set->own[k - g->set->count];
 }
 
 /* A mount source as resolved. */
 typedef struct source {
-    char *canon;   /* canonical path (new) */
-    chain_t chain; /* its deepest existing component and the folders above */
-    bool exists;   /* all of it */
+    char *canon;         /* canonical path (new) */
+    forge_chain_t chain; /* its deepest existing component and above */
+    bool exists;         /* all of it */
 } source_t;
 
-/* s->chain from what forge_fs_resolve found beneath rfd (r->fd closed by
- * the caller); above: rfd's own chain when walked already, else NULL. */
+/* s->chain from what forge_fs_resolve found beneath rfd (r->fd, closed by
+ * the caller, is -1 when that is rfd itself); above: rfd's own chain when
+ * walked already, else NULL. */
 static void source_chain(int rfd, const char *rel, const forge_fs_resolved_t *r,
-                         const chain_t *above, source_t *s)
+                         const forge_chain_t *above, source_t *s)
 {
-    char *parent = forge_xstrdup(rel), *slash = strrchr(parent, '/');
+    char *parent, *slash;
     forge_error_t ignored = {0};
     int pfd = -1;
 
     if (S_ISDIR(r->st.st_mode)) {
-        walk_up_to(r->fd, &r->st, &s->chain, above, r->depth);
-    } else { /* a file, which exists: its folder is rel's parent */
-        push_id(&s->chain, &r->st);
-        if (slash)
-            *slash = '\0';
-        if (!slash)
-            walk_up_to(rfd, NULL, &s->chain, above, 0);
-        else if (!forge_fs_open(rfd, "", parent, O_PATH | O_DIRECTORY, 0, &pfd,
-                                NULL, &ignored) &&
-                 pfd >= 0)
-            walk_up_to(pfd, NULL, &s->chain, above, r->depth - 1);
+        forge_chain_walk_up(r->fd >= 0 ? r->fd : rfd, &r->st, &s->chain, above,
+                            r->depth);
+        return;
     }
+    /* a file, which exists: its folder is rel's parent */
+    forge_chain_push(&s->chain, &r->st);
+    parent = forge_xstrdup(rel);
+    slash = strrchr(parent, '/');
+    if (slash)
+        *slash = '\0';
+    if (!slash)
+        forge_chain_walk_up(rfd, NULL, &s->chain, above, 0);
+    else if (!forge_fs_open(rfd, "", parent, O_PATH | O_DIRECTORY, 0, &pfd,
+                            NULL, &ignored) &&
+             pfd >= 0)
+        forge_chain_walk_up(pfd, NULL, &s->chain, above, r->depth - 1);
     if (pfd >= 0)
         close(pfd);
     free(parent);
@@ -387,14 +250,16 @@ static void source_chain(int rfd, const char *rel, const forge_fs_resolved_t *r,
 /* rel beneath root (where: how messages name root), no link on the way.
  * A root that does not exist on this host (a FORGE_MOUNT_ALLOW prefix only
  * the cluster has) leaves only the name rules: s->chain empty. The storage
- * root comes from the guard: its descriptor, canonical path and chain. */
+ * root comes from the snapshot: its descriptor, fstat, canonical path and
+ * chain. */
 static forge_rc_t resolve_source(const guard_t *g, const char *root,
                                  const char *where, const char *rel,
                                  source_t *s, forge_error_t *why)
 {
-    const forbidden_t *storage =
-        g->sfd >= 0 && g->storage && !*where /* the storage root */
-            ? g->storage
+    const forge_forbidden_set_t *set = g->set;
+    const forge_forbidden_t *storage =
+        set->sfd >= 0 && set->storage && !*where /* the storage root */
+            ? set->storage
             : NULL;
     char *rcanon = storage ? NULL : canonical(root);
     const char *canon = storage ? storage->canon : rcanon;
@@ -406,12 +271,13 @@ static forge_rc_t resolve_source(const guard_t *g, const char *root,
     s->canon = *rel ? forge_path_join(canon, rel) : forge_xstrdup(canon);
     free(rcanon);
     if (storage)
-        rfd = g->sfd;
+        rfd = set->sfd;
     else if (stat(root, &st) != 0 && errno == ENOENT)
         return FORGE_OK;
     else if ((rc = forge_fs_open_root(root, &rfd, why)))
         return rc;
-    if (!(rc = forge_fs_resolve(rfd, where, rel, &r, why))) {
+    if (!(rc = forge_fs_resolve(rfd, where, rel,
+                                storage ? &set->storage_st : NULL, &r, why))) {
         s->exists = r.exists;
         if (r.exists && !S_ISDIR(r.st.st_mode) && !S_ISREG(r.st.st_mode))
             rc = forge_error_set(why, FORGE_EUNSAFE_PATH, "storage",
@@ -420,7 +286,8 @@ static forge_rc_t resolve_source(const guard_t *g, const char *root,
                                  where, *where ? "/" : "", rel);
         else
             source_chain(rfd, rel, &r, storage ? &storage->chain : NULL, s);
-        close(r.fd);
+        if (r.fd >= 0)
+            close(r.fd);
     }
     if (!storage)
         close(rfd);
@@ -428,7 +295,7 @@ static forge_rc_t resolve_source(const guard_t *g, const char *root,
 }
 
 /* How s breaks f ("is", "contains", "lies in"), or NULL. */
-static const char *violation(const forbidden_t *f, const source_t *s)
+static const char *violation(const forge_forbidden_t *f, const source_t *s)
 {
     if (!strcmp(s->canon, f->canon))
         return "is";
@@ -439,7 +306,7 @@ static const char *violation(const forbidden_t *f, const source_t *s)
     if (!f->chain.n || !s->chain.n)
         return NULL;
     for (size_t k = 0; k < s->chain.n; k++) {
-        if (!same_id(s->chain.id[k], f->chain.id[0]))
+        if (!forge_file_id_same(s->chain.id[k], f->chain.id[0]))
             continue;
         if (k == 0 && s->exists)
             return "is";
@@ -447,7 +314,7 @@ static const char *violation(const forbidden_t *f, const source_t *s)
             return "lies in";
     }
     for (size_t k = 1; s->exists && k < f->chain.n; k++)
-        if (same_id(f->chain.id[k], s->chain.id[0]))
+        if (forge_file_id_same(f->chain.id[k], s->chain.id[0]))
             return "contains";
     return NULL;
 }
@@ -478,10 +345,13 @@ static forge_rc_t check_mount(const forge_request_t *req,
     char *source = forge_path_mount_source(cfg, &req->launch.mounts[i]);
     char *norm = forge_path_normalize(source), field[64];
     const char *rel = NULL, *root = norm ? root_of(cfg, norm, &rel) : NULL;
-    source_t s = {NULL, {{{0}}, 0}, false};
+    source_t s;
     forge_error_t why = {0};
     forge_rc_t rc = FORGE_OK;
 
+    s.canon = NULL;
+    s.chain.n = 0;
+    s.exists = false;
     snprintf(field, sizeof(field), ".mounts[%zu].source", i);
     if (!root)
         rc = refuse(err, FORGE_EMOUNT_REFUSED, req, field,
@@ -492,10 +362,11 @@ static forge_rc_t check_mount(const forge_request_t *req,
                     "is refused: %s (no link is followed in a mount source)",
                     why.message);
     for (size_t k = 0; !rc && k < g->count; k++) {
-        const char *how = violation(&g->f[k], &s);
+        const forge_forbidden_t *f = guard_at(g, k);
+        const char *how = violation(f, &s);
         if (how)
             rc = refuse(err, FORGE_EMOUNT_REFUSED, req, field, "%s %s", how,
-                        g->f[k].what);
+                        f->what);
     }
     free(s.canon);
     free(norm);
@@ -504,20 +375,21 @@ static forge_rc_t check_mount(const forge_request_t *req,
 }
 
 static forge_rc_t check_mounts(const forge_request_t *req,
-                               const forge_config_t *cfg, forge_error_t *err)
+                               const forge_config_t *cfg,
+                               const forge_forbidden_set_t *set,
+                               const forge_error_t *set_err, forge_error_t *err)
 {
     guard_t g;
-    forge_error_t why = {0};
     forge_rc_t rc = FORGE_OK;
 
     if (req->launch.mount_count == 0)
         return FORGE_OK;
-    if (guard_init(cfg, &g, &why))
-        rc = refuse(err, FORGE_EMOUNT_REFUSED, req, ".mounts",
-                    "cannot be checked: %s", why.message);
+    if (!set)
+        return refuse(err, FORGE_EMOUNT_REFUSED, req, ".mounts",
+                      "cannot be checked: %s", set_err->message);
+    guard_init(set, &g);
     for (size_t i = 0; !rc && i < req->launch.mount_count; i++)
         rc = check_mount(req, cfg, &g, i, err);
-    guard_clear(&g);
     return rc;
 }
 
@@ -593,13 +465,20 @@ forge_rc_t forge_request_check(const forge_request_t *req,
                                const forge_series_catalog_t *catalog,
                                forge_error_t *err)
 {
+    forge_forbidden_set_t *set = NULL;
+    forge_error_t set_err;
     forge_rc_t rc;
 
     if (req->kind != FORGE_REQUEST_LAUNCH)
         return FORGE_OK;
-    if ((rc = check_image(req, cfg, err)))
-        return rc;
-    if ((rc = check_mounts(req, cfg, err)))
+    /* NULL when the storage root cannot be opened: the image is then
+     * looked for as before, and mounts cannot be checked (set_err). */
+    if (forge_forbidden_get(cfg, &set, &set_err))
+        set = NULL;
+    if (!(rc = check_image(req, cfg, set, err)))
+        rc = check_mounts(req, cfg, set, &set_err, err);
+    forge_forbidden_release(set);
+    if (rc)
         return rc;
     if ((rc = check_env_shell(req, cfg, err)))
         return rc;

@@ -10,7 +10,9 @@
  *
  * Run after forge_request_parse(); the error's field is a JSON path into the
  * document as received. Reads the file system (what exists, by descriptors,
- * never following a link under a root), nothing else.
+ * never following a link under a root), nothing else; the places no mount
+ * may reach come from forbidden.h's shared snapshot, revalidated at each
+ * call. Thread-safe.
  */
 #ifndef FORGE_REQUEST_CHECK_H
 #define FORGE_REQUEST_CHECK_H

@@ -15,6 +15,7 @@
  */
 #include "request/prepare.h"
 #include "render/render.h"
+#include "render/shell.h"
 #include "core/util.h"
 
 #include <criterion/criterion.h>
@@ -163,6 +164,34 @@ static void golden(const char *name)
     check_golden(name, "expected.payload.json", payload);
     free(payload);
     forge_prepared_destroy(p);
+}
+
+/* A word quoted from pieces is the word of the pieces joined, quotes and
+ * all, and bash reads it back as that one word. */
+Test(render, shell_word_from_pieces_is_the_joined_word)
+{
+    const char *parts[] = {"--x=", "it's", "", "'", " $(no) ", "a'b'"};
+    forge_buf_t joined = FORGE_BUF_INIT, whole = FORGE_BUF_INIT,
+                cat = FORGE_BUF_INIT, cmd = FORGE_BUF_INIT;
+    char out[256] = "";
+    FILE *f;
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        forge_buf_puts(&joined, parts[i]);
+    forge_shell_arg(&whole, forge_buf_str(&joined));
+    forge_shell_arg_cat(&cat, sizeof(parts) / sizeof(parts[0]), parts);
+    cr_assert_str_eq(forge_buf_str(&cat), forge_buf_str(&whole));
+    forge_buf_puts(&cmd, "printf %s");
+    forge_buf_puts(&cmd, forge_buf_str(&cat));
+    f = popen(forge_buf_str(&cmd), "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(out, sizeof(out), f));
+    cr_assert_eq(pclose(f), 0);
+    cr_assert_str_eq(out, forge_buf_str(&joined));
+    forge_buf_clear(&joined);
+    forge_buf_clear(&whole);
+    forge_buf_clear(&cat);
+    forge_buf_clear(&cmd);
 }
 
 Test(render, golden_apptainer_single)

@@ -11,6 +11,7 @@
  */
 #include "request/request.h"
 #include "request/request_check.h"
+#include "request/forbidden.h"
 #include "request/series.h"
 
 #include "support_storage.h"
@@ -341,6 +342,148 @@ Test(request_check, a_token_file_not_there_yet_is_matched_by_path)
     mount_refused_with(jwt, at(src, sizeof(src), "allow/run"),
                        "$.mounts[0].source contains FORGE_SLURM_JWT_FILE (a "
                        "secret of the worker)");
+}
+
+/* ---- the forbidden places' cache (forbidden.h) ---------------------------
+ */
+
+/* Past the racy window of forbidden.h: a snapshot built now is reused. */
+static void let_ctimes_age(void)
+{
+    sleep(3);
+}
+
+static void key_setting(char *buf, size_t size, const char *dir)
+{
+    snprintf(buf, size, "FORGE_SLURM_JWT_KEY_FILE=%s/allow/%s/jwt.key", tmp,
+             dir);
+}
+
+Test(request_check, cached_places_see_a_secret_replaced)
+{
+    char key[160];
+    unsigned long builds;
+
+    sh("mkdir -p $A/etc; printf k > $A/etc/jwt.key; chmod 600 $A/etc/jwt.key");
+    key_setting(key, sizeof(key), "etc");
+    let_ctimes_age();
+    mount_ok_with(key, "data/sets");
+    builds = forge_forbidden_builds();
+    mount_ok_with(key, "data/sets");
+    cr_assert_eq(forge_forbidden_builds(), builds,
+                 "the second check is served from the cache");
+    /* A new key file renamed over the old one, and a hard link to it in the
+     * storage: the snapshot built before knows neither its inode nor that
+     * path. */
+    sh("printf k2 > $A/etc/new.key; chmod 600 $A/etc/new.key; "
+       "mv $A/etc/new.key $A/etc/jwt.key; ln $A/etc/jwt.key $R/data/k");
+    mount_refused_with(key, "data/k",
+                       "$.mounts[0].source is FORGE_SLURM_JWT_KEY_FILE (a "
+                       "secret of the worker)");
+    cr_assert_gt(forge_forbidden_builds(), builds);
+}
+
+Test(request_check, cached_places_see_a_secrets_folder_swapped_for_a_link)
+{
+    char key[160], src[128];
+    unsigned long builds;
+
+    sh("mkdir -p $A/etc $A/etc2; printf k > $A/etc/jwt.key; "
+       "printf k > $A/etc2/jwt.key; chmod 600 $A/etc/jwt.key $A/etc2/jwt.key");
+    key_setting(key, sizeof(key), "etc");
+    let_ctimes_age();
+    mount_ok_with(key, at(src, sizeof(src), "allow/etc2"));
+    builds = forge_forbidden_builds();
+    mount_ok_with(key, at(src, sizeof(src), "allow/etc2"));
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The configured path now leads through a link to etc2's key. */
+    sh("mv $A/etc $A/etc-old; ln -s etc2 $A/etc");
+    mount_refused_with(key, at(src, sizeof(src), "allow/etc2"),
+                       "$.mounts[0].source contains FORGE_SLURM_JWT_KEY_FILE "
+                       "(a secret of the worker)");
+}
+
+Test(request_check, cached_places_see_a_secret_moved_behind_a_link)
+{
+    char key[160], src[128];
+    unsigned long builds;
+
+    sh("mkdir -p $A/etc $A/x; printf k > $A/etc/jwt.key; "
+       "chmod 600 $A/etc/jwt.key");
+    key_setting(key, sizeof(key), "etc");
+    let_ctimes_age();
+    mount_ok_with(key, at(src, sizeof(src), "allow/x"));
+    builds = forge_forbidden_builds();
+    mount_ok_with(key, at(src, sizeof(src), "allow/x"));
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The same inode, now in x, the configured path a link to it: only
+     * its ctime (set by the rename) tells. */
+    sh("mv $A/etc/jwt.key $A/x/jwt.key; ln -s ../x/jwt.key $A/etc/jwt.key");
+    mount_refused_with(key, at(src, sizeof(src), "allow/x"),
+                       "$.mounts[0].source contains FORGE_SLURM_JWT_KEY_FILE "
+                       "(a secret of the worker)");
+}
+
+Test(request_check, cached_places_see_the_storage_root_swapped_for_a_link)
+{
+    forge_error_t err = {0};
+    unsigned long builds;
+
+    let_ctimes_age();
+    mount_ok("data/sets");
+    builds = forge_forbidden_builds();
+    mount_ok("data/sets");
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The snapshot's descriptor still leads to the old folder: reused, it
+     * would let both checks through. */
+    sh("mv $R $T/real-storage; ln -s real-storage $R");
+    cr_assert_neq(check(NULL, "images/a.sif", "data/sets", &err), FORGE_OK);
+    cr_assert(strstr(err.message, "storage is a symbolic link"), "%s",
+              err.message);
+}
+
+Test(request_check, cached_places_see_staging_renamed_and_replaced)
+{
+    unsigned long builds;
+
+    sh("mkdir -p $R/staging/victim $R/artifacts");
+    let_ctimes_age();
+    mount_refused("staging/victim",
+                  "$.mounts[0].source lies in the worker's staging folder");
+    builds = forge_forbidden_builds();
+    mount_ok("data/sets");
+    cr_assert_eq(forge_forbidden_builds(), builds);
+    /* The storage's owner renames staging and makes another: the old one
+     * is now an ordinary folder (refused by its identity if the snapshot
+     * were reused), the new one is the worker's. */
+    sh("mv $R/staging $R/data/old-staging; mkdir $R/staging");
+    mount_ok("data/old-staging");
+    cr_assert_gt(forge_forbidden_builds(), builds);
+    mount_refused("staging", "$.mounts[0].source is the worker's staging "
+                             "folder");
+}
+
+Test(request_check, cached_places_see_a_folder_above_moved_within_the_age)
+{
+    char key[160], src[128];
+    forge_error_t err = {0};
+
+    sh("mkdir -p $A/etc $A/x; printf k > $A/etc/jwt.key; "
+       "chmod 600 $A/etc/jwt.key");
+    key_setting(key, sizeof(key), "etc");
+    let_ctimes_age();
+    mount_ok_with(key, at(src, sizeof(src), "allow/x"));
+    /* The key's folder moved under x, a link keeping the configured path:
+     * the key's own inode and ctime are unchanged (forbidden.h: seen
+     * within FORGE_FORBIDDEN_MAX_AGE_MS). */
+    sh("mv $A/etc $A/x/etc; ln -s x/etc $A/etc");
+    usleep((FORGE_FORBIDDEN_MAX_AGE_MS + 100) * 1000);
+    cr_assert_eq(
+        check(key, "images/a.sif", at(src, sizeof(src), "allow/x"), &err),
+        FORGE_EMOUNT_REFUSED);
+    cr_assert_str_eq(err.message, "$.mounts[0].source contains "
+                                  "FORGE_SLURM_JWT_KEY_FILE (a secret of the "
+                                  "worker)");
 }
 
 /* ---- the image ----------------------------------------------------------- */

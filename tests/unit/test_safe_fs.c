@@ -349,21 +349,50 @@ BOTH(resolve_existing_and_missing_tails)
     forge_error_t err = {0};
 
     sh("mkdir -p $R/data/sets; touch $R/data/sets/f");
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/sets/f", &r, &err),
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/sets/f", NULL, &r, &err),
                  FORGE_OK);
     cr_assert(r.exists);
     cr_assert_eq(r.depth, 3u);
     cr_assert(S_ISREG(r.st.st_mode));
     close(r.fd);
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/new/deeper", &r, &err),
-                 FORGE_OK);
+    cr_assert_eq(
+        forge_fs_resolve(rootfd, "", "data/new/deeper", NULL, &r, &err),
+        FORGE_OK);
     cr_assert_not(r.exists);
     cr_assert_eq(r.depth, 1u);
     cr_assert_eq(r.st.st_ino, stat_of("data").st_ino);
     close(r.fd);
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "", &r, &err), FORGE_OK);
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "", NULL, &r, &err), FORGE_OK);
     cr_assert(r.exists);
     cr_assert_eq(r.depth, 0u);
+    close(r.fd);
+}
+
+BOTH(resolve_with_the_roots_fstat_opens_nothing_for_it)
+{
+    forge_fs_resolved_t r;
+    forge_error_t err = {0};
+    struct stat root_st;
+
+    sh("mkdir -p $R/data");
+    cr_assert_eq(fstat(rootfd, &root_st), 0);
+    root_st.st_nlink = 4242; /* what the caller gave is what comes back */
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "new/deeper", &root_st, &r, &err),
+                 FORGE_OK);
+    cr_assert_not(r.exists);
+    cr_assert_eq(r.depth, 0u);
+    cr_assert_eq(r.fd, -1);
+    cr_assert_eq(r.st.st_nlink, 4242);
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "", &root_st, &r, &err),
+                 FORGE_OK);
+    cr_assert(r.exists);
+    cr_assert_eq(r.fd, -1);
+    /* something exists: opened as without it */
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/x", &root_st, &r, &err),
+                 FORGE_OK);
+    cr_assert_eq(r.depth, 1u);
+    cr_assert_geq(r.fd, 0);
+    cr_assert_eq(r.st.st_ino, stat_of("data").st_ino);
     close(r.fd);
 }
 
@@ -374,15 +403,15 @@ BOTH(resolve_refuses_links_on_the_way)
 
     sh("mkdir -p $R/data; ln -s / $R/data/root; ln -s .. $R/data/up; "
        "touch $R/data/f");
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/root/etc", &r, &err),
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/root/etc", NULL, &r, &err),
                  FORGE_EUNSAFE_PATH);
     cr_assert_str_eq(err.message, "data/root is a symbolic link");
     cr_assert_eq(r.fd, -1);
     forge_error_clear(&err);
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/up", &r, &err),
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/up", NULL, &r, &err),
                  FORGE_EUNSAFE_PATH);
     forge_error_clear(&err);
-    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/f/x", &r, &err),
+    cr_assert_eq(forge_fs_resolve(rootfd, "", "data/f/x", NULL, &r, &err),
                  FORGE_EUNSAFE_PATH);
     cr_assert_str_eq(err.message, "data/f is not a directory");
 }
