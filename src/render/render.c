@@ -595,8 +595,10 @@ char *forge_render_script(const forge_launch_t *launch,
     size_t pairs = credential_pairs(launch);
     step_paths_t sp;
 
-    /* one allocation for a typical script (about 6 KiB) */
-    forge_buf_reserve(&s, 8192);
+    /* one allocation of 8 KiB for a typical script (about 4-6 KiB; the
+     * buffer keeps room for its NUL, so 8191 and not 8192, which would
+     * double it to 16 KiB) */
+    forge_buf_reserve(&s, 8191);
     step_paths_init(&sp, launch, cfg);
     put_header(&s, cfg);
     put_identity(&s, launch, sp.cluster_staging);

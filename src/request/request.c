@@ -611,8 +611,9 @@ static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
     return root;
 }
 
-forge_rc_t forge_request_parse(const char *buf, size_t len,
-                               forge_request_t **out, forge_error_t *err)
+forge_rc_t forge_request_parse_keep(const char *buf, size_t len,
+                                    forge_request_t **out, json_t **doc,
+                                    forge_error_t *err)
 {
     forge_request_t *req = NULL;
     forge_field_path_t path = {"$", 1};
@@ -620,6 +621,7 @@ forge_rc_t forge_request_parse(const char *buf, size_t len,
     forge_rc_t rc = FORGE_ESCHEMA;
 
     *out = NULL;
+    *doc = NULL;
     if (!(root = load_json(buf, len, err)))
         return err && err->code ? err->code : FORGE_EINVALID_JSON;
     req = forge_xcalloc(1, sizeof(*req));
@@ -629,9 +631,21 @@ forge_rc_t forge_request_parse(const char *buf, size_t len,
         goto out;
     *out = req;
     req = NULL;
+    *doc = root;
+    root = NULL;
 out:
     forge_request_destroy(req);
     json_decref(root);
+    return rc;
+}
+
+forge_rc_t forge_request_parse(const char *buf, size_t len,
+                               forge_request_t **out, forge_error_t *err)
+{
+    json_t *doc = NULL;
+    forge_rc_t rc = forge_request_parse_keep(buf, len, out, &doc, err);
+
+    json_decref(doc);
     return rc;
 }
 
