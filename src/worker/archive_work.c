@@ -28,68 +28,42 @@ typedef struct files {
     const forge_tenants_t *tenants; /* NULL: none */
 } files_t;
 
-typedef struct secret_list {
-    const char **items;
-    size_t count;
-} secret_list_t;
-
-static void append_secret(void *ctx, const char *secret)
-{
-    secret_list_t *l = ctx;
-
-    l->items[l->count++] = secret;
-}
-
 /* What the tail must not show: the launch's own secrets (whatever their
  * length), then every secret the worker knows now (known: log.h's copy).
  * New array of borrowed strings. */
-static const char **tail_secrets(const forge_request_t *req, char **known,
+static const char **tail_secrets(const forge_held_t *kept, char **known,
                                  size_t nknown, size_t *n)
 {
-    size_t own = req && req->kind == FORGE_REQUEST_LAUNCH
-                     ? 1 + req->launch.secret_env_count
-                     : 0;
-    secret_list_t list = {forge_xcalloc(own + nknown + 1, sizeof(char *)), 0};
+    size_t own = kept ? kept->secret_count : 0;
+    const char **list = forge_xcalloc(own + nknown + 1, sizeof(char *));
 
-    forge_request_each_secret(req, append_secret, &list);
+    for (size_t i = 0; i < own; i++)
+        list[i] = kept->secrets[i];
     for (size_t i = 0; i < nknown; i++)
-        append_secret(&list, known[i]);
-    *n = list.count;
-    return list.items;
-}
-
-/* The launch's request, or NULL (none, or one that does not parse: no
- * pools, no secrets of its own). */
-static forge_request_t *launch_of(const forge_work_files_t *f)
-{
-    forge_request_t *req = NULL;
-    forge_error_t err = {0};
-
-    if (!f->request ||
-        forge_request_parse(f->request, f->request_len, &req, &err) != 0)
-        return NULL;
-    if (req->kind == FORGE_REQUEST_LAUNCH)
-        return req;
-    forge_request_destroy(req);
-    return NULL;
+        list[own + i] = known[i];
+    *n = own + nknown;
+    return list;
 }
 
 static void do_archive(files_t *fs, forge_work_t *w)
 {
-    forge_request_t *req = launch_of(&w->files);
-    const char *pools[FORGE_POOLS_MAX], *user;
-    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
+    const forge_held_t *kept = w->files.kept;
+    const char *user;
+    forge_archive_spec_t spec = {w->launch_id, w->attempt, NULL, 0, NULL, 0};
     size_t nknown = 0;
     char **known = forge_log_secrets_copy(&nknown);
-    const char **secrets = tail_secrets(req, known, nknown, &spec.secret_count);
+    const char **secrets =
+        tail_secrets(kept, known, nknown, &spec.secret_count);
     forge_fs_owner_t owner;
     forge_error_t err = {0};
 
-    for (size_t i = 0; req && i < req->launch.pool_count && i < FORGE_POOLS_MAX;
-         i++)
-        pools[spec.pool_count++] = req->launch.pools[i].name;
+    if (kept) {
+        spec.pools = kept->pools;
+        spec.pool_count = kept->pool_count < FORGE_POOLS_MAX ? kept->pool_count
+                                                             : FORGE_POOLS_MAX;
+    }
     spec.secrets = secrets;
-    if (forge_work_files_owner(fs->cfg, fs->tenants, req, &owner, &user,
+    if (forge_work_files_owner(fs->cfg, fs->tenants, kept, &owner, &user,
                                &err) ||
         forge_archive_logs(fs->cfg, &spec, owner, &w->files.archive, &err)) {
         w->code = FORGE_EARCHIVE; /* retried later, whatever the cause */
@@ -99,7 +73,6 @@ static void do_archive(files_t *fs, forge_work_t *w)
     }
     free(secrets);
     forge_log_secrets_free(known);
-    forge_request_destroy(req);
 }
 
 static void do_cleanup(files_t *fs, forge_work_t *w)

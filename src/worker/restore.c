@@ -105,6 +105,8 @@ static void decode_record(void *ctx, int32_t partition, const char *key,
     if (rec->request_error && !r->unopened++)
         r->first = *rec->request_error;
     held = held_of(rec);
+    if (rec->job_id) /* no submit needs its bytes again: held.h keeps all */
+        forge_launch_compact(rec);
     d = forge_xmalloc(sizeof(*d));
     *d = (decoded_t){rec, held, NULL};
     *r->tail = d;

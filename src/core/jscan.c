@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jscan.c - the borrowed-bytes JSON scanner (jscan.h).
+ */
+#include "core/jscan.h"
+
+#include <string.h>
+
+void forge_jscan_ws(forge_jscan_t *s)
+{
+    while (s->p < s->end &&
+           (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+        s->p++;
+}
+
+char forge_jscan_peek(forge_jscan_t *s)
+{
+    forge_jscan_ws(s);
+    return s->p < s->end ? *s->p : '\0';
+}
+
+bool forge_jscan_eat(forge_jscan_t *s, char c)
+{
+    forge_jscan_ws(s);
+    if (s->p < s->end && *s->p == c) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
+
+bool forge_jscan_word(forge_jscan_t *s, const char *word)
+{
+    size_t n = strlen(word);
+
+    forge_jscan_ws(s);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return false;
+    s->p += n;
+    return true;
+}
+
+/* The string at s: raw text, whether it holds an escape, whether it is
+ * printable ASCII throughout. */
+static bool scan_string(forge_jscan_t *s, forge_jscan_text_t *t, bool *escaped,
+                        bool *printable)
+{
+    if (!forge_jscan_eat(s, '"'))
+        return false;
+    t->p = s->p;
+    *escaped = false;
+    *printable = true;
+    while (s->p < s->end && *s->p != '"') {
+        unsigned char c = (unsigned char)*s->p;
+        if (c < 0x20 || c >= 0x7f)
+            *printable = false;
+        if (c == '\\') {
+            *escaped = true;
+            s->p++;
+        }
+        s->p++;
+    }
+    if (s->p >= s->end)
+        return false;
+    t->n = (size_t)(s->p++ - t->p);
+    return true;
+}
+
+bool forge_jscan_string(forge_jscan_t *s, forge_jscan_text_t *t, bool *escaped)
+{
+    bool printable;
+
+    return scan_string(s, t, escaped, &printable);
+}
+
+bool forge_jscan_plain(forge_jscan_t *s, forge_jscan_text_t *t)
+{
+    bool escaped, printable;
+
+    return scan_string(s, t, &escaped, &printable) && !escaped && printable;
+}
+
+bool forge_jscan_int(forge_jscan_t *s, long long *v)
+{
+    bool minus;
+    int digits = 0;
+
+    forge_jscan_ws(s);
+    minus = s->p < s->end && *s->p == '-';
+    s->p += minus;
+    *v = 0;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && digits < 19) {
+        *v = *v * 10 + (*s->p++ - '0');
+        digits++;
+    }
+    if (digits == 0 || digits > 18 || (digits > 1 && s->p[-digits] == '0') ||
+        (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E' ||
+                           (*s->p >= '0' && *s->p <= '9'))))
+        return false;
+    if (minus)
+        *v = -*v;
+    return true;
+}
+
+bool forge_jscan_members(forge_jscan_t *s, int depth, forge_jscan_member_fn fn,
+                         void *ctx)
+{
+    forge_jscan_text_t key;
+    bool escaped;
+
+    if (!forge_jscan_eat(s, '{'))
+        return false;
+    if (forge_jscan_eat(s, '}'))
+        return true;
+    do {
+        if (!forge_jscan_string(s, &key, &escaped) ||
+            !forge_jscan_eat(s, ':') || !fn(ctx, key, escaped, s, depth + 1))
+            return false;
+    } while (forge_jscan_eat(s, ','));
+    return forge_jscan_eat(s, '}');
+}
+
+static bool skip_member(void *ctx, forge_jscan_text_t key, bool escaped,
+                        forge_jscan_t *s, int depth)
+{
+    (void)ctx;
+    (void)key;
+    (void)escaped;
+    return forge_jscan_skip(s, depth);
+}
+
+bool forge_jscan_skip(forge_jscan_t *s, int depth)
+{
+    forge_jscan_text_t t;
+    bool escaped;
+    char c = forge_jscan_peek(s);
+
+    if (depth > FORGE_JSCAN_DEPTH || !c)
+        return false;
+    if (c == '"')
+        return forge_jscan_string(s, &t, &escaped);
+    if (c == '{')
+        return forge_jscan_members(s, depth, skip_member, NULL);
+    if (c == '[') {
+        s->p++;
+        if (forge_jscan_eat(s, ']'))
+            return true;
+        do {
+            if (!forge_jscan_skip(s, depth + 1))
+                return false;
+        } while (forge_jscan_eat(s, ','));
+        return forge_jscan_eat(s, ']');
+    }
+    t.p = s->p; /* a number, true, false or null */
+    while (s->p < s->end && *s->p && strchr("-+.0123456789eEtrufalsn", *s->p))
+        s->p++;
+    return s->p > t.p;
+}
+
+bool forge_jscan_is(forge_jscan_text_t t, const char *name)
+{
+    return t.n == strlen(name) && !memcmp(t.p, name, t.n);
+}
