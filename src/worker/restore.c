@@ -18,10 +18,12 @@
  *
  * What the table keeps of each launch, and what later steps read: the
  * record (state, seq, job ids, flags, the Slurm states seen: the poller,
- * events and every record written), its request's bytes (written again,
- * sealed, with every record; a resubmit and the archive prepare them),
- * and the request's labels and secrets (events; redaction). Nothing else
- * of the request is parsed or kept. Loop thread only, but decode_record.
+ * events and every record written), the request's labels, secrets, pools
+ * and tenant (held.h: events, redaction, the archive, and what records
+ * with a job id carry sealed), and, only for a launch without a job id,
+ * its request's bytes (an interrupted submit is prepared from them, and
+ * its records carry them sealed). Nothing else of the request is parsed
+ * or kept. Loop thread only, but decode_record.
  */
 #include "core/clock.h"
 #include "core/log.h"
