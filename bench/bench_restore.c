@@ -199,6 +199,16 @@ static int seed(int argc, char **argv)
     return 0;
 }
 
+/* This thread's CPU time: the machine is shared, and a wall clock would
+ * count the others' turns. */
+static long long cpu_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 /* The restore's decoding alone, in this process, without Kafka: N records
  * made as seed makes them, then each decoded as restore.c's reading
  * threads do (the record, its sealed request opened, what the table keeps
@@ -224,7 +234,7 @@ static int decode(int argc, char **argv)
             return 2;
     for (int round = 0; round < DECODE_ROUNDS; round++) {
         long long took;
-        start = forge_clock_ms();
+        start = cpu_ns();
         bytes = 0;
         for (long i = 0; i < n; i++) {
             forge_launch_record_t *r = NULL;
@@ -243,11 +253,11 @@ static int decode(int argc, char **argv)
             forge_held_free(held);
             forge_launch_record_free(r);
         }
-        took = forge_clock_ms() - start;
+        took = (cpu_ns() - start) / 1000000;
         best = round && best < took ? best : took;
     }
-    printf("decoded %ld records (%s, %zu bytes each) in %lld ms (best of "
-           "%d)\n",
+    printf("decoded %ld records (%s, %zu bytes each) in %lld ms of CPU "
+           "(best of %d)\n",
            n, form_name(form), bytes / (size_t)(n ? n : 1), best,
            DECODE_ROUNDS);
     for (long i = 0; i < n; i++)
@@ -353,13 +363,13 @@ static int table(int argc, char **argv)
             held = forge_held_of_trusted(r->request, r->request_len);
         if (r->job_id)
             forge_launch_compact(r);
-        t = forge_clock_ns();
+        t = cpu_ns();
         forge_owner_put_held(o, r, held, 0);
-        put_ms += forge_clock_ns() - t;
+        put_ms += cpu_ns() - t;
     }
     malloc_trim(0);
     printf("a table of %ld launches (%s): %ld bytes of RSS each, put in "
-           "%lld ms\n",
+           "%lld ms of CPU\n",
            n, form_name(form), (rss_kib() - before) * 1024 / (n ? n : 1),
            put_ms / 1000000);
     forge_owner_destroy(o);

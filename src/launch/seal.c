@@ -3,7 +3,8 @@
  * seal.c - AES-256-GCM sealing with the state keys (seal.h): the key files
  * and their checks, the key ids, seal and open, and the strict base64 the
  * sealed values are written in. OpenSSL EVP does the cryptography; nothing
- * here keeps state beyond the loaded keys.
+ * here keeps state beyond the loaded keys and one cipher context per
+ * thread (gcm: keyed afresh at each use).
  */
 #include "launch/seal.h"
 #include "core/sha256.h"
@@ -233,6 +234,58 @@ static bool b64_decode(const char *text, size_t len, unsigned char **out,
 
 /* ---- seal and open ---------------------------------------------------- */
 
+/* One AES-256-GCM context per thread and direction, made once: a restore
+ * opens a sealed request per record, and a context made, given its
+ * cipher (OpenSSL 3 fetches it from a provider each time) and freed per
+ * record was most of the cryptography's cost. Each use sets the key and
+ * IV afresh, so nothing of one record's carries to the next. Freed when
+ * the thread ends (a thread-specific key's destructor). */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+typedef struct gcm_ctxs {
+    EVP_CIPHER_CTX *ctx[2]; /* [enc] */
+} gcm_ctxs_t;
+
+static void ctxs_free(void *p)
+{
+    gcm_ctxs_t *c = p;
+
+    EVP_CIPHER_CTX_free(c->ctx[0]);
+    EVP_CIPHER_CTX_free(c->ctx[1]);
+    free(c);
+}
+
+static void ctx_key_make(void)
+{
+    (void)pthread_key_create(&ctx_key, ctxs_free);
+}
+
+/* This thread's context for enc, its cipher set; NULL when OpenSSL
+ * cannot make one. */
+static EVP_CIPHER_CTX *thread_ctx(int enc)
+{
+    gcm_ctxs_t *c;
+
+    pthread_once(&ctx_once, ctx_key_make);
+    if (!(c = pthread_getspecific(ctx_key))) {
+        c = forge_xcalloc(1, sizeof(*c));
+        if (pthread_setspecific(ctx_key, c) != 0) {
+            free(c);
+            return NULL;
+        }
+    }
+    if (!c->ctx[enc] && (c->ctx[enc] = EVP_CIPHER_CTX_new()) &&
+        !(EVP_CipherInit_ex(c->ctx[enc], EVP_aes_256_gcm(), NULL, NULL, NULL,
+                            enc) &&
+          EVP_CIPHER_CTX_ctrl(c->ctx[enc], EVP_CTRL_GCM_SET_IVLEN, IV_BYTES,
+                              NULL))) {
+        EVP_CIPHER_CTX_free(c->ctx[enc]);
+        c->ctx[enc] = NULL;
+    }
+    return c->ctx[enc];
+}
+
 /* AES-256-GCM of in[0..len) into out (len bytes) with key, iv and aad,
  * one way or the other: sealing (enc) writes the tag (TAG_BYTES) to tag;
  * opening checks the tag read from tag, false when it does not
@@ -241,24 +294,18 @@ static bool gcm(const seal_key_t *key, const unsigned char *iv, const char *aad,
                 const unsigned char *in, size_t len, unsigned char *out,
                 unsigned char *tag, int enc)
 {
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = thread_ctx(enc);
     int n = 0, fin = 0;
-    bool ok =
-        ctx &&
-        EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) &&
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
-        EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
-        EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
-                         (int)strlen(aad)) &&
-        EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&
-        (enc ||
-         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, tag)) &&
-        EVP_CipherFinal_ex(ctx, out + n, &fin) > 0 &&
-        (!enc ||
-         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, tag));
 
-    EVP_CIPHER_CTX_free(ctx);
-    return ok;
+    return ctx && EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
+           EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
+                            (int)strlen(aad)) &&
+           EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&
+           (enc ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, tag)) &&
+           EVP_CipherFinal_ex(ctx, out + n, &fin) > 0 &&
+           (!enc ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, tag));
 }
 
 forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
