@@ -19,10 +19,13 @@
 
 typedef forge_jscan_text_t text_t;
 
-/* A list of borrowed strings. */
+/* A list of borrowed strings: the first few in place (a request's labels,
+ * secrets and pools are few: no allocation for them per record read). */
+#define TEXTS_IN_PLACE 8
 typedef struct texts {
-    text_t *items;
+    text_t *items; /* in_place, or allocated once they outgrow it */
     size_t n, size;
+    text_t in_place[TEXTS_IN_PLACE];
 } texts_t;
 
 /* The strings to keep: labels as key/value pairs, secrets, pools' names,
@@ -41,18 +44,33 @@ static text_t text_of(const char *s)
 
 static void add(texts_t *l, text_t t)
 {
-    if (l->n == l->size) {
-        l->size = l->size ? 2 * l->size : 8;
-        l->items = forge_xrealloc(l->items, l->size * sizeof(*l->items));
+    if (!l->size) {
+        l->items = l->in_place;
+        l->size = TEXTS_IN_PLACE;
+    } else if (l->n == l->size) {
+        text_t *more = forge_xmalloc(2 * l->size * sizeof(*more));
+        memcpy(more, l->items, l->n * sizeof(*more));
+        if (l->items != l->in_place)
+            free(l->items);
+        l->items = more;
+        l->size *= 2;
     }
     l->items[l->n++] = t;
 }
 
+static void texts_clear(texts_t *l)
+{
+    if (l->items != l->in_place)
+        free(l->items);
+    l->items = NULL;
+    l->n = l->size = 0;
+}
+
 static void wanted_clear(wanted_t *w)
 {
-    free(w->labels.items);
-    free(w->secrets.items);
-    free(w->pools.items);
+    texts_clear(&w->labels);
+    texts_clear(&w->secrets);
+    texts_clear(&w->pools);
 }
 
 static char *put_text(char **at, text_t t)

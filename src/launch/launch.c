@@ -461,11 +461,18 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
 {
     const forge_sealed_parts_t *v = &f->parts;
     forge_error_t why = {0};
-    char *aad;
+    char room[128], *aad;
 
     if (!f->sealed)
         return;
-    aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    /* on the stack when it fits (one record per call, at restore) */
+    if (sizeof(SEAL_AAD_PREFIX) + strlen(r->launch_id) + 12 <= sizeof(room)) {
+        aad = room;
+        snprintf(room, sizeof(room), SEAL_AAD_PREFIX "%s/%d", r->launch_id,
+                 r->attempt);
+    } else {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    }
     if (forge_unseal_parts(s, aad, v, &r->request, &r->request_len, &why)) {
         r->request_sealed =
             json_pack("{s:s%, s:s%, s:s%}", "kid", v->kid, v->kid_len, "iv",
@@ -475,7 +482,8 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
     } else {
         r->request_was_sealed = true;
     }
-    free(aad);
+    if (aad != room)
+        free(aad);
 }
 
 /* The record from what fast_scan read, as fill makes it. */

@@ -26,6 +26,7 @@
 
 #define IV_BYTES  12
 #define TAG_BYTES 16
+#define IV_B64    16 /* IV_BYTES in base64 */
 
 #define VAR_CURRENT  "FORGE_STATE_KEY_FILE"
 #define VAR_PREVIOUS "FORGE_STATE_KEY_FILE_PREVIOUS"
@@ -196,38 +197,39 @@ static void b64_table(void)
         b64_values[(unsigned char)alphabet[i]] = (unsigned char)i;
 }
 
-/* *out new (*n bytes), or false when text[0..len) is not strict base64
- * (the standard alphabet, padded, nothing else). A table, one pass: a
- * restore opens a request per record. */
-static bool b64_decode(const char *text, size_t len, unsigned char **out,
-                       size_t *n)
+/* The bytes text[0..len) decodes to at most (room for a NUL after). */
+static size_t b64_room(size_t len)
+{
+    return len / 4 * 3 + 1;
+}
+
+/* text[0..len) decoded into o (b64_room(len) bytes), *n bytes; false when
+ * it is not strict base64 (the standard alphabet, padded, nothing else). A
+ * table, one pass: a restore opens a request per record. */
+static bool b64_decode_into(const char *text, size_t len, unsigned char *o,
+                            size_t *n)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     const unsigned char *in = (const unsigned char *)text;
     size_t pad = 0, got = 0;
-    unsigned char *o;
 
     pthread_once(&once, b64_table);
     if (len == 0 || len % 4 != 0 || len > INT_MAX)
         return false;
     while (pad < 2 && text[len - 1 - pad] == '=')
         pad++;
-    o = forge_xmalloc(len / 4 * 3 + 1);
     for (size_t i = 0; i < len; i += 4) {
         unsigned v[4];
         for (int k = 0; k < 4; k++) {
             bool padding = i + (size_t)k >= len - pad;
             v[k] = padding ? 0 : b64_values[in[i + k]];
-            if (v[k] == 64) {
-                free(o);
+            if (v[k] == 64)
                 return false;
-            }
         }
         o[got++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
         o[got++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
         o[got++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
     }
-    *out = o;
     *n = got - pad;
     return true;
 }
@@ -373,7 +375,10 @@ forge_rc_t forge_unseal_parts(const forge_sealer_t *s, const char *aad,
                               const forge_sealed_parts_t *v, char **out,
                               size_t *out_len, forge_error_t *err)
 {
-    unsigned char *iv = NULL, *ct = NULL, *pt = NULL;
+    /* the IV on the stack, the ciphertext decoded into what becomes the
+     * plaintext (opened in place): one allocation per value opened */
+    unsigned char iv[IV_B64 / 4 * 3 + 1];
+    unsigned char *ct = NULL;
     size_t iv_len = 0, ct_len = 0;
     char kid[FORGE_SEAL_KID_HEX];
     const seal_key_t *key;
@@ -381,36 +386,34 @@ forge_rc_t forge_unseal_parts(const forge_sealer_t *s, const char *aad,
 
     *out = NULL;
     *out_len = 0;
-    if (!is_kid(v->kid, v->kid_len, kid) ||
-        !b64_decode(v->iv, v->iv_len, &iv, &iv_len) || iv_len != IV_BYTES ||
-        !b64_decode(v->ct, v->ct_len, &ct, &ct_len) || ct_len < TAG_BYTES ||
-        ct_len - TAG_BYTES > INT_MAX) {
+    if (v->ct_len <= INT_MAX)
+        ct = forge_xmalloc(b64_room(v->ct_len));
+    if (!is_kid(v->kid, v->kid_len, kid) || v->iv_len != IV_B64 ||
+        !b64_decode_into(v->iv, v->iv_len, iv, &iv_len) || iv_len != IV_BYTES ||
+        !ct || !b64_decode_into(v->ct, v->ct_len, ct, &ct_len) ||
+        ct_len < TAG_BYTES) {
         rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
                              "the sealed value is malformed");
     } else if (!(key = key_of(s, kid))) {
         rc = forge_error_set(err, FORGE_ECONFIG, VAR_PREVIOUS,
                              "sealed with key %s, which is neither %s nor %s",
                              kid, VAR_CURRENT, VAR_PREVIOUS);
-    } else {
-        pt = forge_xmalloc(ct_len - TAG_BYTES + 1);
-        if (!gcm(key, iv, aad ? aad : "", ct, ct_len - TAG_BYTES, pt,
-                 ct + ct_len - TAG_BYTES, 0)) {
-            OPENSSL_cleanse(pt, ct_len - TAG_BYTES);
-            free(pt);
-            pt = NULL;
-            rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
-                                 "the value sealed with key %s does not "
-                                 "authenticate (tampered, or sealed for "
-                                 "another record)",
-                                 kid);
-        }
+    } else if (!gcm(key, iv, aad ? aad : "", ct, ct_len - TAG_BYTES, ct,
+                    ct + ct_len - TAG_BYTES, 0)) {
+        rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
+                             "the value sealed with key %s does not "
+                             "authenticate (tampered, or sealed for "
+                             "another record)",
+                             kid);
     }
-    if (pt) {
-        pt[ct_len - TAG_BYTES] = '\0';
-        *out = (char *)pt;
-        *out_len = ct_len - TAG_BYTES;
+    if (rc) {
+        if (ct)
+            OPENSSL_cleanse(ct, ct_len);
+        free(ct);
+        return rc;
     }
-    free(iv);
-    free(ct);
-    return rc;
+    ct[ct_len - TAG_BYTES] = '\0'; /* over the tag, read already */
+    *out = (char *)ct;
+    *out_len = ct_len - TAG_BYTES;
+    return FORGE_OK;
 }
