@@ -171,3 +171,42 @@ Test(held, the_scan_and_its_fallback_agree_with_the_parse)
         forge_request_destroy(req);
     }
 }
+
+/* More strings than a list keeps in place: the same answers. */
+Test(held, many_labels_and_secrets)
+{
+    char text[4096];
+    size_t at = 0;
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+    forge_held_t *parsed, *trusted;
+
+    at += (size_t)snprintf(text + at, sizeof(text) - at,
+                           "{\"kind\": \"launch\", \"launch_id\": \"L6\", "
+                           "\"image\": {\"path\": \"images/a.sif\", "
+                           "\"format\": \"sif\"}, \"command\": [\"true\"], "
+                           "\"pools\": [{\"name\": \"main\", \"series\": "
+                           "\"h200\", \"nodes\": 1}], \"labels\": {");
+    for (int i = 0; i < 20; i++)
+        at += (size_t)snprintf(text + at, sizeof(text) - at,
+                               "%s\"k%d\": \"v%d\"", i ? ", " : "", i, i);
+    at +=
+        (size_t)snprintf(text + at, sizeof(text) - at, "}, \"secret_env\": {");
+    for (int i = 0; i < 12; i++)
+        at += (size_t)snprintf(text + at, sizeof(text) - at,
+                               "%s\"S%d\": \"secret-value-%d\"", i ? ", " : "",
+                               i, i);
+    snprintf(text + at, sizeof(text) - at, "}}");
+    cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err), FORGE_OK,
+                 "%s", err.message);
+    parsed = forge_held_of_request(req);
+    trusted = forge_held_of_trusted(text, strlen(text));
+    assert_same(parsed, trusted);
+    cr_assert_eq(trusted->label_count, 20);
+    cr_assert_eq(trusted->secret_count, 12);
+    cr_assert_str_eq(trusted->labels[19].value, "v19");
+    assert_kept_round_trip(trusted);
+    forge_held_free(parsed);
+    forge_held_free(trusted);
+    forge_request_destroy(req);
+}
