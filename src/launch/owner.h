@@ -6,7 +6,8 @@
  *
  * The secrets of every request the table holds (the ingest token, each
  * secret_env value) are registered for redaction (log.h) while it holds
- * it: from forge_owner_put until the entry leaves (revoked, replaced,
+ * it: from forge_owner_put (or, for a restore, from forge_owner_register
+ * on its reading thread) until the entry leaves (revoked, replaced,
  * destroyed) or its request is dropped (forge_owner_drop_request). So
  * log lines, and the tails of archives, never show a live launch's secret,
  * whichever launch's text it turns up in.
