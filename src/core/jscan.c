@@ -6,40 +6,6 @@
 
 #include <string.h>
 
-void forge_jscan_ws(forge_jscan_t *s)
-{
-    while (s->p < s->end &&
-           (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
-        s->p++;
-}
-
-char forge_jscan_peek(forge_jscan_t *s)
-{
-    forge_jscan_ws(s);
-    return s->p < s->end ? *s->p : '\0';
-}
-
-bool forge_jscan_eat(forge_jscan_t *s, char c)
-{
-    forge_jscan_ws(s);
-    if (s->p < s->end && *s->p == c) {
-        s->p++;
-        return true;
-    }
-    return false;
-}
-
-bool forge_jscan_word(forge_jscan_t *s, const char *word)
-{
-    size_t n = strlen(word);
-
-    forge_jscan_ws(s);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return false;
-    s->p += n;
-    return true;
-}
-
 /* Each byte inside a string: 0 ordinary (printable ASCII), 1 the closing
  * quote, 2 a backslash, 3 outside printable ASCII. The common case, a run
  * of ordinary bytes (a sealed request's long base64 text), is one lookup
@@ -179,9 +145,4 @@ bool forge_jscan_skip(forge_jscan_t *s, int depth)
     while (s->p < s->end && *s->p && strchr("-+.0123456789eEtrufalsn", *s->p))
         s->p++;
     return s->p > t.p;
-}
-
-bool forge_jscan_is(forge_jscan_text_t t, const char *name)
-{
-    return t.n == strlen(name) && !memcmp(t.p, name, t.n);
 }

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define FORGE_JSCAN_DEPTH 64 /* nesting skipped at most (deeper: give up) */
 
@@ -34,16 +35,44 @@ typedef struct forge_jscan_text {
     size_t n;
 } forge_jscan_text_t;
 
-void forge_jscan_ws(forge_jscan_t *s);
+/* The small steps are inline: a restore takes them some 30 times a
+ * record, and a word's or a name's length is then known at compile time. */
+static inline void forge_jscan_ws(forge_jscan_t *s)
+{
+    while (s->p < s->end &&
+           (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+        s->p++;
+}
 
 /* The next byte after whitespace, or 0 at the end. */
-char forge_jscan_peek(forge_jscan_t *s);
+static inline char forge_jscan_peek(forge_jscan_t *s)
+{
+    forge_jscan_ws(s);
+    return s->p < s->end ? *s->p : '\0';
+}
 
 /* After whitespace: c (taken, true) or not (nothing taken). */
-bool forge_jscan_eat(forge_jscan_t *s, char c);
+static inline bool forge_jscan_eat(forge_jscan_t *s, char c)
+{
+    forge_jscan_ws(s);
+    if (s->p < s->end && *s->p == c) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
 
 /* After whitespace: the literal word (true, null, ...). */
-bool forge_jscan_word(forge_jscan_t *s, const char *word);
+static inline bool forge_jscan_word(forge_jscan_t *s, const char *word)
+{
+    size_t n = strlen(word);
+
+    forge_jscan_ws(s);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return false;
+    s->p += n;
+    return true;
+}
 
 /*
  * A string: *t its raw text between the quotes. *escaped when it holds a
@@ -73,6 +102,9 @@ bool forge_jscan_members(forge_jscan_t *s, int depth, forge_jscan_member_fn fn,
                          void *ctx);
 
 /* Whether t is the text name. */
-bool forge_jscan_is(forge_jscan_text_t t, const char *name);
+static inline bool forge_jscan_is(forge_jscan_text_t t, const char *name)
+{
+    return t.n == strlen(name) && !memcmp(t.p, name, t.n);
+}
 
 #endif

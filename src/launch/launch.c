@@ -454,6 +454,28 @@ static bool fast_scan(fast_t *f)
            f->str_len[K_DIGEST] == 64 && f->str_len[K_STATE] < 32;
 }
 
+/* "forge-state/v1/<id>/<attempt>" into room (long enough: the caller
+ * checked), as forge_launch_seal_aad writes it, without printf. */
+static void aad_into(char *room, const char *id, int attempt)
+{
+    char digits[12];
+    size_t n = 0, at = sizeof(SEAL_AAD_PREFIX) - 1, len = strlen(id);
+    unsigned v = attempt < 0 ? 0u - (unsigned)attempt : (unsigned)attempt;
+
+    memcpy(room, SEAL_AAD_PREFIX, at);
+    memcpy(room + at, id, len);
+    at += len;
+    room[at++] = '/';
+    if (attempt < 0)
+        room[at++] = '-';
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        room[at++] = digits[--n];
+    room[at] = '\0';
+}
+
 /* The request of a record the fast path read: sealed (opened with s, or
  * kept with the reason it did not open), or none; as read_request. */
 static void fast_request(forge_launch_record_t *r, const fast_t *f,
@@ -468,8 +490,7 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
     /* on the stack when it fits (one record per call, at restore) */
     if (sizeof(SEAL_AAD_PREFIX) + strlen(r->launch_id) + 12 <= sizeof(room)) {
         aad = room;
-        snprintf(room, sizeof(room), SEAL_AAD_PREFIX "%s/%d", r->launch_id,
-                 r->attempt);
+        aad_into(room, r->launch_id, r->attempt);
     } else {
         aad = forge_launch_seal_aad(r->launch_id, r->attempt);
     }

@@ -218,11 +218,22 @@ static bool b64_decode_into(const char *text, size_t len, unsigned char *o,
         return false;
     while (pad < 2 && text[len - 1 - pad] == '=')
         pad++;
-    for (size_t i = 0; i < len; i += 4) {
+    /* every quad but the last: no padding; a byte outside the alphabet
+     * (64 in the table) shows in the four values' OR */
+    for (; got / 3 * 4 + 4 < len; in += 4) {
+        unsigned a = b64_values[in[0]], b = b64_values[in[1]],
+                 c = b64_values[in[2]], d = b64_values[in[3]];
+        if ((a | b | c | d) & 64)
+            return false;
+        o[got++] = (unsigned char)(a << 2 | b >> 4);
+        o[got++] = (unsigned char)((b & 15) << 4 | c >> 2);
+        o[got++] = (unsigned char)((c & 3) << 6 | d);
+    }
+    for (size_t i = got / 3 * 4; i < len; i += 4) { /* the last quad */
         unsigned v[4];
         for (int k = 0; k < 4; k++) {
             bool padding = i + (size_t)k >= len - pad;
-            v[k] = padding ? 0 : b64_values[in[i + k]];
+            v[k] = padding ? 0 : b64_values[in[k]];
             if (v[k] == 64)
                 return false;
         }
