@@ -4,6 +4,7 @@
  */
 #include "core/jscan.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Each byte inside a string: 0 ordinary (printable ASCII), 1 the closing
@@ -24,6 +25,36 @@ static const unsigned char string_class[256] = {
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
 };
 
+/* Eight bytes at a time (SWAR): whether any is below 0x20, above 0x7e, a
+ * quote or a backslash; bit 7 of each such byte set. */
+#define ONES       0x0101010101010101ULL
+#define HIGHS      0x8080808080808080ULL
+#define LESS(x, n) (((x)-ONES * (n)) & ~(x)&HIGHS)
+#define MORE(x, n) ((((x) + ONES * (127 - (n))) | (x)) & HIGHS)
+static bool any_special(uint64_t w)
+{
+    return (LESS(w, 0x20) | MORE(w, 0x7e) | LESS(w ^ (ONES * '"'), 1) |
+            LESS(w ^ (ONES * '\\'), 1)) != 0;
+}
+
+/* Past the ordinary bytes from p (string_class 0): eight at a time while
+ * none is special, then one at a time. */
+static const unsigned char *ordinary_run(const unsigned char *p,
+                                         const unsigned char *end)
+{
+    uint64_t w;
+
+    while (end - p >= 8) {
+        memcpy(&w, p, sizeof(w));
+        if (any_special(w))
+            break;
+        p += 8;
+    }
+    while (p < end && string_class[*p] == 0)
+        p++;
+    return p;
+}
+
 /* The string at s: raw text, whether it holds an escape, whether it is
  * printable ASCII throughout. */
 static bool scan_string(forge_jscan_t *s, forge_jscan_text_t *t, bool *escaped,
@@ -37,8 +68,7 @@ static bool scan_string(forge_jscan_t *s, forge_jscan_text_t *t, bool *escaped,
     *escaped = false;
     *printable = true;
     for (p = (const unsigned char *)s->p; p < end; p++) {
-        while (p < end && string_class[*p] == 0)
-            p++;
+        p = ordinary_run(p, end);
         if (p == end || string_class[*p] == 1)
             break;
         if (string_class[*p] == 2) {

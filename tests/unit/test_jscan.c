@@ -93,3 +93,36 @@ Test(jscan, values_are_skipped_and_members_walked)
     s = of("{\"a\" 1}");
     cr_assert_not(forge_jscan_members(&s, 0, count_member, &n), "no colon");
 }
+
+/* Long runs are read eight bytes at a time: a special byte is found at
+ * every position of a run, whatever its neighbours. */
+Test(jscan, a_special_byte_is_found_anywhere_in_a_long_run)
+{
+    static const char specials[] = {'"',    '\\',   '\x01',
+                                    '\x1f', '\x7f', (char)0xc3};
+
+    for (size_t k = 0; k < sizeof(specials); k++)
+        for (size_t at = 0; at < 24; at++) {
+            char text[40];
+            forge_jscan_t s;
+            forge_jscan_text_t t;
+            bool escaped, plain;
+
+            memset(text, 'A', sizeof(text));
+            text[0] = '"';
+            text[1 + at] = specials[k];
+            text[30] = '"';
+            s = (forge_jscan_t){text, text + 31};
+            if (specials[k] == '"') {
+                cr_assert(forge_jscan_string(&s, &t, &escaped));
+                cr_assert_eq(t.n, at, "%zu", at);
+                continue;
+            }
+            cr_assert(forge_jscan_string(&s, &t, &escaped));
+            cr_assert_eq(t.n, 29, "%zu", at);
+            cr_assert_eq(escaped, specials[k] == '\\', "%zu %zu", k, at);
+            s = (forge_jscan_t){text, text + 31};
+            plain = forge_jscan_plain(&s, &t);
+            cr_assert_not(plain, "byte %zu at %zu", k, at);
+        }
+}
