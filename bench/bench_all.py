@@ -174,11 +174,14 @@ def archive(args):
 
 def restore(args):
     rows, notes = [], []
-    for bare in (False, True):
+    forms = ((None, "sealed request, as a worker writes it with a job id"),
+             ("--whole", "whole sealed request, as workers before issue 13 "
+                         "wrote it"),
+             ("--bare", "no request, as held_jobs.py writes"))
+    for form, what in forms:
         out = run([sys.executable, os.path.join(HERE, "bench_restore.py"),
-                   "--sizes", args.restore_sizes] + (["--bare"] if bare else []))
+                   "--sizes", args.restore_sizes] + ([form] if form else []))
         r = json.loads(out.strip().splitlines()[-1])
-        what = "no request, as held_jobs.py writes" if bare else "sealed request"
         for s in r["sizes"]:
             n = s["n"]
             rows.append((f"restore, {n:,} launches ({what})",

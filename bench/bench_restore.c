@@ -6,7 +6,9 @@
  *   seed     N launch records straight into a state topic, as a worker
  *            leaves a live launch (PENDING, a job id, seq 3), spread over
  *            its partitions, each with its request sealed by the stack's
- *            key (launch.h, seal.h) or, with --bare, none (a record whose
+ *            key (launch.h, seal.h: reduced to what a launch with a job
+ *            keeps), with --whole the whole request (as workers before
+ *            issue 13 wrote it), or with --bare none (a record whose
  *            request was dropped); made with libforge's own encoder, so
  *            the bytes are what a worker writes
  *   consume  the baseline: a plain librdkafka consumer with the restore
@@ -16,23 +18,33 @@
  *            records and the milliseconds from the handle's creation to
  *            the last partition's end
  *
- *   build/bench/bench_restore seed BROKERS TOPIC PARTITIONS N KEYFILE [--bare]
+ *   decode   the decoding alone, in process, one thread (for perf)
+ *   table    the table a restore leaves, in process: RSS per launch
+ *
+ *   build/bench/bench_restore seed BROKERS TOPIC PARTITIONS N KEYFILE
+ *       [--bare|--whole]
  *   build/bench/bench_restore consume BROKERS TOPIC PARTITIONS
+ *   build/bench/bench_restore decode N KEYFILE [--bare|--whole]
+ *   build/bench/bench_restore table N KEYFILE [--bare|--whole]
  *
  * A benchmark helper, not a test: it never fails on speed.
  */
 #include "core/clock.h"
+#include "launch/held.h"
 #include "launch/launch.h"
+#include "launch/owner.h"
 #include "launch/seal.h"
 
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
+#include <malloc.h> /* malloc_trim: glibc */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define JOB_ID_BASE 5000000u
+#define JOB_ID_BASE   5000000u
+#define DECODE_ROUNDS 5
 
 static rd_kafka_t *handle(rd_kafka_type_t type, const char *brokers,
                           const char *const *conf)
@@ -84,12 +96,68 @@ static char *request_of(const char *launch_id)
     return text;
 }
 
+/* What the records carry: as this worker writes a live launch's (the
+ * request reduced to what is kept: launch.h), as workers before issue 13's
+ * compact records wrote them (the whole request), or none (--bare). */
+typedef enum { KEPT, WHOLE, BARE } form_t;
+
+static form_t form_of(int argc, char **argv, int at)
+{
+    if (argc > at && !strcmp(argv[at], "--bare"))
+        return BARE;
+    if (argc > at && !strcmp(argv[at], "--whole"))
+        return WHOLE;
+    return KEPT;
+}
+
+static const char *form_name(form_t f)
+{
+    return f == BARE    ? "bare"
+           : f == WHOLE ? "whole sealed requests"
+                        : "sealed requests";
+}
+
+/* Record i as the state topic's value (new), or NULL (a message said why). */
+static char *record_value(long i, form_t form, const forge_sealer_t *s,
+                          long long now)
+{
+    char id[64], *req, *value = NULL;
+    json_t *o;
+    forge_launch_record_t *r;
+    forge_error_t err = {0};
+
+    snprintf(id, sizeof(id), "bench-%08ld", i);
+    req = form == BARE ? NULL : request_of(id);
+    r = forge_launch_record_new(id, 1, req, req ? strlen(req) : 0);
+    r->state = FORGE_STATE_PENDING;
+    r->seq = 3;
+    /* the whole request: sealed as for an intent (its additional data
+     * does not name the job), then the job id set, as a worker before
+     * issue 13 wrote it */
+    r->job_id = form == WHOLE ? 0 : JOB_ID_BASE + (uint32_t)i;
+    r->component_ids = calloc(1, sizeof(uint32_t));
+    r->component_ids[0] = JOB_ID_BASE + (uint32_t)i;
+    r->component_count = 1;
+    r->accepted_at_ms = r->updated_at_ms = now;
+    if (forge_launch_record_encode(r, s, &o, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+    } else {
+        json_object_set_new(o, "job_id",
+                            json_integer(JOB_ID_BASE + (uint32_t)i));
+        value = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+    }
+    forge_launch_record_free(r);
+    free(req);
+    return value;
+}
+
 static int seed(int argc, char **argv)
 {
     const char *brokers = argv[2], *topic = argv[3];
     int partitions = atoi(argv[4]);
     long n = atol(argv[5]);
-    bool bare = argc > 7 && !strcmp(argv[7], "--bare");
+    form_t form = form_of(argc, argv, 7);
     const char *const conf[] = {"linger.ms",
                                 "50",
                                 "batch.size",
@@ -109,26 +177,11 @@ static int seed(int argc, char **argv)
         return 2;
     }
     for (long i = 0; i < n; i++) {
-        char id[64];
-        char *req, *value;
-        json_t *o;
-        forge_launch_record_t *r;
+        char id[64], *value = record_value(i, form, s, now);
 
-        snprintf(id, sizeof(id), "bench-%08ld", i);
-        req = bare ? NULL : request_of(id);
-        r = forge_launch_record_new(id, 1, req, req ? strlen(req) : 0);
-        r->state = FORGE_STATE_PENDING;
-        r->seq = 3;
-        r->job_id = JOB_ID_BASE + (uint32_t)i;
-        r->component_ids = calloc(1, sizeof(uint32_t));
-        r->component_ids[0] = r->job_id;
-        r->component_count = 1;
-        r->accepted_at_ms = r->updated_at_ms = now;
-        if (forge_launch_record_encode(r, s, &o, &err)) {
-            fprintf(stderr, "%s\n", err.message);
+        if (!value)
             return 2;
-        }
-        value = json_dumps(o, JSON_COMPACT);
+        snprintf(id, sizeof(id), "bench-%08ld", i);
         while (
             rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
                               RD_KAFKA_V_PARTITION((int32_t)(i % partitions)),
@@ -138,13 +191,78 @@ static int seed(int argc, char **argv)
                               RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
             rd_kafka_poll(p, 100);
         rd_kafka_poll(p, 0);
-        json_decref(o);
-        forge_launch_record_free(r);
-        free(req);
     }
     rd_kafka_flush(p, 120000);
-    printf("seeded %ld records (%s)\n", n, bare ? "bare" : "sealed requests");
+    printf("seeded %ld records (%s)\n", n, form_name(form));
     rd_kafka_destroy(p);
+    forge_sealer_destroy(s);
+    return 0;
+}
+
+/* This thread's CPU time: the machine is shared, and a wall clock would
+ * count the others' turns. */
+static long long cpu_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The restore's decoding alone, in this process, without Kafka: N records
+ * made as seed makes them, then each decoded as restore.c's reading
+ * threads do (the record, its sealed request opened, what the table keeps
+ * of it read, the bytes dropped for a launch with a job id), on one
+ * thread, DECODE_ROUNDS times (the best kept). For profiling (perf), not a
+ * ratio. */
+static int decode(int argc, char **argv)
+{
+    long n = atol(argv[2]);
+    form_t form = form_of(argc, argv, 4);
+    forge_sealer_t *s = NULL;
+    forge_error_t err = {0};
+    char **values = calloc((size_t)n + 1, sizeof(char *));
+    long long now = (long long)time(NULL) * 1000, start, best = 0;
+    size_t bytes = 0;
+
+    if (forge_sealer_load(argv[3], NULL, &s, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 2;
+    }
+    for (long i = 0; i < n; i++)
+        if (!(values[i] = record_value(i, form, s, now)))
+            return 2;
+    for (int round = 0; round < DECODE_ROUNDS; round++) {
+        long long took;
+        start = cpu_ns();
+        bytes = 0;
+        for (long i = 0; i < n; i++) {
+            forge_launch_record_t *r = NULL;
+            forge_held_t *held = NULL;
+            size_t len = strlen(values[i]);
+
+            bytes += len;
+            if (forge_launch_record_decode(values[i], len, s, &r, &err)) {
+                fprintf(stderr, "%s\n", err.message);
+                return 2;
+            }
+            if (r->request)
+                held = forge_held_of_trusted(r->request, r->request_len);
+            if (r->job_id)
+                forge_launch_compact(r);
+            forge_held_free(held);
+            forge_launch_record_free(r);
+        }
+        took = (cpu_ns() - start) / 1000000;
+        best = round && best < took ? best : took;
+    }
+    printf("decoded %ld records (%s, %zu bytes each) in %lld ms of CPU "
+           "(best of %d)\n",
+           n, form_name(form), bytes / (size_t)(n ? n : 1), best,
+           DECODE_ROUNDS);
+    for (long i = 0; i < n; i++)
+        free(values[i]);
+    free(values);
     forge_sealer_destroy(s);
     return 0;
 }
@@ -194,14 +312,92 @@ static int consume(char **argv)
     return 0;
 }
 
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kib = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* The launch table a restore leaves, in this process, without Kafka: N
+ * records made one at a time, decoded as the reading threads do and put
+ * in a table as the loop's thread does (their secrets registered with the
+ * log); the RSS it grew by per launch (after malloc_trim, as restore.c)
+ * and the time of the table's part. A check of what the worker's
+ * restore (bench_restore.py) will show, for profiling, not a ratio. */
+static int table(int argc, char **argv)
+{
+    long n = atol(argv[2]);
+    form_t form = form_of(argc, argv, 4);
+    forge_sealer_t *s = NULL;
+    forge_error_t err = {0};
+    forge_owner_t *o = forge_owner_new();
+    forge_launch_record_t **recs = calloc((size_t)n + 1, sizeof(*recs));
+    forge_held_t **helds = calloc((size_t)n + 1, sizeof(*helds));
+    long long now = (long long)time(NULL) * 1000, put_ms = 0, trim_ms;
+    long before;
+
+    if (forge_sealer_load(argv[3], NULL, &s, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 2;
+    }
+    forge_owner_assign(o, 0);
+    malloc_trim(0);
+    before = rss_kib();
+    for (long i = 0; i < n; i++) {
+        char *value = record_value(i, form, s, now);
+
+        if (!value ||
+            forge_launch_record_decode(value, strlen(value), s, &recs[i], &err))
+            return 2;
+        free(value);
+        if (recs[i]->request)
+            helds[i] =
+                forge_held_of_trusted(recs[i]->request, recs[i]->request_len);
+        if (recs[i]->job_id)
+            forge_launch_compact(recs[i]);
+        forge_owner_register(helds[i]); /* on the reading threads */
+    }
+    put_ms = cpu_ns(); /* the loop's thread's part, as restore.c */
+    forge_owner_reserve(o, (size_t)n);
+    for (long i = 0; i < n; i++)
+        forge_owner_put_registered(o, recs[i], helds[i], 0);
+    put_ms = (cpu_ns() - put_ms) / 1000000;
+    free(recs);
+    free(helds);
+    trim_ms = cpu_ns();
+    malloc_trim(0); /* as restore.c, after the table */
+    trim_ms = (cpu_ns() - trim_ms) / 1000000;
+    printf("a table of %ld launches (%s): %ld bytes of RSS each, put in "
+           "%lld ms of CPU, malloc_trim %lld ms\n",
+           n, form_name(form), (rss_kib() - before) * 1024 / (n ? n : 1),
+           put_ms, trim_ms);
+    forge_owner_destroy(o);
+    forge_sealer_destroy(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 7 && !strcmp(argv[1], "seed"))
         return seed(argc, argv);
     if (argc == 5 && !strcmp(argv[1], "consume"))
         return consume(argv);
+    if (argc >= 4 && !strcmp(argv[1], "decode"))
+        return decode(argc, argv);
+    if (argc >= 4 && !strcmp(argv[1], "table"))
+        return table(argc, argv);
     fprintf(stderr, "usage: bench_restore seed BROKERS TOPIC PARTITIONS N "
-                    "KEYFILE [--bare]\n"
-                    "       bench_restore consume BROKERS TOPIC PARTITIONS\n");
+                    "KEYFILE [--bare|--whole]\n"
+                    "       bench_restore consume BROKERS TOPIC PARTITIONS\n"
+                    "       bench_restore decode N KEYFILE [--bare|--whole]\n"
+                    "       bench_restore table N KEYFILE [--bare|--whole]\n");
     return 2;
 }

@@ -6,8 +6,10 @@ memory, against the real local Kafka (tests/e2e/stack up). A benchmark, not
 a test: it prints, it never fails on speed.
 
 For each size N: a fresh state topic (the stack's partition count) gets N
-launch records as a worker leaves a live launch (PENDING, a job id, the
-request sealed: build/bench/bench_restore seed, libforge's own encoder);
+launch records as a worker leaves a live launch (PENDING, a job id, what is
+kept of the request sealed: build/bench/bench_restore seed, libforge's own
+encoder; --whole the whole request, as workers before issue 13 wrote it;
+--bare none);
 then, in the same run,
 
   baseline  a plain librdkafka consumer with the restore reader's fetch
@@ -26,7 +28,8 @@ change nothing: no job is marked missing, nothing reaches the shared
 slurmctld, and what is measured is the restore and the table it leaves.
 
   FORGE_STACK_ENV=... $FORGE_CACHE_DIR/venv/bin/python bench/bench_restore.py \
-      [--sizes 1000,10000,100000] [--bare] [--binary build/forge-worker]
+      [--sizes 1000,10000,100000] [--bare | --whole]
+      [--binary build/forge-worker]
 
 Prints one JSON line last: {"sizes": [{"n", "restore_ms", "baseline_ms",
 "rss_kib", "idle_kib", "per_launch_bytes"}...]}.
@@ -112,12 +115,12 @@ def drop_topics(stack, topics):
             pass
 
 
-def one_size(stack, n, bare, binary, idle):
+def one_size(stack, n, form, binary, idle):
     topics = Topics(stack, "bench-restore")
     try:
         cmd = [TOOL, "seed", stack.brokers, topics.state, str(PARTITIONS),
                str(n), stack.env["FORGE_STATE_KEY_FILE"]]
-        subprocess.run(cmd + (["--bare"] if bare else []), check=True,
+        subprocess.run(cmd + ([form] if form else []), check=True,
                        capture_output=True)
         base = baseline_ms(stack, topics.state)
         w = start(stack, topics, binary)
@@ -154,6 +157,9 @@ def main():
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--bare", action="store_true",
                     help="records without their request")
+    ap.add_argument("--whole", action="store_true",
+                    help="records with the whole request sealed, as workers "
+                         "before issue 13 wrote them with a job id")
     ap.add_argument("--binary", default=os.path.join(BUILD, "forge-worker"))
     args = ap.parse_args()
     os.makedirs(LOGDIR, exist_ok=True)
@@ -162,13 +168,16 @@ def main():
     print(f"idle worker: {idle} KiB", file=sys.stderr)
     sizes = []
     for n in (int(x) for x in args.sizes.split(",")):
-        r = one_size(stack, n, args.bare, args.binary, idle)
+        r = one_size(stack, n,
+                     "--bare" if args.bare else "--whole" if args.whole
+                     else None, args.binary, idle)
         print(f"{n} launches: restore {r['restore_ms']:.0f} ms, plain "
               f"consumer {r['baseline_ms']:.0f} ms ({r['ratio']:.2f}x); "
               f"RSS {r['rss_kib']} KiB, {r['per_launch_bytes']:.0f} B per "
               f"launch over idle", file=sys.stderr, flush=True)
         sizes.append(r)
-    print(json.dumps({"bare": args.bare, "sizes": sizes}))
+    print(json.dumps({"bare": args.bare, "whole": args.whole,
+                      "sizes": sizes}))
 
 
 if __name__ == "__main__":

@@ -1,36 +1,76 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * held.c - a request's labels and secrets in one allocation (held.h):
- * the struct, then the labels' array, then the secrets' pointers, then
- * every string, each NUL-terminated. Built in two passes over the same
- * list of strings: one to size the block, one to fill it. From a stored
- * request's bytes, a scan finds them (held_scan) and jansson reads what
- * the scan gives up on.
+ * held.c - a request's labels, secrets, pools' names and tenant in one
+ * allocation (held.h): the struct, then the labels' array, then the
+ * secrets' and the pools' pointers, then every string, each
+ * NUL-terminated. Built in two passes over the same list of strings: one
+ * to size the block, one to fill it. From a stored request's bytes, a
+ * scan finds them (held_scan, on core/jscan.h) and jansson reads what the
+ * scan gives up on.
  */
 #include "launch/held.h"
+#include "core/jscan.h"
 #include "core/util.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A string to keep, borrowed: len bytes at p (not NUL-terminated). */
-typedef struct text {
-    const char *p;
-    size_t n;
-} text_t;
+typedef forge_jscan_text_t text_t;
 
-/* The strings to keep: labels as key/value pairs, then secrets. */
+/* A list of borrowed strings: the first few in place (a request's labels,
+ * secrets and pools are few: no allocation for them per record read). */
+#define TEXTS_IN_PLACE 8
+typedef struct texts {
+    text_t *items; /* in_place, or allocated once they outgrow it */
+    size_t n, size;
+    text_t in_place[TEXTS_IN_PLACE];
+} texts_t;
+
+/* The strings to keep: labels as key/value pairs, secrets, pools' names,
+ * the tenant (p NULL: none). */
 typedef struct wanted {
-    text_t *labels; /* 2 * label_count */
-    size_t label_count;
-    text_t *secrets;
-    size_t secret_count;
+    texts_t labels; /* 2 per label */
+    texts_t secrets;
+    texts_t pools;
+    text_t tenant;
 } wanted_t;
 
 static text_t text_of(const char *s)
 {
     return (text_t){s ? s : "", s ? strlen(s) : 0};
+}
+
+static void add(texts_t *l, text_t t)
+{
+    if (!l->size) {
+        l->items = l->in_place;
+        l->size = TEXTS_IN_PLACE;
+    } else if (l->n == l->size) {
+        text_t *more = forge_xmalloc(2 * l->size * sizeof(*more));
+        memcpy(more, l->items, l->n * sizeof(*more));
+        if (l->items != l->in_place)
+            free(l->items);
+        l->items = more;
+        l->size *= 2;
+    }
+    l->items[l->n++] = t;
+}
+
+static void texts_clear(texts_t *l)
+{
+    if (l->items != l->in_place)
+        free(l->items);
+    l->items = NULL;
+    l->n = l->size = 0;
+}
+
+static void wanted_clear(wanted_t *w)
+{
+    texts_clear(&w->labels);
+    texts_clear(&w->secrets);
+    texts_clear(&w->pools);
 }
 
 static char *put_text(char **at, text_t t)
@@ -43,40 +83,53 @@ static char *put_text(char **at, text_t t)
     return out;
 }
 
+static size_t texts_size(const texts_t *l)
+{
+    size_t size = 0;
+
+    for (size_t i = 0; i < l->n; i++)
+        size += l->items[i].n + 1;
+    return size;
+}
+
+static void put_list(char **at, const texts_t *l, const char **out)
+{
+    for (size_t i = 0; i < l->n; i++)
+        out[i] = put_text(at, l->items[i]);
+}
+
 static forge_held_t *build(const wanted_t *w)
 {
-    size_t size = sizeof(forge_held_t) + w->label_count * sizeof(forge_kv_t) +
-                  w->secret_count * sizeof(char *);
-    forge_held_t *h;
-    forge_kv_t *labels;
-    const char **secrets;
-    char *at;
+    size_t nlabels = w->labels.n / 2;
+    size_t size = sizeof(forge_held_t) + nlabels * sizeof(forge_kv_t) +
+                  (w->secrets.n + w->pools.n) * sizeof(char *) +
+                  texts_size(&w->labels) + texts_size(&w->secrets) +
+                  texts_size(&w->pools) + (w->tenant.p ? w->tenant.n + 1 : 0);
+    forge_held_t *h = forge_xmalloc(size);
+    forge_kv_t *labels = (forge_kv_t *)(h + 1);
+    const char **secrets = (const char **)(labels + nlabels);
+    const char **pools = secrets + w->secrets.n;
+    char *at = (char *)(pools + w->pools.n);
 
-    if (!w->label_count && !w->secret_count)
-        return NULL;
-    for (size_t i = 0; i < 2 * w->label_count; i++)
-        size += w->labels[i].n + 1;
-    for (size_t i = 0; i < w->secret_count; i++)
-        size += w->secrets[i].n + 1;
-    h = forge_xmalloc(size);
-    labels = (forge_kv_t *)(h + 1);
-    secrets = (const char **)(labels + w->label_count);
-    at = (char *)(secrets + w->secret_count);
-    for (size_t i = 0; i < w->label_count; i++) {
-        labels[i].key = put_text(&at, w->labels[2 * i]);
-        labels[i].value = put_text(&at, w->labels[2 * i + 1]);
+    for (size_t i = 0; i < nlabels; i++) {
+        labels[i].key = put_text(&at, w->labels.items[2 * i]);
+        labels[i].value = put_text(&at, w->labels.items[2 * i + 1]);
     }
-    for (size_t i = 0; i < w->secret_count; i++)
-        secrets[i] = put_text(&at, w->secrets[i]);
-    *h = (forge_held_t){labels, w->label_count, secrets, w->secret_count};
+    put_list(&at, &w->secrets, secrets);
+    put_list(&at, &w->pools, pools);
+    *h = (forge_held_t){labels,
+                        nlabels,
+                        secrets,
+                        w->secrets.n,
+                        pools,
+                        w->pools.n,
+                        w->tenant.p ? put_text(&at, w->tenant) : NULL};
     return h;
 }
 
 static void collect_secret(void *ctx, const char *secret)
 {
-    wanted_t *w = ctx;
-
-    w->secrets[w->secret_count++] = text_of(secret);
+    add(&((wanted_t *)ctx)->secrets, text_of(secret));
 }
 
 forge_held_t *forge_held_of_request(const forge_request_t *req)
@@ -86,35 +139,72 @@ forge_held_t *forge_held_of_request(const forge_request_t *req)
 
     if (!req || req->kind != FORGE_REQUEST_LAUNCH)
         return NULL;
-    w.label_count = req->launch.label_count;
-    w.labels = forge_xcalloc(2 * w.label_count + 1, sizeof(text_t));
-    for (size_t i = 0; i < w.label_count; i++) {
-        w.labels[2 * i] = text_of(req->launch.labels[i].key);
-        w.labels[2 * i + 1] = text_of(req->launch.labels[i].value);
+    for (size_t i = 0; i < req->launch.label_count; i++) {
+        add(&w.labels, text_of(req->launch.labels[i].key));
+        add(&w.labels, text_of(req->launch.labels[i].value));
     }
-    w.secrets = forge_xcalloc(req->launch.secret_env_count + 2, sizeof(text_t));
     forge_request_each_secret(req, collect_secret, &w);
+    for (size_t i = 0; i < req->launch.pool_count; i++)
+        add(&w.pools, text_of(req->launch.pools[i].name));
+    if (req->launch.tenant)
+        w.tenant = text_of(req->launch.tenant);
     h = build(&w);
-    free(w.labels);
-    free(w.secrets);
+    wanted_clear(&w);
     return h;
+}
+
+forge_held_t *forge_held_copy(const forge_held_t *h)
+{
+    wanted_t w = {0};
+    forge_held_t *c;
+
+    if (!h)
+        return NULL;
+    for (size_t i = 0; i < h->label_count; i++) {
+        add(&w.labels, text_of(h->labels[i].key));
+        add(&w.labels, text_of(h->labels[i].value));
+    }
+    for (size_t i = 0; i < h->secret_count; i++)
+        add(&w.secrets, text_of(h->secrets[i]));
+    for (size_t i = 0; i < h->pool_count; i++)
+        add(&w.pools, text_of(h->pools[i]));
+    if (h->tenant)
+        w.tenant = text_of(h->tenant);
+    c = build(&w);
+    wanted_clear(&w);
+    return c;
+}
+
+char *forge_held_to_json(const forge_held_t *h, size_t *len)
+{
+    json_t *o = json_object(), *labels = json_object(),
+           *secrets = json_object(), *pools = json_array();
+    char key[24], *text;
+
+    for (size_t i = 0; i < h->label_count; i++)
+        json_object_set_new(labels, h->labels[i].key,
+                            json_string(h->labels[i].value));
+    for (size_t i = 0; i < h->secret_count; i++) {
+        snprintf(key, sizeof(key), "%zu", i + 1);
+        json_object_set_new(secrets, key, json_string(h->secrets[i]));
+    }
+    for (size_t i = 0; i < h->pool_count; i++)
+        json_array_append_new(pools, json_pack("{s:s}", "name", h->pools[i]));
+    json_object_set_new(o, "labels", labels);
+    json_object_set_new(o, "secret_env", secrets);
+    json_object_set_new(o, "pools", pools);
+    if (h->tenant)
+        json_object_set_new(o, "tenant", json_string(h->tenant));
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    *len = strlen(text);
+    return text;
 }
 
 /* ---- read from the bytes: a scan, or jansson --------------------------- */
 
-/* Grows list (n used, *size allocated) by one; the new slot. */
-static text_t *more(text_t **list, size_t n, size_t *size)
-{
-    if (n == *size) {
-        *size = *size ? 2 * *size : 8;
-        *list = forge_xrealloc(*list, *size * sizeof(**list));
-    }
-    return &(*list)[n];
-}
-
 /* String values of object o: pairs (labels) or values (secrets). */
-static void json_strings(json_t *o, bool pairs, text_t **list, size_t *n,
-                         size_t *size)
+static void json_strings(json_t *o, bool pairs, texts_t *list)
 {
     const char *key;
     json_t *v;
@@ -124,18 +214,16 @@ static void json_strings(json_t *o, bool pairs, text_t **list, size_t *n,
         if (!json_is_string(v))
             continue;
         if (pairs)
-            *more(list, 2 * *n, size) = text_of(key);
-        *more(list, 2 * *n * pairs + !pairs * *n + pairs, size) =
-            (text_t){json_string_value(v), json_string_length(v)};
-        (*n)++;
+            add(list, text_of(key));
+        add(list, (text_t){json_string_value(v), json_string_length(v)});
     }
 }
 
 static forge_held_t *held_of_json(const char *buf, size_t len)
 {
-    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, NULL), *body, *token;
+    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, NULL), *body, *v;
     wanted_t w = {0};
-    size_t label_size = 0, secret_size = 0;
+    size_t i;
     forge_held_t *h;
 
     if (!json_is_object(root)) {
@@ -144,17 +232,23 @@ static forge_held_t *held_of_json(const char *buf, size_t len)
     }
     body = json_object_get(root, "specversion") ? json_object_get(root, "data")
                                                 : root;
-    json_strings(json_object_get(body, "labels"), true, &w.labels,
-                 &w.label_count, &label_size);
-    token = json_object_get(json_object_get(body, "ingest"), "token");
-    if (json_is_string(token))
-        *more(&w.secrets, w.secret_count++, &secret_size) =
-            (text_t){json_string_value(token), json_string_length(token)};
-    json_strings(json_object_get(body, "secret_env"), false, &w.secrets,
-                 &w.secret_count, &secret_size);
+    json_strings(json_object_get(body, "labels"), true, &w.labels);
+    v = json_object_get(json_object_get(body, "ingest"), "token");
+    if (json_is_string(v))
+        add(&w.secrets, (text_t){json_string_value(v), json_string_length(v)});
+    json_strings(json_object_get(body, "secret_env"), false, &w.secrets);
+    json_array_foreach(json_object_get(body, "pools"), i, v)
+    {
+        json_t *name = json_object_get(v, "name");
+        if (json_is_string(name))
+            add(&w.pools,
+                (text_t){json_string_value(name), json_string_length(name)});
+    }
+    v = json_object_get(body, "tenant");
+    if (json_is_string(v))
+        w.tenant = (text_t){json_string_value(v), json_string_length(v)};
     h = build(&w);
-    free(w.labels);
-    free(w.secrets);
+    wanted_clear(&w);
     json_decref(root);
     return h;
 }
@@ -165,120 +259,23 @@ static forge_held_t *held_of_json(const char *buf, size_t len)
  * bytes authenticated: they are what the worker validated and sealed).
  * It gives up (false) on what would need more than a scan to read the
  * same as jansson: an escape in a key or a value it keeps, a key it looks
- * for given twice (jansson keeps the last), nesting deeper than 64. Then
- * held_of_json decides.
+ * for given twice (jansson keeps the last), nesting deeper than
+ * FORGE_JSCAN_DEPTH. Then held_of_json decides.
  */
-typedef struct scan {
-    const char *p, *end;
-} scan_t;
+typedef forge_jscan_t scan_t;
 
-static void ws(scan_t *s)
+/* A kept string's value: no escape (its raw text is then its value). */
+static bool kept_string(scan_t *s, text_t *t)
 {
-    while (s->p < s->end &&
-           (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
-        s->p++;
-}
-
-static bool eat(scan_t *s, char c)
-{
-    ws(s);
-    if (s->p < s->end && *s->p == c) {
-        s->p++;
-        return true;
-    }
-    return false;
-}
-
-/* A string; *escaped when it holds an escape (*t is then its raw text). */
-static bool string(scan_t *s, text_t *t, bool *escaped)
-{
-    if (!eat(s, '"'))
-        return false;
-    t->p = s->p;
-    *escaped = false;
-    while (s->p < s->end && *s->p != '"') {
-        if (*s->p == '\\') {
-            *escaped = true;
-            s->p++;
-        }
-        s->p++;
-    }
-    if (s->p >= s->end)
-        return false;
-    t->n = (size_t)(s->p++ - t->p);
-    return true;
-}
-
-static bool skip_value(scan_t *s, int depth);
-
-/* An object's members in turn: fn(ctx, key, s) reads or skips each value. */
-static bool members(scan_t *s, int depth,
-                    bool (*fn)(void *ctx, text_t key, bool escaped, scan_t *s,
-                               int depth),
-                    void *ctx)
-{
-    text_t key;
     bool escaped;
 
-    if (!eat(s, '{'))
-        return false;
-    if (eat(s, '}'))
-        return true;
-    do {
-        if (!string(s, &key, &escaped) || !eat(s, ':') ||
-            !fn(ctx, key, escaped, s, depth + 1))
-            return false;
-    } while (eat(s, ','));
-    return eat(s, '}');
-}
-
-static bool skip_member(void *ctx, text_t key, bool escaped, scan_t *s,
-                        int depth)
-{
-    (void)ctx;
-    (void)key;
-    (void)escaped;
-    return skip_value(s, depth);
-}
-
-static bool skip_value(scan_t *s, int depth)
-{
-    text_t t;
-    bool escaped;
-
-    ws(s);
-    if (depth > 64 || s->p >= s->end)
-        return false;
-    if (*s->p == '"')
-        return string(s, &t, &escaped);
-    if (*s->p == '{')
-        return members(s, depth, skip_member, NULL);
-    if (*s->p == '[') {
-        s->p++;
-        if (eat(s, ']'))
-            return true;
-        do {
-            if (!skip_value(s, depth + 1))
-                return false;
-        } while (eat(s, ','));
-        return eat(s, ']');
-    }
-    t.p = s->p; /* a number, true, false or null */
-    while (s->p < s->end && strchr("-+.0123456789eEtrufalsn", *s->p) && *s->p)
-        s->p++;
-    return s->p > t.p;
-}
-
-static bool is(text_t key, const char *name)
-{
-    return key.n == strlen(name) && !memcmp(key.p, name, key.n);
+    return forge_jscan_string(s, t, &escaped) && !escaped;
 }
 
 /* The values of one object (labels, secret_env): strings kept, the rest
- * skipped; a key twice gives up. */
+ * skipped; a label's key twice gives up. */
 typedef struct strings {
-    text_t **list;
-    size_t *n, *size;
+    texts_t *list;
     bool pairs;
 } strings_t;
 
@@ -287,28 +284,24 @@ static bool string_member(void *ctx, text_t key, bool escaped, scan_t *s,
 {
     strings_t *st = ctx;
     text_t value;
-    bool value_escaped;
-    size_t stride = st->pairs ? 2 : 1;
 
-    ws(s);
-    if (s->p < s->end && *s->p != '"')
-        return skip_value(s, depth);
-    if (escaped || !string(s, &value, &value_escaped) || value_escaped)
+    if (forge_jscan_peek(s) != '"')
+        return forge_jscan_skip(s, depth);
+    if (escaped || !kept_string(s, &value))
         return false;
-    for (size_t i = 0; st->pairs && i < *st->n; i++)
-        if ((*st->list)[2 * i].n == key.n &&
-            !memcmp((*st->list)[2 * i].p, key.p, key.n))
+    for (size_t i = 0; st->pairs && i < st->list->n; i += 2)
+        if (st->list->items[i].n == key.n &&
+            !memcmp(st->list->items[i].p, key.p, key.n))
             return false;
     if (st->pairs)
-        *more(st->list, stride * *st->n, st->size) = key;
-    *more(st->list, stride * *st->n + stride - 1, st->size) = value;
-    (*st->n)++;
+        add(st->list, key);
+    add(st->list, value);
     return true;
 }
 
 /* Where the body's members are, as found at one level. */
 typedef struct found {
-    const char *labels, *secret_env, *ingest, *data;
+    const char *labels, *secret_env, *ingest, *data, *pools, *tenant;
     bool specversion;
 } found_t;
 
@@ -316,66 +309,96 @@ static bool find_member(void *ctx, text_t key, bool escaped, scan_t *s,
                         int depth)
 {
     found_t *f = ctx;
-    const char **at = is(key, "labels")       ? &f->labels
-                      : is(key, "secret_env") ? &f->secret_env
-                      : is(key, "ingest")     ? &f->ingest
-                      : is(key, "data")       ? &f->data
-                                              : NULL;
+    const char **at = forge_jscan_is(key, "labels")       ? &f->labels
+                      : forge_jscan_is(key, "secret_env") ? &f->secret_env
+                      : forge_jscan_is(key, "ingest")     ? &f->ingest
+                      : forge_jscan_is(key, "data")       ? &f->data
+                      : forge_jscan_is(key, "pools")      ? &f->pools
+                      : forge_jscan_is(key, "tenant")     ? &f->tenant
+                                                          : NULL;
 
     if (escaped)
         return false;
-    if (is(key, "specversion")) {
+    if (forge_jscan_is(key, "specversion")) {
         if (f->specversion)
             return false;
         f->specversion = true;
     }
-    ws(s);
+    forge_jscan_ws(s);
     if (at) {
         if (*at)
             return false;
         *at = s->p;
     }
-    return skip_value(s, depth);
+    return forge_jscan_skip(s, depth);
 }
 
-static bool token_member(void *ctx, text_t key, bool escaped, scan_t *s,
+/* One member named `name` whose string value is kept (others skipped). */
+typedef struct named {
+    const char *name;
+    text_t value; /* p NULL: not found */
+} named_t;
+
+static bool named_member(void *ctx, text_t key, bool escaped, scan_t *s,
                          int depth)
 {
-    text_t *token = ctx;
-    bool value_escaped;
+    named_t *n = ctx;
 
-    ws(s);
-    if (!is(key, "token") || (s->p < s->end && *s->p != '"'))
-        return !escaped && skip_value(s, depth);
-    if (escaped || token->p || !string(s, token, &value_escaped) ||
-        value_escaped)
+    if (escaped)
         return false;
-    return true;
+    if (!forge_jscan_is(key, n->name) || forge_jscan_peek(s) != '"')
+        return forge_jscan_skip(s, depth);
+    return !n->value.p && kept_string(s, &n->value);
 }
 
 /* Scans the object at `at` (NULL: absent; not an object: nothing). */
 static bool scan_object(const char *at, const char *end,
-                        bool (*fn)(void *, text_t, bool, scan_t *, int),
-                        void *ctx)
+                        forge_jscan_member_fn fn, void *ctx)
 {
     scan_t s = {at, end};
 
     if (!at || at >= end || *at != '{')
         return true;
-    return members(&s, 1, fn, ctx);
+    return forge_jscan_members(&s, 1, fn, ctx);
 }
 
-static bool held_scan(const char *buf, size_t len, wanted_t *w,
-                      size_t *label_size, size_t *secret_size)
+/* The pools' names: each element of the array at `at` that is an object
+ * with a string "name" (others skipped; not an array: none). */
+static bool scan_pools(const char *at, const char *end, texts_t *pools)
+{
+    scan_t s = {at, end};
+
+    if (!at || at >= end || *at != '[')
+        return true;
+    s.p++;
+    if (forge_jscan_eat(&s, ']'))
+        return true;
+    do {
+        named_t name = {"name", {0}};
+        if (forge_jscan_peek(&s) != '{') {
+            if (!forge_jscan_skip(&s, 2))
+                return false;
+            continue;
+        }
+        if (!forge_jscan_members(&s, 2, named_member, &name))
+            return false;
+        if (name.value.p)
+            add(pools, name.value);
+    } while (forge_jscan_eat(&s, ','));
+    return forge_jscan_eat(&s, ']');
+}
+
+static bool held_scan(const char *buf, size_t len, wanted_t *w)
 {
     const char *end = buf + len;
     scan_t s = {buf, end};
     found_t root = {0}, data = {0}, *body = &root;
-    text_t token = {0};
-    strings_t labels = {&w->labels, &w->label_count, label_size, true};
-    strings_t secrets = {&w->secrets, &w->secret_count, secret_size, false};
+    named_t token = {"token", {0}};
+    strings_t labels = {&w->labels, true}, secrets = {&w->secrets, false};
+    scan_t tenant;
 
-    if (!members(&s, 0, find_member, &root) || (ws(&s), s.p != end))
+    if (!forge_jscan_members(&s, 0, find_member, &root) ||
+        (forge_jscan_ws(&s), s.p != end))
         return false;
     if (root.specversion) {
         body = &data;
@@ -383,25 +406,31 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w,
             return false;
     }
     if (!scan_object(body->labels, end, string_member, &labels) ||
-        !scan_object(body->ingest, end, token_member, &token))
+        !scan_object(body->ingest, end, named_member, &token))
         return false;
-    if (token.p)
-        *more(&w->secrets, w->secret_count++, secret_size) = token;
-    return scan_object(body->secret_env, end, string_member, &secrets);
+    if (token.value.p)
+        add(&w->secrets, token.value);
+    if (!scan_object(body->secret_env, end, string_member, &secrets) ||
+        !scan_pools(body->pools, end, &w->pools))
+        return false;
+    tenant = (scan_t){body->tenant, end};
+    return !body->tenant || *body->tenant != '"' ||
+           kept_string(&tenant, &w->tenant);
 }
 
 forge_held_t *forge_held_of_trusted(const char *buf, size_t len)
 {
     wanted_t w = {0};
-    size_t label_size = 0, secret_size = 0;
-    forge_held_t *h = NULL;
+    forge_held_t *h;
 
-    if (held_scan(buf, len, &w, &label_size, &secret_size))
+    if (held_scan(buf, len, &w)) {
         h = build(&w);
-    else
+    } else {
+        wanted_clear(&w);
+        w = (wanted_t){0};
         h = held_of_json(buf, len);
-    free(w.labels);
-    free(w.secrets);
+    }
+    wanted_clear(&w);
     return h;
 }
 

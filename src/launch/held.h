@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * held.h - what the launch table keeps of a launch's parsed request
- * (owner.h): the labels its events carry, and its secrets (the ingest
- * token, each secret_env value), registered for redaction while the
- * launch is held. Nothing else of the parsed request is read once the
- * launch is accepted: a submit is prepared from the request's bytes
- * (launch.h: the record keeps them, sealed on the state topic), and so is
- * an archive (its pools, owner and secrets). One allocation, so a table
- * of 100,000 launches does not carry 100,000 parsed requests.
+ * (owner.h), and all a launch needs of it once its job id is recorded:
+ * the labels its events carry, its secrets (the ingest token, each
+ * secret_env value: registered for redaction while the launch is held,
+ * and redacted from its archive's tail), its pools' names (the logs to
+ * archive) and the tenant it names (whose the archive is). Nothing else
+ * of the parsed request is read once the launch is accepted: a submit is
+ * prepared from the request's bytes, which the record keeps only until
+ * its job id is recorded (launch.h); from then on the record carries
+ * this, sealed in the request's place (forge_held_to_json), and the
+ * archive is made from it. One allocation, so a table of 100,000 launches
+ * does not carry 100,000 parsed requests.
  *
  * Threads: none of its own; a held value is read-only once made, and
  * made on any thread (a restore's reading threads make them).
@@ -24,21 +28,33 @@ typedef struct forge_held {
     size_t label_count;
     const char *const *secrets; /* secret_count of them */
     size_t secret_count;
+    const char *const *pools; /* pool_count names, in the request's order */
+    size_t pool_count;
+    const char *tenant; /* the tenant the request names; NULL: none */
 } forge_held_t;
 
-/* What req holds (new), or NULL: req is NULL or a cancel, or it has no
- * label and no secret. */
+/* What req holds (new), or NULL: req is NULL or a cancel. */
 forge_held_t *forge_held_of_request(const forge_request_t *req);
 
 /*
  * The same from a request's bytes, without validating them again: for a
  * request the worker itself accepted and stored (a record's sealed request,
- * which authenticates: launch.h), whose validation passed when it came in.
- * Reads "labels", "ingest"."token" and "secret_env" of the request (of its
- * "data" for a CloudEvent), string values only, as the parse keeps them.
- * NULL: nothing to keep, or not a JSON object.
+ * which authenticates: launch.h), whose validation passed when it came in,
+ * or what forge_held_to_json made of one. Reads "labels",
+ * "ingest"."token", "secret_env", "pools"[]."name" and "tenant" of the
+ * request (of its "data" for a CloudEvent), string values only, as the
+ * parse keeps them. NULL: not a JSON object.
  */
 forge_held_t *forge_held_of_trusted(const char *buf, size_t len);
+
+/* h as a request reduced to what it holds (new text, NUL-terminated; it
+ * holds the secrets: the caller wipes it), which forge_held_of_trusted
+ * reads back the same: {"labels": {...}, "secret_env": {"1": secret, ...},
+ * "pools": [{"name": ...}, ...], "tenant": ...}. */
+char *forge_held_to_json(const forge_held_t *h, size_t *len);
+
+/* A copy of h (new), or NULL for NULL. */
+forge_held_t *forge_held_copy(const forge_held_t *h);
 
 /* Calls fn(ctx, secret) for each secret of h (NULL: none). */
 void forge_held_each_secret(const forge_held_t *h,

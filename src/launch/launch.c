@@ -6,6 +6,7 @@
  * request goes in sealed (seal.h), old records' clear requests are read.
  */
 #include "launch/launch.h"
+#include "core/jscan.h"
 #include "core/util.h"
 
 #include <limits.h>
@@ -56,6 +57,16 @@ void forge_launch_drop_request(forge_launch_record_t *r)
     r->request_error = NULL;
 }
 
+void forge_launch_compact(forge_launch_record_t *r)
+{
+    if (!r->request)
+        return;
+    explicit_bzero(r->request, r->request_len);
+    free(r->request);
+    r->request = NULL;
+    r->request_len = 0;
+}
+
 char *forge_launch_seal_aad(const char *launch_id, int attempt)
 {
     size_t n = sizeof(SEAL_AAD_PREFIX) + strlen(launch_id) + 16;
@@ -78,26 +89,59 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
     return FORGE_OK;
 }
 
-/* The request as the record carries it: sealed now, sealed as it was read
- * (it could not be opened), or none. *out new; NULL for none. */
+/* What the record's sealed value holds: the whole request until its job
+ * id is recorded, then only what is still needed of it (held.h: kept, or
+ * made from the request's bytes). The text to seal (*copy when it was
+ * made here: it holds secrets, the caller wipes it), or NULL: nothing to
+ * seal now. */
+static const char *to_seal(const forge_launch_record_t *r,
+                           const forge_held_t *kept, size_t *len, char **copy)
+{
+    forge_held_t *made = NULL;
+
+    *copy = NULL;
+    if (r->job_id && (kept || r->request)) {
+        if (!kept)
+            kept = made = forge_held_of_trusted(r->request, r->request_len);
+        if (kept)
+            *copy = forge_held_to_json(kept, len);
+        forge_held_free(made);
+        return *copy;
+    }
+    *len = r->request_len;
+    return r->request;
+}
+
+/* The request as the record carries it: sealed now (whole, or reduced to
+ * what is kept), sealed as it was read (it could not be opened), or none.
+ * *out new; NULL for none. */
 static forge_rc_t sealed_request(const forge_launch_record_t *r,
+                                 const forge_held_t *kept,
                                  const forge_sealer_t *s, json_t **out,
                                  forge_error_t *err)
 {
-    char *aad;
+    char *aad, *copy;
+    size_t len = 0;
+    const char *text = to_seal(r, kept, &len, &copy);
     forge_rc_t rc;
 
     *out = NULL;
-    if (!r->request) {
+    if (!text) {
         *out = json_incref(r->request_sealed);
         return FORGE_OK;
     }
-    if (!s)
-        return forge_error_set(err, FORGE_EINVAL, "$.request",
-                               "a request is never stored unsealed");
-    aad = forge_launch_seal_aad(r->launch_id, r->attempt);
-    rc = forge_seal(s, aad, r->request, r->request_len, out, err);
-    free(aad);
+    if (!s) {
+        rc = forge_error_set(err, FORGE_EINVAL, "$.request",
+                             "a request is never stored unsealed");
+    } else {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+        rc = forge_seal(s, aad, text, len, out, err);
+        free(aad);
+    }
+    if (copy) {
+        explicit_bzero(copy, len);
+        free(copy);
+    }
     return rc;
 }
 
@@ -110,11 +154,19 @@ forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err)
 {
+    return forge_launch_record_encode_kept(r, NULL, s, out, err);
+}
+
+forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
+                                           const forge_held_t *kept,
+                                           const forge_sealer_t *s,
+                                           json_t **out, forge_error_t *err)
+{
     json_t *ids, *sealed = NULL;
     forge_rc_t rc;
 
     *out = NULL;
-    if ((rc = sealed_request(r, s, &sealed, err)))
+    if ((rc = sealed_request(r, kept, s, &sealed, err)))
         return rc;
     ids = json_array();
     for (size_t i = 0; i < r->component_count; i++)
@@ -225,12 +277,12 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
  * this worker writes them are simple: one object of known keys whose
  * values are integers, booleans, null, plain strings (no escape, no byte
  * outside printable ASCII), a list of integers and the sealed request's
- * object of three strings. fast_scan reads exactly that shape, borrowing
- * the strings from the buffer; anything else (an unknown or repeated key,
- * an escape, a request in clear, a number that is not a plain integer,
- * trailing text) gives up, and the general path (fill) decides, so both
- * paths agree on every record: test_launch.c checks them against each
- * other. */
+ * object of three strings. fast_scan reads exactly that shape through the
+ * scanner of core/jscan.h, borrowing the strings from the buffer; anything else
+ * (an unknown or repeated key, an escape, a request in clear, a number that is
+ * not a plain integer, trailing text) gives up, and the general path (fill)
+ * decides, so both paths agree on every record: test_launch.c checks them
+ * against each other. */
 
 enum {
     K_V,
@@ -287,7 +339,7 @@ static const struct {
 };
 
 typedef struct fast {
-    const char *p, *end;
+    forge_jscan_t s;
     unsigned seen;
     long long num[K__COUNT]; /* integers and booleans */
     const char *str[K__COUNT];
@@ -298,72 +350,14 @@ typedef struct fast {
     size_t id_count, id_size;
 } fast_t;
 
-static void fast_ws(fast_t *f)
-{
-    while (f->p < f->end &&
-           (*f->p == ' ' || *f->p == '\n' || *f->p == '\t' || *f->p == '\r'))
-        f->p++;
-}
-
-static bool fast_char(fast_t *f, char c)
-{
-    fast_ws(f);
-    if (f->p < f->end && *f->p == c) {
-        f->p++;
-        return true;
-    }
-    return false;
-}
-
 static bool fast_string(fast_t *f, const char **s, size_t *n)
 {
-    if (!fast_char(f, '"'))
-        return false;
-    *s = f->p;
-    while (f->p < f->end && *f->p != '"') {
-        unsigned char c = (unsigned char)*f->p;
-        if (c < 0x20 || c >= 0x7f || c == '\\')
-            return false;
-        f->p++;
-    }
-    if (f->p == f->end)
-        return false;
-    *n = (size_t)(f->p++ - *s);
-    return true;
-}
+    forge_jscan_text_t t;
 
-static bool fast_word(fast_t *f, const char *word)
-{
-    size_t n = strlen(word);
-
-    fast_ws(f);
-    if ((size_t)(f->end - f->p) < n || memcmp(f->p, word, n) != 0)
+    if (!forge_jscan_plain(&f->s, &t))
         return false;
-    f->p += n;
-    return true;
-}
-
-/* A plain integer of at most 18 digits (no fraction, exponent or leading
- * zero: those are the general parse's to judge). */
-static bool fast_int(fast_t *f, long long *v)
-{
-    bool minus;
-    int digits = 0;
-
-    fast_ws(f);
-    minus = f->p < f->end && *f->p == '-';
-    f->p += minus;
-    *v = 0;
-    while (f->p < f->end && *f->p >= '0' && *f->p <= '9' && digits < 19) {
-        *v = *v * 10 + (*f->p++ - '0');
-        digits++;
-    }
-    if (digits == 0 || digits > 18 || (digits > 1 && f->p[-digits] == '0') ||
-        (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E' ||
-                           (*f->p >= '0' && *f->p <= '9'))))
-        return false;
-    if (minus)
-        *v = -*v;
+    *s = t.p;
+    *n = t.n;
     return true;
 }
 
@@ -371,20 +365,20 @@ static bool fast_ids(fast_t *f)
 {
     long long v;
 
-    if (!fast_char(f, '['))
+    if (!forge_jscan_eat(&f->s, '['))
         return false;
-    if (fast_char(f, ']'))
+    if (forge_jscan_eat(&f->s, ']'))
         return true;
     do {
-        if (!fast_int(f, &v))
+        if (!forge_jscan_int(&f->s, &v))
             return false;
         if (f->id_count == f->id_size) {
             f->id_size = f->id_size ? 2 * f->id_size : 4;
             f->ids = forge_xrealloc(f->ids, f->id_size * sizeof(*f->ids));
         }
         f->ids[f->id_count++] = (uint32_t)v;
-    } while (fast_char(f, ','));
-    return fast_char(f, ']');
+    } while (forge_jscan_eat(&f->s, ','));
+    return forge_jscan_eat(&f->s, ']');
 }
 
 /* {"kid", "iv", "ct"} strings, each once, in any order; or null. */
@@ -395,13 +389,13 @@ static bool fast_sealed(fast_t *f)
     static const char *const names[3] = {"kid", "iv", "ct"};
     unsigned seen = 0;
 
-    if (fast_word(f, "null"))
+    if (forge_jscan_word(&f->s, "null"))
         return true;
-    if (!fast_char(f, '{'))
+    if (!forge_jscan_eat(&f->s, '{'))
         return false;
     do {
         int k = -1;
-        if (!fast_string(f, &key, &n) || !fast_char(f, ':'))
+        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
             return false;
         for (int i = 0; i < 3; i++)
             if (strlen(names[i]) == n && !memcmp(names[i], key, n))
@@ -409,24 +403,24 @@ static bool fast_sealed(fast_t *f)
         if (k < 0 || seen & (1u << k) || !fast_string(f, s[k], len[k]))
             return false;
         seen |= 1u << k;
-    } while (fast_char(f, ','));
+    } while (forge_jscan_eat(&f->s, ','));
     f->sealed = true;
-    return seen == 7 && fast_char(f, '}');
+    return seen == 7 && forge_jscan_eat(&f->s, '}');
 }
 
 static bool fast_value(fast_t *f, int k)
 {
     switch (fast_keys[k].kind) {
     case T_INT:
-        return fast_int(f, &f->num[k]);
+        return forge_jscan_int(&f->s, &f->num[k]);
     case T_STR:
         return fast_string(f, &f->str[k], &f->str_len[k]);
     case T_BOOL:
-        if (fast_word(f, "true"))
+        if (forge_jscan_word(&f->s, "true"))
             return (f->num[k] = 1);
-        return fast_word(f, "false");
+        return forge_jscan_word(&f->s, "false");
     case T_NULL:
-        return fast_word(f, "null");
+        return forge_jscan_word(&f->s, "null");
     case T_IDS:
         return fast_ids(f);
     case T_SEALED:
@@ -440,11 +434,11 @@ static bool fast_scan(fast_t *f)
     const char *key;
     size_t n;
 
-    if (!fast_char(f, '{'))
+    if (!forge_jscan_eat(&f->s, '{'))
         return false;
     do {
         int k = -1;
-        if (!fast_string(f, &key, &n) || !fast_char(f, ':'))
+        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
             return false;
         for (int i = 0; i < K__COUNT && k < 0; i++)
             if (fast_keys[i].len == n && !memcmp(fast_keys[i].name, key, n))
@@ -452,12 +446,34 @@ static bool fast_scan(fast_t *f)
         if (k < 0 || f->seen & (1u << k) || !fast_value(f, k))
             return false;
         f->seen |= 1u << k;
-    } while (fast_char(f, ','));
-    if (!fast_char(f, '}') || (f->seen & K_REQUIRED) != K_REQUIRED)
+    } while (forge_jscan_eat(&f->s, ','));
+    if (!forge_jscan_eat(&f->s, '}') || (f->seen & K_REQUIRED) != K_REQUIRED)
         return false;
-    fast_ws(f); /* trailing whitespace, and nothing else */
-    return f->p == f->end && f->num[K_V] == RECORD_VERSION &&
+    forge_jscan_ws(&f->s); /* trailing whitespace, and nothing else */
+    return f->s.p == f->s.end && f->num[K_V] == RECORD_VERSION &&
            f->str_len[K_DIGEST] == 64 && f->str_len[K_STATE] < 32;
+}
+
+/* "forge-state/v1/<id>/<attempt>" into room (long enough: the caller
+ * checked), as forge_launch_seal_aad writes it, without printf. */
+static void aad_into(char *room, const char *id, int attempt)
+{
+    char digits[12];
+    size_t n = 0, at = sizeof(SEAL_AAD_PREFIX) - 1, len = strlen(id);
+    unsigned v = attempt < 0 ? 0u - (unsigned)attempt : (unsigned)attempt;
+
+    memcpy(room, SEAL_AAD_PREFIX, at);
+    memcpy(room + at, id, len);
+    at += len;
+    room[at++] = '/';
+    if (attempt < 0)
+        room[at++] = '-';
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        room[at++] = digits[--n];
+    room[at] = '\0';
 }
 
 /* The request of a record the fast path read: sealed (opened with s, or
@@ -467,11 +483,17 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
 {
     const forge_sealed_parts_t *v = &f->parts;
     forge_error_t why = {0};
-    char *aad;
+    char room[128], *aad;
 
     if (!f->sealed)
         return;
-    aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    /* on the stack when it fits (one record per call, at restore) */
+    if (sizeof(SEAL_AAD_PREFIX) + strlen(r->launch_id) + 12 <= sizeof(room)) {
+        aad = room;
+        aad_into(room, r->launch_id, r->attempt);
+    } else {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    }
     if (forge_unseal_parts(s, aad, v, &r->request, &r->request_len, &why)) {
         r->request_sealed =
             json_pack("{s:s%, s:s%, s:s%}", "kid", v->kid, v->kid_len, "iv",
@@ -481,7 +503,8 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
     } else {
         r->request_was_sealed = true;
     }
-    free(aad);
+    if (aad != room)
+        free(aad);
 }
 
 /* The record from what fast_scan read, as fill makes it. */
@@ -526,7 +549,7 @@ forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
                                       forge_launch_record_t **out,
                                       forge_error_t *err)
 {
-    fast_t f = {.p = buf, .end = buf + len};
+    fast_t f = {.s = {buf, buf + len}};
     bool fast = fast_scan(&f);
 
     *out = fast ? fast_record(&f, s) : NULL;

@@ -6,16 +6,21 @@
  * per launch, for its latest attempt; the state machine's rules (legal
  * transitions, seq +1 per event) are enforced here.
  *
- * The request itself is kept (as received) until the launch is archived (or
- * cleaned, when it has no logs), so a new owner can resubmit an interrupted
- * submit without the requests topic, and knows the pools whose logs to
- * archive. It holds secrets (the ingest token, env and secret_env values),
- * so the state topic only ever gets it sealed (seal.h), bound to the
- * record's launch_id and attempt: "request": null, "request_sealed":
- * {"kid", "iv", "ct"}. Records written before sealing carry it in clear in
- * "request"; they are read as before and sealed on their next write. The
- * version stays 1: the change is additive, and a worker that predates it
- * reads a sealed record as one without its request.
+ * The request itself is kept (as received) until the launch's job id is
+ * recorded, so a new owner can resubmit an interrupted submit without the
+ * requests topic. From then on only what is still needed of it is kept
+ * (held.h: its labels, secrets, pools' names and tenant, for events,
+ * redaction and the archive), until the launch is archived (or cleaned,
+ * when it has no logs). Both hold secrets (the ingest token, env and
+ * secret_env values), so the state topic only ever gets them sealed
+ * (seal.h), bound to the record's launch_id and attempt: "request": null,
+ * "request_sealed": {"kid", "iv", "ct"}, which opens to the whole request
+ * or, once a job id is recorded, to the request reduced to what is kept
+ * (forge_held_to_json: same shape, so whatever reads the one reads the
+ * other). Records written before sealing carry it in clear in "request";
+ * they are read as before and sealed on their next write. The version
+ * stays 1: the change is additive, and a worker that predates it reads a
+ * sealed record as one without its request.
  *
  * A sealed request that cannot be opened (a key this worker does not hold,
  * or it does not authenticate) leaves the rest of the record intact: the
@@ -23,13 +28,17 @@
  * written back as it was, so a worker with the right key can still open it.
  *
  * In memory (the launch table holds one record per launch: 100,000 of
- * them at scale), a record keeps its request's bytes and nothing parsed of
- * them (the table keeps the labels and secrets apart: held.h). The bytes
- * stay because three later steps read them: every record written (each
- * state change) carries them sealed again, a resubmit of an interrupted
- * submit prepares them, and the archive reads the pools, owner and secrets
- * from them. Decoding takes a fast path for records shaped as this worker
- * writes them (launch.c) and gives the general parse everything else.
+ * them at scale), a record keeps its request's bytes only while a submit
+ * may still need them (no job id yet), and nothing parsed of them (the
+ * table keeps the labels, secrets, pools and tenant apart: held.h). Once
+ * the job id is recorded the bytes go (forge_launch_compact): every
+ * record written from then on carries the kept form, sealed
+ * (forge_launch_record_encode_kept), and the archive is made from it. An
+ * aborted transaction loses nothing by it: the loop restores from the
+ * state topic, whose committed record of a launch without a job id still
+ * carries the whole request. Decoding takes a fast path for records
+ * shaped as this worker writes them (launch.c) and gives the general
+ * parse everything else.
  *
  * After a terminal state: archived (the logs event is out, in the same
  * transaction as the record saying so), then cleaned (staging deleted).
@@ -47,6 +56,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "launch/held.h"
 #include "launch/state.h"
 #include "launch/seal.h"
 
@@ -61,7 +71,9 @@ typedef struct forge_launch_record {
     forge_state_t state;
     long seq; /* events published so far for (launch_id, attempt) */
     char digest[FORGE_SHA256_HEX]; /* of the request bytes */
-    char *request;                 /* the request as received, or NULL */
+    /* the request as received, or NULL; with a job id recorded: what the
+     * sealed value opened to (decoded), or NULL (forge_launch_compact) */
+    char *request;
     size_t request_len;
     json_t *request_sealed; /* could not be opened: kept as read, or NULL */
     forge_error_t *request_error; /* why not (no secret in it), or NULL */
@@ -108,15 +120,28 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
  * record written carries none, sealed or not. */
 void forge_launch_drop_request(forge_launch_record_t *r);
 
+/* The job id is recorded: the request's bytes are no longer needed
+ * (what is, the caller keeps: held.h), and are wiped and freed. */
+void forge_launch_compact(forge_launch_record_t *r);
+
 /* What a record's request is sealed for ("forge-state/v1/<id>/<attempt>"):
  * the additional data that binds it to this launch and attempt. New. */
 char *forge_launch_seal_aad(const char *launch_id, int attempt);
 
 /*
  * The record as the state topic's value (*out new), its request sealed by
- * s. Never in clear: FORGE_EINVAL when there is a request and no s, and
+ * s: the whole request while it has no job id; with one, only what is
+ * kept of it (kept, or NULL: made from the request's bytes, if any).
+ * Never in clear: FORGE_EINVAL when there is a request and no s, and
  * whatever forge_seal says when sealing fails (*out NULL then).
  */
+forge_rc_t
+forge_launch_record_encode_kept(const forge_launch_record_t *r,
+                                const forge_held_t *kept,
+                                const forge_sealer_t *s, json_t **out,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The same with kept NULL. */
 forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err) FORGE_WARN_UNUSED;

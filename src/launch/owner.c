@@ -66,14 +66,13 @@ static forge_entry_t **bucket_of(const forge_owner_t *o, const char *key)
     return &o->buckets[hash_of(key) & (o->nbuckets - 1)];
 }
 
-/* Twice the buckets, once there are more entries than buckets: a lookup
- * stays a bucket's few entries at 100,000 launches. */
-static void grow(forge_owner_t *o)
+/* buckets' buckets, rehashed (a power of two, more than now). */
+static void rehash(forge_owner_t *o, size_t buckets)
 {
     forge_entry_t **old = o->buckets;
     size_t n = o->nbuckets;
 
-    o->nbuckets = 2 * n;
+    o->nbuckets = buckets;
     o->buckets = forge_xcalloc(o->nbuckets, sizeof(*o->buckets));
     for (size_t b = 0; b < n; b++)
         for (forge_entry_t *e = old[b], *next; e; e = next) {
@@ -83,6 +82,23 @@ static void grow(forge_owner_t *o)
             *slot = e;
         }
     free(old);
+}
+
+/* Twice the buckets, once there are more entries than buckets: a lookup
+ * stays a bucket's few entries at 100,000 launches. */
+static void grow(forge_owner_t *o)
+{
+    rehash(o, 2 * o->nbuckets);
+}
+
+void forge_owner_reserve(forge_owner_t *o, size_t more)
+{
+    size_t want = o->nbuckets;
+
+    while (want < o->count + more)
+        want *= 2;
+    if (want > o->nbuckets)
+        rehash(o, want);
 }
 
 /* Secrets too short for the log's registry are refused there (they would
@@ -98,6 +114,16 @@ static void secret_remove(void *ctx, const char *secret)
 {
     (void)ctx;
     forge_secret_remove(secret);
+}
+
+void forge_owner_register(const forge_held_t *held)
+{
+    forge_held_each_secret(held, secret_add, NULL);
+}
+
+void forge_owner_unregister(const forge_held_t *held)
+{
+    forge_held_each_secret(held, secret_remove, NULL);
 }
 
 static void release_request(forge_entry_t *e)
@@ -159,6 +185,15 @@ forge_entry_t *forge_owner_put_held(forge_owner_t *o,
                                     forge_launch_record_t *rec,
                                     forge_held_t *held, int32_t partition)
 {
+    /* before the old request lets go: a value both hold stays registered */
+    forge_owner_register(held);
+    return forge_owner_put_registered(o, rec, held, partition);
+}
+
+forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
+                                          forge_launch_record_t *rec,
+                                          forge_held_t *held, int32_t partition)
+{
     forge_entry_t **slot, *e;
 
     if (o->count >= o->nbuckets)
@@ -167,8 +202,6 @@ forge_entry_t *forge_owner_put_held(forge_owner_t *o,
     for (e = *slot; e; e = e->next)
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
-    /* before the old request lets go: a value both hold stays registered */
-    forge_held_each_secret(held, secret_add, NULL);
     if (e) { /* replace in place: a newer attempt */
         forge_launch_record_free(e->rec);
         release_request(e);

@@ -6,7 +6,8 @@
  *
  * The secrets of every request the table holds (the ingest token, each
  * secret_env value) are registered for redaction (secrets.h) while it holds
- * it: from forge_owner_put until the entry leaves (revoked, replaced,
+ * it: from forge_owner_put (or, for a restore, from forge_owner_register
+ * on its reading thread) until the entry leaves (revoked, replaced,
  * destroyed) or its request is dropped (forge_owner_drop_request). So
  * log lines, and the tails of archives, never show a live launch's secret,
  * whichever launch's text it turns up in.
@@ -67,6 +68,24 @@ forge_entry_t *forge_owner_put(forge_owner_t *o, forge_launch_record_t *rec,
 forge_entry_t *forge_owner_put_held(forge_owner_t *o,
                                     forge_launch_record_t *rec,
                                     forge_held_t *held, int32_t partition);
+
+/* held's secrets registered for redaction as forge_owner_put_held does
+ * it, for a caller that makes held off the loop's thread (restore.c's
+ * reading threads, so the loop's does not register 200,000 secrets after
+ * a restore's read): it then puts held with forge_owner_put_registered,
+ * which takes the registration over, or undoes it with
+ * forge_owner_unregister for a held it never puts. Any thread (the log's
+ * registry has its lock). */
+void forge_owner_register(const forge_held_t *held);
+void forge_owner_unregister(const forge_held_t *held);
+forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
+                                          forge_launch_record_t *rec,
+                                          forge_held_t *held,
+                                          int32_t partition);
+
+/* Room for `more` entries beyond those held, made at once (a restore
+ * knows how many records it puts: no doubling on the way). */
+void forge_owner_reserve(forge_owner_t *o, size_t more);
 
 /* e's request is no longer needed (its logs are archived, or it has none):
  * dropped from its record and its held form, its secrets unregistered. */

@@ -3,7 +3,8 @@
  * seal.c - AES-256-GCM sealing with the state keys (seal.h): the key files
  * and their checks, the key ids, seal and open, and the strict base64 the
  * sealed values are written in. OpenSSL EVP does the cryptography; nothing
- * here keeps state beyond the loaded keys.
+ * here keeps state beyond the loaded keys and one cipher context per
+ * thread (gcm: keyed afresh at each use).
  */
 #include "launch/seal.h"
 #include "core/sha256.h"
@@ -25,6 +26,7 @@
 
 #define IV_BYTES  12
 #define TAG_BYTES 16
+#define IV_B64    16 /* IV_BYTES in base64 */
 
 #define VAR_CURRENT  "FORGE_STATE_KEY_FILE"
 #define VAR_PREVIOUS "FORGE_STATE_KEY_FILE_PREVIOUS"
@@ -195,43 +197,107 @@ static void b64_table(void)
         b64_values[(unsigned char)alphabet[i]] = (unsigned char)i;
 }
 
-/* *out new (*n bytes), or false when text[0..len) is not strict base64
- * (the standard alphabet, padded, nothing else). A table, one pass: a
- * restore opens a request per record. */
-static bool b64_decode(const char *text, size_t len, unsigned char **out,
-                       size_t *n)
+/* The bytes text[0..len) decodes to at most (room for a NUL after). */
+static size_t b64_room(size_t len)
+{
+    return len / 4 * 3 + 1;
+}
+
+/* text[0..len) decoded into o (b64_room(len) bytes), *n bytes; false when
+ * it is not strict base64 (the standard alphabet, padded, nothing else). A
+ * table, one pass: a restore opens a request per record. */
+static bool b64_decode_into(const char *text, size_t len, unsigned char *o,
+                            size_t *n)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     const unsigned char *in = (const unsigned char *)text;
     size_t pad = 0, got = 0;
-    unsigned char *o;
 
     pthread_once(&once, b64_table);
     if (len == 0 || len % 4 != 0 || len > INT_MAX)
         return false;
     while (pad < 2 && text[len - 1 - pad] == '=')
         pad++;
-    o = forge_xmalloc(len / 4 * 3 + 1);
-    for (size_t i = 0; i < len; i += 4) {
+    /* every quad but the last: no padding; a byte outside the alphabet
+     * (64 in the table) shows in the four values' OR */
+    for (; got / 3 * 4 + 4 < len; in += 4) {
+        unsigned a = b64_values[in[0]], b = b64_values[in[1]],
+                 c = b64_values[in[2]], d = b64_values[in[3]];
+        if ((a | b | c | d) & 64)
+            return false;
+        o[got++] = (unsigned char)(a << 2 | b >> 4);
+        o[got++] = (unsigned char)((b & 15) << 4 | c >> 2);
+        o[got++] = (unsigned char)((c & 3) << 6 | d);
+    }
+    for (size_t i = got / 3 * 4; i < len; i += 4) { /* the last quad */
         unsigned v[4];
         for (int k = 0; k < 4; k++) {
             bool padding = i + (size_t)k >= len - pad;
-            v[k] = padding ? 0 : b64_values[in[i + k]];
-            if (v[k] == 64) {
-                free(o);
+            v[k] = padding ? 0 : b64_values[in[k]];
+            if (v[k] == 64)
                 return false;
-            }
         }
         o[got++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
         o[got++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
         o[got++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
     }
-    *out = o;
     *n = got - pad;
     return true;
 }
 
 /* ---- seal and open ---------------------------------------------------- */
+
+/* One AES-256-GCM context per thread and direction, made once: a restore
+ * opens a sealed request per record, and a context made, given its
+ * cipher (OpenSSL 3 fetches it from a provider each time) and freed per
+ * record was most of the cryptography's cost. Each use sets the key and
+ * IV afresh, so nothing of one record's carries to the next. Freed when
+ * the thread ends (a thread-specific key's destructor). */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+typedef struct gcm_ctxs {
+    EVP_CIPHER_CTX *ctx[2]; /* [enc] */
+} gcm_ctxs_t;
+
+static void ctxs_free(void *p)
+{
+    gcm_ctxs_t *c = p;
+
+    EVP_CIPHER_CTX_free(c->ctx[0]);
+    EVP_CIPHER_CTX_free(c->ctx[1]);
+    free(c);
+}
+
+static void ctx_key_make(void)
+{
+    (void)pthread_key_create(&ctx_key, ctxs_free);
+}
+
+/* This thread's context for enc, its cipher set; NULL when OpenSSL
+ * cannot make one. */
+static EVP_CIPHER_CTX *thread_ctx(int enc)
+{
+    gcm_ctxs_t *c;
+
+    pthread_once(&ctx_once, ctx_key_make);
+    if (!(c = pthread_getspecific(ctx_key))) {
+        c = forge_xcalloc(1, sizeof(*c));
+        if (pthread_setspecific(ctx_key, c) != 0) {
+            free(c);
+            return NULL;
+        }
+    }
+    if (!c->ctx[enc] && (c->ctx[enc] = EVP_CIPHER_CTX_new()) &&
+        !(EVP_CipherInit_ex(c->ctx[enc], EVP_aes_256_gcm(), NULL, NULL, NULL,
+                            enc) &&
+          EVP_CIPHER_CTX_ctrl(c->ctx[enc], EVP_CTRL_GCM_SET_IVLEN, IV_BYTES,
+                              NULL))) {
+        EVP_CIPHER_CTX_free(c->ctx[enc]);
+        c->ctx[enc] = NULL;
+    }
+    return c->ctx[enc];
+}
 
 /* AES-256-GCM of in[0..len) into out (len bytes) with key, iv and aad,
  * one way or the other: sealing (enc) writes the tag (TAG_BYTES) to tag;
@@ -241,24 +307,18 @@ static bool gcm(const seal_key_t *key, const unsigned char *iv, const char *aad,
                 const unsigned char *in, size_t len, unsigned char *out,
                 unsigned char *tag, int enc)
 {
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = thread_ctx(enc);
     int n = 0, fin = 0;
-    bool ok =
-        ctx &&
-        EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) &&
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_BYTES, NULL) &&
-        EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
-        EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
-                         (int)strlen(aad)) &&
-        EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&
-        (enc ||
-         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, tag)) &&
-        EVP_CipherFinal_ex(ctx, out + n, &fin) > 0 &&
-        (!enc ||
-         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, tag));
 
-    EVP_CIPHER_CTX_free(ctx);
-    return ok;
+    return ctx && EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
+           EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
+                            (int)strlen(aad)) &&
+           EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&
+           (enc ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, tag)) &&
+           EVP_CipherFinal_ex(ctx, out + n, &fin) > 0 &&
+           (!enc ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES, tag));
 }
 
 forge_rc_t forge_seal(const forge_sealer_t *s, const char *aad, const void *pt,
@@ -326,7 +386,10 @@ forge_rc_t forge_unseal_parts(const forge_sealer_t *s, const char *aad,
                               const forge_sealed_parts_t *v, char **out,
                               size_t *out_len, forge_error_t *err)
 {
-    unsigned char *iv = NULL, *ct = NULL, *pt = NULL;
+    /* the IV on the stack, the ciphertext decoded into what becomes the
+     * plaintext (opened in place): one allocation per value opened */
+    unsigned char iv[IV_B64 / 4 * 3 + 1];
+    unsigned char *ct = NULL;
     size_t iv_len = 0, ct_len = 0;
     char kid[FORGE_SEAL_KID_HEX];
     const seal_key_t *key;
@@ -334,36 +397,34 @@ forge_rc_t forge_unseal_parts(const forge_sealer_t *s, const char *aad,
 
     *out = NULL;
     *out_len = 0;
-    if (!is_kid(v->kid, v->kid_len, kid) ||
-        !b64_decode(v->iv, v->iv_len, &iv, &iv_len) || iv_len != IV_BYTES ||
-        !b64_decode(v->ct, v->ct_len, &ct, &ct_len) || ct_len < TAG_BYTES ||
-        ct_len - TAG_BYTES > INT_MAX) {
+    if (v->ct_len <= INT_MAX)
+        ct = forge_xmalloc(b64_room(v->ct_len));
+    if (!is_kid(v->kid, v->kid_len, kid) || v->iv_len != IV_B64 ||
+        !b64_decode_into(v->iv, v->iv_len, iv, &iv_len) || iv_len != IV_BYTES ||
+        !ct || !b64_decode_into(v->ct, v->ct_len, ct, &ct_len) ||
+        ct_len < TAG_BYTES) {
         rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
                              "the sealed value is malformed");
     } else if (!(key = key_of(s, kid))) {
         rc = forge_error_set(err, FORGE_ECONFIG, VAR_PREVIOUS,
                              "sealed with key %s, which is neither %s nor %s",
                              kid, VAR_CURRENT, VAR_PREVIOUS);
-    } else {
-        pt = forge_xmalloc(ct_len - TAG_BYTES + 1);
-        if (!gcm(key, iv, aad ? aad : "", ct, ct_len - TAG_BYTES, pt,
-                 ct + ct_len - TAG_BYTES, 0)) {
-            OPENSSL_cleanse(pt, ct_len - TAG_BYTES);
-            free(pt);
-            pt = NULL;
-            rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
-                                 "the value sealed with key %s does not "
-                                 "authenticate (tampered, or sealed for "
-                                 "another record)",
-                                 kid);
-        }
+    } else if (!gcm(key, iv, aad ? aad : "", ct, ct_len - TAG_BYTES, ct,
+                    ct + ct_len - TAG_BYTES, 0)) {
+        rc = forge_error_set(err, FORGE_ESCHEMA, "$.request_sealed",
+                             "the value sealed with key %s does not "
+                             "authenticate (tampered, or sealed for "
+                             "another record)",
+                             kid);
     }
-    if (pt) {
-        pt[ct_len - TAG_BYTES] = '\0';
-        *out = (char *)pt;
-        *out_len = ct_len - TAG_BYTES;
+    if (rc) {
+        if (ct)
+            OPENSSL_cleanse(ct, ct_len);
+        free(ct);
+        return rc;
     }
-    free(iv);
-    free(ct);
-    return rc;
+    ct[ct_len - TAG_BYTES] = '\0'; /* over the tag, read already */
+    *out = (char *)ct;
+    *out_len = ct_len - TAG_BYTES;
+    return FORGE_OK;
 }

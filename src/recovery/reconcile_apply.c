@@ -31,6 +31,7 @@
 #include "core/util.h"
 #include "kafka/kafka.h"
 #include "launch/events.h"
+#include "launch/held.h"
 #include "recovery/group.h"
 #include "recovery/topic_scan.h"
 #include "request/request.h"
@@ -166,24 +167,37 @@ static int produce_json(forge_kafka_t *k, const char *topic, int32_t partition,
     return rc;
 }
 
+/* What is kept of the item's request (held.h), for its events' labels
+ * and its record: parsed (one read from the requests topic), or read as
+ * the worker stored it (a sealed one authenticates: whole, or the kept
+ * form of a launch with a job id). NULL: none, or it does not parse. */
+static forge_held_t *kept_of(const forge_launch_record_t *r)
+{
+    forge_request_t *req = NULL;
+    forge_error_t perr = {0};
+    forge_held_t *kept = NULL;
+
+    if (!r->request)
+        return NULL;
+    if (r->request_was_sealed)
+        return forge_held_of_trusted(r->request, r->request_len);
+    if (!forge_request_parse(r->request, r->request_len, &req, &perr))
+        kept = forge_held_of_request(req);
+    forge_request_destroy(req);
+    return kept;
+}
+
 /* The item's events, as the worker's publish.c makes them (labels from
  * its request), then its record, sealed. */
 static int produce_item(const forge_recon_run_t *run, forge_kafka_t *k,
                         forge_recon_item_t *it, forge_error_t *err)
 {
-    forge_request_t *req = NULL;
-    forge_error_t perr = {0};
+    forge_held_t *kept = kept_of(it->rec);
     json_t *rec = NULL;
     int rc = 0;
 
-    if (it->rec->request &&
-        forge_request_parse(it->rec->request, it->rec->request_len, &req,
-                            &perr))
-        req = NULL; /* events go without labels, as the worker's would */
     for (size_t e = 0; !rc && e < it->event_count; e++) {
         const forge_recon_event_t *ev = &it->events[e];
-        const forge_launch_t *l =
-            req && req->kind == FORGE_REQUEST_LAUNCH ? &req->launch : NULL;
         forge_status_event_t s = {
             .launch_id = it->launch_id,
             .attempt = it->attempt,
@@ -192,18 +206,18 @@ static int produce_item(const forge_recon_run_t *run, forge_kafka_t *k,
             .previous = ev->previous,
             .reason = ev->reason,
             .worker_id = RECONCILE_WORKER_ID,
-            .labels = l ? l->labels : NULL,
-            .label_count = l ? l->label_count : 0,
+            .labels = kept ? kept->labels : NULL,
+            .label_count = kept ? kept->label_count : 0,
             .slurm = ev->slurm,
             .at_ms = it->rec->updated_at_ms,
         };
         rc = produce_json(k, run->cfg->topic_status, -1, it->launch_id,
                           forge_event_status(&s), err);
     }
-    forge_request_destroy(req);
-    if (!rc &&
-        (rc = forge_launch_record_encode(it->rec, run->sealer, &rec, err)))
+    if (!rc && (rc = forge_launch_record_encode_kept(it->rec, kept, run->sealer,
+                                                     &rec, err)))
         forge_kafka_fail_txn(k); /* never in clear, never without it */
+    forge_held_free(kept);
     if (!rc)
         rc = produce_json(k, run->cfg->topic_state, it->partition,
                           it->launch_id, rec, err);

@@ -178,6 +178,7 @@ static forge_launch_record_t *clone_record(const forge_launch_record_t *r)
     memcpy(c->digest, r->digest, sizeof(c->digest));
     c->state = r->state;
     c->seq = r->seq;
+    c->request_was_sealed = r->request_was_sealed; /* whole, or kept */
     c->request_sealed =
         r->request_sealed ? json_deep_copy(r->request_sealed) : NULL;
     if (r->request_error) {

@@ -150,15 +150,12 @@ forge_rc_t forge_tenants_load(const char *path, forge_tenants_t **out,
                                out, err);
 }
 
-forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,
-                           const forge_request_t *req,
-                           const forge_tenant_t **out, forge_error_t *err)
+static forge_rc_t tenant_named(const forge_tenants_t *tenants,
+                               const char *named, const char *path,
+                               const forge_tenant_t **out, forge_error_t *err)
 {
-    const char *named = req->launch.tenant;
-    const char *path = req->cloudevent ? "$.data.tenant" : "$.tenant";
-
     *out = NULL;
-    if (req->kind != FORGE_REQUEST_LAUNCH || (!tenants && !named))
+    if (!tenants && !named)
         return FORGE_OK;
     if (!tenants)
         return forge_error_set(err, FORGE_ETENANT_UNKNOWN, path,
@@ -176,6 +173,24 @@ forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,
     return forge_error_set(err, FORGE_ETENANT_UNKNOWN, path,
                            "%s is required: this fleet has no default_tenant",
                            path);
+}
+
+forge_rc_t forge_tenant_named(const forge_tenants_t *tenants, const char *named,
+                              const forge_tenant_t **out, forge_error_t *err)
+{
+    return tenant_named(tenants, named, "$.tenant", out, err);
+}
+
+forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,
+                           const forge_request_t *req,
+                           const forge_tenant_t **out, forge_error_t *err)
+{
+    *out = NULL;
+    if (req->kind != FORGE_REQUEST_LAUNCH)
+        return FORGE_OK;
+    return tenant_named(tenants, req->launch.tenant,
+                        req->cloudevent ? "$.data.tenant" : "$.tenant", out,
+                        err);
 }
 
 void forge_tenants_destroy(forge_tenants_t *t)

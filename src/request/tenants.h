@@ -55,6 +55,12 @@ forge_rc_t forge_tenants_load(const char *path, forge_tenants_t **out,
  * JSON path (prefix "$" or "$.data"), when it names one the site does not
  * have, or names none and there is no default.
  */
+/* The same for a launch that names `named` (NULL: none); errors say
+ * "$.tenant". */
+forge_rc_t forge_tenant_named(const forge_tenants_t *tenants, const char *named,
+                              const forge_tenant_t **out,
+                              forge_error_t *err) FORGE_WARN_UNUSED;
+
 forge_rc_t forge_tenant_of(const forge_tenants_t *tenants,
                            const forge_request_t *req,
                            const forge_tenant_t **out,

@@ -5,9 +5,9 @@
  * the launch's own secrets and every secret the worker knows
  * (core/secrets.h) are redacted; a CLEANUP removes the staging folder.
  * Both on safe_fs: a staging folder refused at archive time gives an
- * empty archive that says why (archive/archive.h), a cleanup refused is final
- * (FORGE_EUNSAFE_PATH); any other failure is retried later by the loop
- * (finish.c).
+ * empty archive that says why (archive/archive.h), a cleanup refused is
+ * final (FORGE_EUNSAFE_PATH); any other failure is retried later by the
+ * loop (finish.c).
  *
  * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
  * a context that is read-only (configuration, tenants); each runs one
@@ -29,63 +29,24 @@ typedef struct files {
     const forge_tenants_t *tenants; /* NULL: none */
 } files_t;
 
-typedef struct secret_list {
-    const char **items;
-    size_t count;
-} secret_list_t;
-
-static void append_secret(void *ctx, const char *secret)
-{
-    secret_list_t *l = ctx;
-
-    l->items[l->count++] = secret;
-}
-
-/* The launch's own secrets, which the tail must not show whatever their
- * length (every registered one is kept out of it too: archive.h). New
- * array of strings borrowed from req. */
-static const char **own_secrets(const forge_request_t *req, size_t *n)
-{
-    size_t own = req && req->kind == FORGE_REQUEST_LAUNCH
-                     ? 1 + req->launch.secret_env_count
-                     : 0;
-    secret_list_t list = {forge_xcalloc(own + 1, sizeof(char *)), 0};
-
-    forge_request_each_secret(req, append_secret, &list);
-    *n = list.count;
-    return list.items;
-}
-
-/* The launch's request, or NULL (none, or one that does not parse: no
- * pools, no secrets of its own). */
-static forge_request_t *launch_of(const forge_work_files_t *f)
-{
-    forge_request_t *req = NULL;
-    forge_error_t err = {0};
-
-    if (!f->request ||
-        forge_request_parse(f->request, f->request_len, &req, &err) != 0)
-        return NULL;
-    if (req->kind == FORGE_REQUEST_LAUNCH)
-        return req;
-    forge_request_destroy(req);
-    return NULL;
-}
-
 static void do_archive(files_t *fs, forge_work_t *w)
 {
-    forge_request_t *req = launch_of(&w->files);
-    const char *pools[FORGE_POOLS_MAX], *user;
-    forge_archive_spec_t spec = {w->launch_id, w->attempt, pools, 0, NULL, 0};
-    const char **secrets = own_secrets(req, &spec.secret_count);
+    const forge_held_t *kept = w->files.kept;
+    const char *user;
+    forge_archive_spec_t spec = {w->launch_id, w->attempt, NULL, 0, NULL, 0};
     forge_fs_owner_t owner;
     forge_error_t err = {0};
 
-    for (size_t i = 0; req && i < req->launch.pool_count && i < FORGE_POOLS_MAX;
-         i++)
-        pools[spec.pool_count++] = req->launch.pools[i].name;
-    spec.secrets = secrets;
-    if (forge_work_files_owner(fs->cfg, fs->tenants, req, &owner, &user,
+    if (kept) {
+        spec.pools = kept->pools;
+        spec.pool_count = kept->pool_count < FORGE_POOLS_MAX ? kept->pool_count
+                                                             : FORGE_POOLS_MAX;
+        /* its own, whatever their length; every registered one is kept
+         * out of the tail too (archive.h) */
+        spec.secrets = kept->secrets;
+        spec.secret_count = kept->secret_count;
+    }
+    if (forge_work_files_owner(fs->cfg, fs->tenants, kept, &owner, &user,
                                &err) ||
         forge_archive_logs(fs->cfg, &spec, owner, &w->files.archive, &err)) {
         w->code = FORGE_EARCHIVE; /* retried later, whatever the cause */
@@ -93,8 +54,6 @@ static void do_archive(files_t *fs, forge_work_t *w)
     } else {
         FORGE_TESTPOINT_CRASH("archive.after");
     }
-    free(secrets);
-    forge_request_destroy(req);
 }
 
 static void do_cleanup(files_t *fs, forge_work_t *w)

@@ -255,6 +255,7 @@ static void on_submitted(worker_t *w, forge_work_t *work)
     if (work->status == FORGE_SLURM_OK) {
         change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
         e->rec->job_id = work->submit.job_id;
+        forge_launch_compact(e->rec); /* no submit needs its bytes again */
         free(e->rec->component_ids);
         e->rec->component_ids = work->submit.component_ids;
         e->rec->component_count = work->submit.component_count;

@@ -40,7 +40,7 @@ forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
     if (kind == FORGE_WORK_CANCEL)
         work->cancel.job_id = e->rec->job_id;
     else if (kind == FORGE_WORK_ARCHIVE)
-        work->files.request = request_of(e, &work->files.request_len);
+        work->files.kept = forge_held_copy(e->held);
     else if (kind != FORGE_WORK_CLEANUP)
         work->submit.request = request_of(e, &work->submit.request_len);
     return work;
@@ -77,7 +77,7 @@ int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
     json_t *o = NULL;
     forge_error_t err = {0};
 
-    if (forge_launch_record_encode(e->rec, w->sealer, &o, &err)) {
+    if (forge_launch_record_encode_kept(e->rec, e->held, w->sealer, &o, &err)) {
         /* never in clear, and never a transaction without it */
         forge_log_error("the record of %s cannot be sealed: %s",
                         e->rec->launch_id, err.message);

@@ -11,17 +11,20 @@
  *
  * The partitions of one pass are read together (kafka.h: fetched at once,
  * read by two threads): their records are decoded on the reading threads
- * (decode_record: the record, its sealed request opened, its labels and
- * secrets taken without validating it again: held.h) into one list per
- * partition, and the loop's thread puts them in the launch table once the
- * read is over, so the table is never touched off the loop's thread.
+ * (decode_record: the record, its sealed request opened, what the table
+ * keeps of it taken without validating it again: held.h, its secrets
+ * registered for redaction there) into one list per partition, and the
+ * loop's thread puts them in the launch table once the read is over (room
+ * made at once), so the table is never touched off the loop's thread.
  *
  * What the table keeps of each launch, and what later steps read: the
  * record (state, seq, job ids, flags, the Slurm states seen: the poller,
- * events and every record written), its request's bytes (written again,
- * sealed, with every record; a resubmit and the archive prepare them),
- * and the request's labels and secrets (events; redaction). Nothing else
- * of the request is parsed or kept. Loop thread only, but decode_record.
+ * events and every record written), the request's labels, secrets, pools
+ * and tenant (held.h: events, redaction, the archive, and what records
+ * with a job id carry sealed), and, only for a launch without a job id,
+ * its request's bytes (an interrupted submit is prepared from them, and
+ * its records carry them sealed). Nothing else of the request is parsed
+ * or kept. Loop thread only, but decode_record.
  */
 #include "core/clock.h"
 #include "core/log.h"
@@ -105,6 +108,9 @@ static void decode_record(void *ctx, int32_t partition, const char *key,
     if (rec->request_error && !r->unopened++)
         r->first = *rec->request_error;
     held = held_of(rec);
+    if (rec->job_id) /* no submit needs its bytes again: held.h keeps all */
+        forge_launch_compact(rec);
+    forge_owner_register(held); /* here, not on the loop's thread */
     d = forge_xmalloc(sizeof(*d));
     *d = (decoded_t){rec, held, NULL};
     *r->tail = d;
@@ -118,12 +124,16 @@ static void take_records(worker_t *w, restoring_t *r, bool keep)
     decoded_t *d, *next;
     forge_entry_t *e;
 
+    if (keep)
+        forge_owner_reserve(w->owner, r->records);
     for (d = r->head; d; d = next) {
         next = d->next;
         if (keep) {
-            e = forge_owner_put_held(w->owner, d->rec, d->held, r->partition);
+            e = forge_owner_put_registered(w->owner, d->rec, d->held,
+                                           r->partition);
             e->submit_unknown = e->rec->job_id == 0;
         } else {
+            forge_owner_unregister(d->held);
             forge_launch_record_free(d->rec);
             forge_held_free(d->held);
         }

@@ -80,7 +80,7 @@ static void free_poll(forge_work_t *w)
 
 static void free_files(forge_work_t *w)
 {
-    free(w->files.request);
+    forge_held_free(w->files.kept);
     forge_archive_clear(&w->files.archive);
 }
 
@@ -120,7 +120,7 @@ void forge_work_say(forge_work_t *w, const char *fmt, ...)
 
 forge_rc_t forge_work_files_owner(const forge_config_t *cfg,
                                   const forge_tenants_t *tenants,
-                                  const forge_request_t *req,
+                                  const forge_held_t *kept,
                                   forge_fs_owner_t *owner, const char **user,
                                   forge_error_t *err)
 {
@@ -128,7 +128,7 @@ forge_rc_t forge_work_files_owner(const forge_config_t *cfg,
     forge_rc_t rc;
 
     *user = NULL;
-    if (req && (rc = forge_tenant_of(tenants, req, &t, err)))
+    if (kept && (rc = forge_tenant_named(tenants, kept->tenant, &t, err)))
         return rc;
     if (t)
         *user = t->slurm_user;

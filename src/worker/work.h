@@ -25,6 +25,7 @@
 #include "archive/archive.h"
 #include "core/error.h"
 #include "core/buf.h"
+#include "launch/held.h"
 #include "launch/state.h"
 #include "render/staging.h"
 #include "request/prepare.h"
@@ -137,8 +138,9 @@ typedef struct forge_work_poll {
 
 /* ARCHIVE (a CLEANUP carries nothing but its launch). */
 typedef struct forge_work_files {
-    char *request; /* the request bytes (its pools, its secrets), or NULL */
-    size_t request_len;
+    /* what is kept of the request (held.h: its pools, secrets, tenant),
+     * a copy; NULL: unknown (no pools, no secrets of its own) */
+    forge_held_t *kept;
     forge_archive_t archive; /* the result */
 } forge_work_files_t;
 
@@ -197,11 +199,11 @@ void forge_work_say(forge_work_t *w, const char *fmt, ...) FORGE_PRINTF(2, 3);
  * Whose a launch's files are and whom its job runs as: its tenant's user
  * (owner only when the worker is root: nobody else may give files away),
  * or, without tenants, the storage root's owner and the fleet's own user
- * (*user NULL). req NULL (a record without its request): the latter.
+ * (*user NULL). kept NULL (a record without its request): the latter.
  */
 forge_rc_t forge_work_files_owner(const forge_config_t *cfg,
                                   const forge_tenants_t *tenants,
-                                  const forge_request_t *req,
+                                  const forge_held_t *kept,
                                   forge_fs_owner_t *owner, const char **user,
                                   forge_error_t *err) FORGE_WARN_UNUSED;
 

@@ -55,10 +55,8 @@ static forge_work_t *work(forge_work_kind_t kind)
 {
     forge_work_t *w = forge_work_new(kind, LAUNCH, 1, 0, 0);
 
-    if (kind == FORGE_WORK_ARCHIVE) {
-        w->files.request = forge_xstrdup(REQUEST);
-        w->files.request_len = strlen(REQUEST);
-    }
+    if (kind == FORGE_WORK_ARCHIVE) /* what the table keeps of it */
+        w->files.kept = forge_held_of_trusted(REQUEST, strlen(REQUEST));
     return w;
 }
 

@@ -4,7 +4,8 @@
  * read without validation from the bytes of a request the worker stored,
  * it must be what the validating parse gives (the labels events carry, the
  * secrets registered for redaction, in the same order), bare or as a
- * CloudEvent; nothing kept for a request with neither.
+ * CloudEvent, with its pools' names and tenant; and the kept form
+ * (forge_held_to_json) read back the same.
  */
 #include "launch/held.h"
 
@@ -38,6 +39,28 @@ static void assert_same(const forge_held_t *a, const forge_held_t *b)
     cr_assert_eq(a->secret_count, b->secret_count);
     for (size_t i = 0; i < a->secret_count; i++)
         cr_assert_str_eq(a->secrets[i], b->secrets[i]);
+    cr_assert_eq(a->pool_count, b->pool_count);
+    for (size_t i = 0; i < a->pool_count; i++)
+        cr_assert_str_eq(a->pools[i], b->pools[i]);
+    cr_assert_eq(!a->tenant, !b->tenant);
+    if (a->tenant)
+        cr_assert_str_eq(a->tenant, b->tenant);
+}
+
+/* h written as the kept form and read back: the same. */
+static void assert_kept_round_trip(const forge_held_t *h)
+{
+    size_t len;
+    char *text = forge_held_to_json(h, &len);
+    forge_held_t *back = forge_held_of_trusted(text, len), *copy;
+
+    cr_assert_eq(len, strlen(text));
+    assert_same(h, back);
+    copy = forge_held_copy(back);
+    assert_same(h, copy);
+    forge_held_free(copy);
+    forge_held_free(back);
+    free(text);
 }
 
 static void check(const char *text)
@@ -56,6 +79,10 @@ static void check(const char *text)
     cr_assert_eq(trusted->secret_count, 3, "the token, then secret_env's");
     cr_assert_str_eq(trusted->secrets[0], "ingest-token-A");
     cr_assert_str_eq(trusted->secrets[2], "1234");
+    cr_assert_eq(trusted->pool_count, 1);
+    cr_assert_str_eq(trusted->pools[0], "main");
+    cr_assert_null(trusted->tenant);
+    assert_kept_round_trip(trusted);
     forge_held_free(parsed);
     forge_held_free(trusted);
     forge_request_destroy(req);
@@ -71,22 +98,33 @@ Test(held, a_cloudevent_is_read_from_its_data)
     check(event);
 }
 
-Test(held, nothing_is_kept_without_labels_or_secrets)
+Test(held, a_request_without_labels_or_secrets_keeps_its_pools)
 {
     const char text[] =
         "{\"kind\": \"launch\", \"launch_id\": \"L2\", \"image\": {\"path\": "
         "\"images/a.sif\", \"format\": \"sif\"}, \"command\": [\"true\"], "
-        "\"pools\": [{\"name\": \"main\", \"series\": \"h200\", \"nodes\": "
-        "1}]}";
+        "\"tenant\": \"team-a\", \"pools\": [{\"name\": \"main\", \"series\": "
+        "\"h200\", \"nodes\": 1}, {\"series\": \"a100\", \"nodes\": 1, "
+        "\"name\": \"aux\"}]}";
     forge_request_t *req = NULL;
     forge_error_t err = {0};
+    forge_held_t *parsed, *trusted;
 
     cr_assert_eq(forge_request_parse(text, sizeof(text) - 1, &req, &err),
                  FORGE_OK, "%s", err.message);
-    cr_assert_null(forge_held_of_request(req));
-    cr_assert_null(forge_held_of_trusted(text, sizeof(text) - 1));
+    parsed = forge_held_of_request(req);
+    trusted = forge_held_of_trusted(text, sizeof(text) - 1);
+    assert_same(parsed, trusted);
+    cr_assert_eq(trusted->label_count + trusted->secret_count, 0);
+    cr_assert_eq(trusted->pool_count, 2);
+    cr_assert_str_eq(trusted->pools[1], "aux");
+    cr_assert_str_eq(trusted->tenant, "team-a");
+    assert_kept_round_trip(trusted);
     cr_assert_null(forge_held_of_trusted("[1]", 3), "not an object");
     cr_assert_null(forge_held_of_request(NULL));
+    cr_assert_null(forge_held_copy(NULL));
+    forge_held_free(parsed);
+    forge_held_free(trusted);
     forge_request_destroy(req);
 }
 
@@ -110,6 +148,10 @@ Test(held, the_scan_and_its_fallback_agree_with_the_parse)
         "[ { \"name\" : \"main\" , \"series\" : \"h200\" , \"nodes\" : 1 } ]"
         " , \"ingest\" : { \"token\" : \"tok-4\" , \"endpoint\" : "
         "\"https://i.example\" } }\n",
+        "{\"kind\":\"launch\",\"launch_id\":\"L5\",\"tenant\":\"team\\u002da\","
+        "\"image\":{\"path\":\"images/a.sif\",\"format\":\"sif\"},"
+        "\"command\":[\"true\"],\"pools\":[{\"series\":\"h200\",\"nodes\":1,"
+        "\"name\":\"ma\\u0069n\"}],\"labels\":{}}",
     };
 
     for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
@@ -123,8 +165,48 @@ Test(held, the_scan_and_its_fallback_agree_with_the_parse)
         parsed = forge_held_of_request(req);
         trusted = forge_held_of_trusted(text, strlen(text));
         assert_same(parsed, trusted);
+        assert_kept_round_trip(trusted);
         forge_held_free(parsed);
         forge_held_free(trusted);
         forge_request_destroy(req);
     }
+}
+
+/* More strings than a list keeps in place: the same answers. */
+Test(held, many_labels_and_secrets)
+{
+    char text[4096];
+    size_t at = 0;
+    forge_request_t *req = NULL;
+    forge_error_t err = {0};
+    forge_held_t *parsed, *trusted;
+
+    at += (size_t)snprintf(text + at, sizeof(text) - at,
+                           "{\"kind\": \"launch\", \"launch_id\": \"L6\", "
+                           "\"image\": {\"path\": \"images/a.sif\", "
+                           "\"format\": \"sif\"}, \"command\": [\"true\"], "
+                           "\"pools\": [{\"name\": \"main\", \"series\": "
+                           "\"h200\", \"nodes\": 1}], \"labels\": {");
+    for (int i = 0; i < 20; i++)
+        at += (size_t)snprintf(text + at, sizeof(text) - at,
+                               "%s\"k%d\": \"v%d\"", i ? ", " : "", i, i);
+    at +=
+        (size_t)snprintf(text + at, sizeof(text) - at, "}, \"secret_env\": {");
+    for (int i = 0; i < 12; i++)
+        at += (size_t)snprintf(text + at, sizeof(text) - at,
+                               "%s\"S%d\": \"secret-value-%d\"", i ? ", " : "",
+                               i, i);
+    snprintf(text + at, sizeof(text) - at, "}}");
+    cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err), FORGE_OK,
+                 "%s", err.message);
+    parsed = forge_held_of_request(req);
+    trusted = forge_held_of_trusted(text, strlen(text));
+    assert_same(parsed, trusted);
+    cr_assert_eq(trusted->label_count, 20);
+    cr_assert_eq(trusted->secret_count, 12);
+    cr_assert_str_eq(trusted->labels[19].value, "v19");
+    assert_kept_round_trip(trusted);
+    forge_held_free(parsed);
+    forge_held_free(trusted);
+    forge_request_destroy(req);
 }

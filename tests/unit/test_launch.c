@@ -83,6 +83,29 @@ static forge_launch_record_t *decode_ok(const char *text,
     return r;
 }
 
+/* What a record with a job id carries sealed of req: the request reduced
+ * to what is kept (held.h). New. */
+static char *kept_of(const char *req)
+{
+    forge_held_t *h = forge_held_of_trusted(req, strlen(req));
+    size_t len;
+    char *text;
+
+    cr_assert_not_null(h);
+    text = forge_held_to_json(h, &len);
+    forge_held_free(h);
+    return text;
+}
+
+static void assert_kept(const forge_launch_record_t *back, const char *req)
+{
+    char *kept = kept_of(req);
+
+    cr_assert_eq(back->request_len, strlen(kept));
+    cr_assert_str_eq(back->request, kept);
+    free(kept);
+}
+
 Test(launch, digest_is_the_sha256_of_the_request)
 {
     forge_launch_record_t *r = forge_launch_record_new("L1", 1, "abc", 3);
@@ -141,8 +164,7 @@ Test(launch, encode_decode_round_trip)
     cr_assert_eq(back->state, FORGE_STATE_SUBMITTED);
     cr_assert_eq(back->seq, 2);
     cr_assert_str_eq(back->digest, r->digest);
-    cr_assert_eq(back->request_len, strlen(req));
-    cr_assert_eq(memcmp(back->request, req, strlen(req)), 0);
+    assert_kept(back, req); /* a job id: only what is kept of it */
     cr_assert_eq(back->job_id, 4242);
     cr_assert_eq(back->component_count, 2);
     cr_assert_eq(back->component_ids[1], 4243);
@@ -276,12 +298,57 @@ Test(launch, the_encoded_record_holds_no_secret_in_clear)
     cr_assert_str_eq(json_string_value(json_object_get(sealed, "kid")),
                      forge_sealer_kid(s));
     back = decode_ok(text, s);
-    cr_assert_eq(back->request_len, strlen(request));
-    cr_assert_str_eq(back->request, request);
+    assert_kept(back, request);
     cr_assert_eq(back->state, FORGE_STATE_RUNNING);
     json_decref(o);
     free(text);
     forge_launch_record_free(back);
+    forge_launch_record_free(r);
+    forge_sealer_destroy(s);
+}
+
+/* The whole request while a submit may need it; once the job id is
+ * recorded, only what is kept (held.h), from the bytes or from the
+ * table's held form once the bytes are gone (forge_launch_compact). */
+Test(launch, a_record_carries_its_whole_request_until_its_job_id)
+{
+    forge_sealer_t *s = sealer_of('k', 0);
+    forge_launch_record_t *r =
+        forge_launch_record_new("L1", 2, request, strlen(request));
+    forge_held_t *held = forge_held_of_trusted(request, strlen(request));
+    forge_launch_record_t *back;
+    forge_error_t err = {0};
+    json_t *o = NULL;
+    char *whole, *kept, *text;
+
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_ACCEPTED, 100), 0);
+    whole = encode_ok(r, s);
+    back = decode_ok(whole, s);
+    cr_assert_str_eq(back->request, request, "no job id: the whole request");
+    forge_launch_record_free(back);
+    r->job_id = 9;
+    kept = encode_ok(r, s);
+    cr_assert_lt(strlen(kept), strlen(whole), "%s", kept);
+    back = decode_ok(kept, s);
+    assert_kept(back, request);
+    forge_launch_record_free(back);
+    forge_launch_compact(r);
+    cr_assert_null(r->request);
+    cr_assert_eq(r->request_len, 0);
+    cr_assert_eq(forge_launch_record_encode_kept(r, held, s, &o, &err),
+                 FORGE_OK, "%s", err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    back = decode_ok(text, s);
+    assert_kept(back, request);
+    forge_launch_record_free(back);
+    free(text);
+    json_decref(o);
+    text = encode_ok(r, s); /* neither bytes nor held: nothing to seal */
+    cr_assert_null(strstr(text, "request_sealed"), "%s", text);
+    free(text);
+    free(whole);
+    free(kept);
+    forge_held_free(held);
     forge_launch_record_free(r);
     forge_sealer_destroy(s);
 }
@@ -381,7 +448,7 @@ Test(launch, a_request_sealed_with_an_unknown_key_is_kept_unopened)
     assert_unopened(text, new_key, FORGE_ECONFIG);
     assert_unopened(text, NULL, FORGE_ECONFIG);
     back = decode_ok(text, rotating); /* the previous key opens it */
-    cr_assert_str_eq(back->request, request);
+    assert_kept(back, request);
     cr_assert_null(back->request_error);
     free(text);
     forge_launch_record_free(back);

@@ -351,6 +351,54 @@ Test(loop, a_failed_restore_keeps_the_partition_paused_then_retries)
     expect_states("L1", "ACCEPTED");
 }
 
+/* What id's records opened to, in order, as decoded (new records). */
+static forge_launch_record_t *record_at(const char *id, size_t nth)
+{
+    json_t *o = NULL;
+    size_t from = 0;
+    char *text;
+    forge_launch_record_t *r = NULL;
+    forge_error_t err = {0};
+
+    for (size_t i = 0; i <= nth; i++) {
+        json_decref(o);
+        o = fake_kafka_next_of(kafka, cfg->topic_state, id, &from);
+        cr_assert_not_null(o, "no record %zu of %s", nth, id);
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    cr_assert_eq(
+        forge_launch_record_decode(text, strlen(text), sealer, &r, &err),
+        FORGE_OK, "%s", err.message);
+    free(text);
+    json_decref(o);
+    return r;
+}
+
+/* The intent carries the whole request (an interrupted submit is
+ * prepared from it); once the job id is recorded, only what is kept of it
+ * (labels, secrets, pools, tenant: held.h), from the table's held form. */
+Test(loop, a_submitted_record_carries_only_what_is_kept_of_its_request)
+{
+    forge_launch_record_t *r;
+
+    assign(0);
+    send_launch(0, "L1", 1);
+    step();
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED");
+    r = record_at("L1", 0);
+    cr_assert_str_eq(r->request, launch_req("L1", 1));
+    forge_launch_record_free(r);
+    r = record_at("L1", 1);
+    cr_assert_eq(r->job_id, 7);
+    cr_assert_not_null(r->request);
+    cr_assert_null(strstr(r->request, "images/a.sif"), "%s", r->request);
+    cr_assert_not_null(strstr(r->request, "\"pools\":[{\"name\":\"main\"}]"),
+                       "%s", r->request);
+    forge_launch_record_free(r);
+}
+
 /* ---- an aborted transaction -----------------------------------------------
  */
 
@@ -703,6 +751,9 @@ Test(loop, a_finished_launch_is_archived_announced_then_cleaned)
     assign(0);
     step();
     w = next_work(FORGE_LANE_FILES, FORGE_WORK_ARCHIVE, "F1");
+    cr_assert_not_null(w->files.kept, "the archive gets what is kept");
+    cr_assert_eq(w->files.kept->pool_count, 1);
+    cr_assert_str_eq(w->files.kept->pools[0], "main");
     w->files.archive.path =
         forge_xstrdup("/storage/artifacts/F1/1/logs.tar.gz");
     w->files.archive.relative_path =

@@ -9,6 +9,7 @@
 #include "launch/seal.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -237,6 +238,44 @@ Test(seal, tampering_anywhere_does_not_open)
         json_decref(o);
     }
     forge_sealer_destroy(s);
+}
+
+/* Each thread keeps one cipher context (seal.c): keyed afresh at each
+ * use, so a failed open, another key or the other direction before it
+ * change nothing of the next; and another thread has its own. */
+static void *open_in_thread(void *arg)
+{
+    const json_t *const *o = arg;
+    forge_sealer_t *s = sealer_of('a');
+
+    assert_opens(s, AAD, o[0], "one");
+    forge_sealer_destroy(s);
+    return NULL;
+}
+
+Test(seal, a_threads_context_carries_nothing_from_one_use_to_the_next)
+{
+    forge_sealer_t *a = sealer_of('a'), *b = sealer_of('b');
+    json_t *one = seal_ok(a, AAD, "one"), *two = seal_ok(b, AAD, "two");
+    json_t *bad = seal_ok(a, AAD, "bad");
+    const json_t *arg[1] = {one};
+    forge_error_t err = {0};
+    pthread_t t;
+
+    flip(bad, "ct", -1);
+    cr_assert_eq(open_rc(a, AAD, bad, &err), FORGE_ESCHEMA);
+    assert_opens(a, AAD, one, "one");
+    cr_assert_eq(open_rc(a, "forge-state/v1/L2/1", one, &err), FORGE_ESCHEMA);
+    assert_opens(b, AAD, two, "two");
+    assert_opens(a, AAD, one, "one");
+    cr_assert_eq(pthread_create(&t, NULL, open_in_thread, arg), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    assert_opens(b, AAD, two, "two");
+    json_decref(one);
+    json_decref(two);
+    json_decref(bad);
+    forge_sealer_destroy(a);
+    forge_sealer_destroy(b);
 }
 
 Test(seal, malformed_values_do_not_open)
