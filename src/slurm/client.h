@@ -11,8 +11,10 @@
  *   TRANSPORT  nothing of the request left (connect refused, name or TLS
  *              failure) - retried here; safe to retry later
  *   TIMED_OUT  sent, no complete answer (timeout, connection closed or reset,
- *              garbled answer): the outcome is unknown. Reads were retried;
- *              a submit never is - look its tag up first
+ *              garbled answer; a kept connection found closed after the
+ *              request went out, which is never sent again): the outcome
+ *              is unknown. Reads were retried; a submit never is - look
+ *              its tag up first
  *   AUTH       the token was refused (401, 511, or 500 with Slurm's auth
  *              error before 24.11) even after one reload/re-mint: stop
  *   REJECTED   4xx: Slurm said no (bad partition, invalid field): never

@@ -24,7 +24,8 @@ struct forge_slurm_client {
     forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
     CURL *curl;
     bool fresh_connection; /* the last answer was an error: slurmrestd
-                              closes such connections */
+                              closes such connections (every other call
+                              reuses the kept one, a submit too: http.c) */
     unsigned rand_state;   /* backoff jitter */
     /* Set once by forge_slurm_client_interrupt, from any thread; read by
      * the calling thread's progress callback and retry loop (http.c). */
