@@ -118,7 +118,7 @@ def submits(args):
                  w / raw_1, "-"))
     fresh = r["raw_n_fresh"]["rate"]
     rows.append((f"raw POSTs/s, {c} connections, a new one per POST (as a "
-                 f"worker's submit)", f"{fresh:.0f}",
+                 f"worker's submit was before it kept them)", f"{fresh:.0f}",
                  f"{c} keep-alive connections: {raw_n:.0f}",
                  fresh / raw_n, "-"))
     trip = r["raw_1"]["latency"]

@@ -6,7 +6,8 @@ local stack (tests/e2e/stack up), next to baselines measured in the same
 run: the same submit bodies POSTed straight to slurmrestd by a bare client
 (no Kafka, no intent, no staging), over 1 and over N keep-alive
 connections, and over N connections opened afresh for every POST (what the
-worker does for a submit: a POST is never re-sent on a reused connection).
+worker did for a submit until it could keep its connections without ever
+re-sending a POST).
 A benchmark, not a test: it prints, it never fails on speed.
 
   raw 1 / raw N    the bodies (`forge-worker render --format payload` of

@@ -11,8 +11,10 @@
  *   TRANSPORT  nothing of the request left (connect refused, name or TLS
  *              failure) - retried here; safe to retry later
  *   TIMED_OUT  sent, no complete answer (timeout, connection closed or reset,
- *              garbled answer): the outcome is unknown. Reads were retried;
- *              a submit never is - look its tag up first
+ *              garbled answer; a kept connection found closed after the
+ *              request went out, which is never sent again): the outcome
+ *              is unknown. Reads were retried; a submit never is - look
+ *              its tag up first
  *   AUTH       the token was refused (401, 511, or 500 with Slurm's auth
  *              error before 24.11) even after one reload/re-mint: stop
  *   REJECTED   4xx: Slurm said no (bad partition, invalid field): never
@@ -131,7 +133,16 @@ forge_slurm_status_t forge_slurm_check_version(forge_slurm_client_t *c,
 typedef struct forge_slurm_submit {
     uint32_t job_id;    /* the het leader for several components */
     char warnings[512]; /* Slurm's warnings[] text, "" for none */
+    /* A job id slurmctld gave this client within FORGE_SLURM_FLOOR_FRESH_S
+     * before this POST began (0: none): whatever job the POST made has a
+     * higher id (forge_slurm_find_submitted). Set whatever the status. */
+    uint32_t floor_job_id;
 } forge_slurm_submit_t;
+
+/* How recent a floor must be (forge_slurm_submit_t): slurmctld hands out
+ * job ids in increasing order but for a wrap at MaxJobId (back to
+ * FirstJobId) or a cold start; a recent floor keeps that window short. */
+#define FORGE_SLURM_FLOOR_FRESH_S 300
 
 /* POST job/submit with body (borrowed). Never retried once the request may
  * have reached slurmrestd: TIMEOUT means "look the tag up". */
@@ -207,6 +218,31 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
                                                  const char *comment,
                                                  forge_slurm_job_list_t *out,
                                                  forge_slurm_result_t *res);
+
+/*
+ * The jobs a submit with this comment may have made, when its outcome is
+ * unknown (TIMED_OUT), in a number of calls bounded by what slurmctld holds
+ * above floor_job_id (forge_slurm_submit_t) rather than by the cluster's
+ * size: slurmctld hands out job ids in increasing order, so such a job's id
+ * is above the floor. One `GET jobs/state` (every job's id and state, a few
+ * dozen bytes each), then the details of each job above the floor. The
+ * whole listing (forge_slurm_find_by_comment) instead, when any doubt is
+ * left: no floor (0); the floor's own job no longer in jobs/state (it
+ * ended and aged out, or slurmctld lost it: its ids may have started
+ * again); more than FORGE_SLURM_FIND_CANDIDATES jobs above the floor; or
+ * the floor that close to 67,043,328, MaxJobId's default and largest value
+ * (the ids may wrap right after it). What no answer shows is a MaxJobId
+ * set lower with the floor within FORGE_SLURM_FIND_CANDIDATES of it.
+ * (slurmrestd's GET /jobs `update_time` cannot bound it: slurmctld answers
+ * the whole list whenever any job changed since, never just the jobs
+ * that did - _slurm_rpc_dump_jobs, pack_all_jobs.)
+ */
+#define FORGE_SLURM_FIND_CANDIDATES 64
+forge_slurm_status_t forge_slurm_find_submitted(forge_slurm_client_t *c,
+                                                const char *comment,
+                                                uint32_t floor_job_id,
+                                                forge_slurm_job_list_t *out,
+                                                forge_slurm_result_t *res);
 
 /* Jobs whose comment starts with prefix ("forge:": every job the worker
  * made, for `forge-worker reconcile`), from the same one listing. */

@@ -23,9 +23,12 @@ struct forge_slurm_client {
     forge_slurm_auth_t *auth;
     forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
     CURL *curl;
-    bool fresh_connection; /* the last answer was an error: slurmrestd
-                              closes such connections */
-    unsigned rand_state;   /* backoff jitter */
+    bool fresh_connection;   /* the last answer was an error: slurmrestd
+                                closes such connections (every other call
+                                reuses the kept one, a submit too: http.c) */
+    unsigned rand_state;     /* backoff jitter */
+    uint32_t newest_job_id;  /* the last job id a submit was answered with */
+    long long newest_job_ms; /* when (forge_clock_ms), 0: never */
     /* Set once by forge_slurm_client_interrupt, from any thread; read by
      * the calling thread's progress callback and retry loop (http.c). */
     atomic_bool interrupted;

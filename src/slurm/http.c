@@ -17,6 +17,19 @@
  * request budget first (budget.h, FORGE_SLURM_MAX_RPS), waiting for its
  * turn when the bucket is empty.
  *
+ * Connections: every call keeps its connection (keep-alive), a submit too,
+ * but for the one after an error answer (slurmrestd closes those). When a
+ * reused connection turns out closed without an answer, libcurl silently
+ * sends the request again on a new one - for a POST too, which slurmrestd
+ * may have carried out (Curl_retry_request, lib/transfer.c). So a request
+ * body goes to libcurl through a read callback that hands it out once,
+ * with a seek callback that refuses every rewind: libcurl can then never
+ * send a body a second time, and such a call fails with
+ * CURLE_SEND_FAIL_REWIND, classified TIMED_OUT (sent: maybe carried out),
+ * which a submit's caller resolves by its tag (client.h). A body given
+ * through CURLOPT_POSTFIELDS would be re-sent: libcurl needs no rewind for
+ * it (readrewind, lib/multi.c, libcurl 7.88).
+ *
  * Interruption (forge_slurm_client_interrupt, from another thread): the
  * progress callback makes libcurl give up the request under way (it runs
  * while connecting and while waiting for an answer, at least once a
@@ -52,6 +65,39 @@ static size_t collect(char *p, size_t size, size_t n, void *userdata)
     }
     forge_buf_append(&r->body, p, size * n);
     return size * n;
+}
+
+/* A request body, handed to libcurl once (never rewound). */
+typedef struct upload {
+    const char *data;
+    size_t len;
+    size_t at;        /* how much libcurl took */
+    bool asked_again; /* libcurl asked for the body once more: refused */
+} upload_t;
+
+static size_t give_body(char *buf, size_t size, size_t n, void *userdata)
+{
+    upload_t *u = userdata;
+    size_t room = size * n, left = u->len - u->at;
+
+    if (!left) { /* all of it went out once: never again */
+        u->asked_again = true;
+        return CURL_READFUNC_ABORT;
+    }
+    if (room > left)
+        room = left;
+    memcpy(buf, u->data + u->at, room);
+    u->at += room;
+    return room;
+}
+
+/* libcurl asks this before it would send the body again: it may not. */
+static int refuse_rewind(void *userdata, curl_off_t offset, int origin)
+{
+    (void)userdata;
+    (void)offset;
+    (void)origin;
+    return CURL_SEEKFUNC_CANTSEEK;
 }
 
 #define SLEEP_SLICE_MS 50 /* how soon a backoff sleep sees an interrupt */
@@ -137,7 +183,7 @@ static void scrub(forge_slurm_result_t *res)
 
 /* Prepares the handle for one request; returns the header list (new). */
 static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
-                                  const char *method, const char *body,
+                                  const char *method, upload_t *body,
                                   const char *token, response_t *r)
 {
     struct curl_slist *h = NULL;
@@ -169,10 +215,13 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, c);
-    if (body) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    if (body) { /* once, with its length: never chunked, never rewound */
+        curl_easy_setopt(curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(curl, CURLOPT_READFUNCTION, give_body);
+        curl_easy_setopt(curl, CURLOPT_READDATA, body);
+        curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, refuse_rewind);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                         (curl_off_t)strlen(body));
+                         (curl_off_t)body->len);
     }
     forge_buf_printf(&line, "X-SLURM-USER-NAME: %s",
                      c->act_as ? c->act_as : c->user);
@@ -191,13 +240,19 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
 
 /* Transport outcome of curl_easy_perform: TRANSPORT while nothing of the
  * request has left, TIMED_OUT once any of it has - slurmrestd may then have
- * carried it out, whatever went wrong after (client.h). */
-static forge_slurm_status_t classify_curl(CURL *curl, CURLcode rc, bool *sent)
+ * carried it out, whatever went wrong after (client.h). A body libcurl
+ * wanted to send again (refused) had left once: TIMED_OUT. */
+static forge_slurm_status_t classify_curl(CURL *curl, CURLcode rc,
+                                          const upload_t *body, bool *sent)
 {
     long request_bytes = 0;
 
     if (rc == CURLE_OK)
         return FORGE_SLURM_OK;
+    if (rc == CURLE_SEND_FAIL_REWIND || (body && body->asked_again)) {
+        *sent = true;
+        return FORGE_SLURM_TIMED_OUT;
+    }
     if (curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &request_bytes) !=
         CURLE_OK)
         request_bytes = 1; /* unknown: assume sent */
@@ -263,6 +318,17 @@ static bool should_retry(forge_slurm_status_t st, bool sent,
            st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
 }
 
+/* What a failed transfer says in res. */
+static const char *failure_text(CURLcode rc, const upload_t *body)
+{
+    if (rc == CURLE_SEND_FAIL_REWIND || body->asked_again)
+        return "the connection ended without an answer after the request "
+               "was sent; it is not sent again (slurmrestd may have "
+               "carried it out)";
+    return rc == CURLE_ABORTED_BY_CALLBACK ? INTERRUPTED
+                                           : curl_easy_strerror(rc);
+}
+
 /* One request. *json set only for answers with a JSON body. */
 static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
                                     const char *method, const char *body,
@@ -270,6 +336,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
                                     forge_slurm_result_t *res)
 {
     response_t r = {FORGE_BUF_INIT, c->opts.max_body_bytes, false};
+    upload_t upload = {body, body ? strlen(body) : 0, 0, false};
     forge_error_t err = {0};
     const char *token;
     struct curl_slist *headers;
@@ -292,7 +359,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         set_message(res, "no token: %.400s", err.message);
         return FORGE_SLURM_AUTH;
     }
-    headers = prepare(c, url, method, body, token, &r);
+    headers = prepare(c, url, method, body ? &upload : NULL, token, &r);
     started = forge_clock_ms();
     rc = curl_easy_perform(c->curl);
     curl_slist_free_all(headers);
@@ -301,10 +368,9 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         set_message(res, "the answer is larger than %s",
                     "the configured maximum");
         st = FORGE_SLURM_PROTOCOL;
-    } else if ((st = classify_curl(c->curl, rc, sent)) != FORGE_SLURM_OK) {
-        set_message(res, "%s",
-                    rc == CURLE_ABORTED_BY_CALLBACK ? INTERRUPTED
-                                                    : curl_easy_strerror(rc));
+    } else if ((st = classify_curl(c->curl, rc, body ? &upload : NULL, sent)) !=
+               FORGE_SLURM_OK) {
+        set_message(res, "%s", failure_text(rc, &upload));
     } else {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &res->http_status);
         st = classify_http(res->http_status, &r, json, res);
@@ -337,12 +403,6 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
         json_decref(*json);
         *json = NULL;
         reauth_pending = false;
-        /* libcurl silently sends a request again when a reused connection
-         * turns out closed without an answer - even a POST, which the
-         * server may have carried out. A call that must never be repeated
-         * (a submit) therefore always goes on a fresh connection. */
-        if (retry == FORGE_SLURM_RETRY_NEVER)
-            c->fresh_connection = true;
         st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
                      res);
         if (st == FORGE_SLURM_AUTH && !reauthed) {

@@ -6,6 +6,8 @@
  * may be plain or {set, infinite, number}, and both are read).
  */
 #include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
 
@@ -13,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STATES_CHUNK 256 /* job ids per jobs/state call */
+#define STATES_CHUNK     256         /* job ids per jobs/state call */
+#define MAX_JOB_ID_LIMIT 0x03ff0000u /* MaxJobId's default and largest */
 
 /* ---- jobs ------------------------------------------------------------- */
 
@@ -246,6 +249,115 @@ forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
     return find_comment(c, prefix, true, out, res);
 }
 
+/* ---- the jobs an unknown submit may have made ---------------------------- */
+
+static int by_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
+                                         const uint32_t *ids, size_t n,
+                                         forge_slurm_job_list_t *out,
+                                         forge_slurm_result_t *res);
+
+/* The distinct (leader) ids above floor among every job slurmctld holds
+ * (new, sorted); *floor_seen when the floor's own job is there. */
+static forge_slurm_status_t ids_above(forge_slurm_client_t *c, uint32_t floor,
+                                      uint32_t **ids, size_t *n,
+                                      bool *floor_seen,
+                                      forge_slurm_result_t *res)
+{
+    forge_slurm_job_list_t all = {NULL, 0};
+    forge_slurm_status_t st = states_chunk(c, NULL, 0, &all, res);
+    size_t kept = 0;
+
+    *ids = NULL;
+    *n = 0;
+    *floor_seen = false;
+    if (st != FORGE_SLURM_OK) {
+        forge_slurm_job_list_clear(&all);
+        return st;
+    }
+    *ids = forge_xcalloc(all.count + 1, sizeof(uint32_t));
+    for (size_t i = 0; i < all.count; i++) {
+        uint32_t id = all.jobs[i].job_id; /* "123+1": its leader's, 123 */
+        *floor_seen = *floor_seen || id == floor;
+        if (id > floor)
+            (*ids)[kept++] = id;
+    }
+    qsort(*ids, kept, sizeof(uint32_t), by_id);
+    for (size_t i = 0; i < kept; i++) /* het components: one leader */
+        if (!*n || (*ids)[*n - 1] != (*ids)[i])
+            (*ids)[(*n)++] = (*ids)[i];
+    forge_slurm_job_list_clear(&all);
+    return FORGE_SLURM_OK;
+}
+
+/* Those of ids whose comment is comment, from their details (a job gone
+ * meanwhile is not one: it was there before the submit's, or ended). */
+static forge_slurm_status_t match_details(forge_slurm_client_t *c,
+                                          const uint32_t *ids, size_t n,
+                                          const char *comment,
+                                          forge_slurm_job_list_t *out,
+                                          forge_slurm_result_t *res)
+{
+    forge_slurm_status_t st = FORGE_SLURM_OK;
+
+    for (size_t i = 0; i < n && st == FORGE_SLURM_OK; i++) {
+        forge_slurm_job_list_t jobs = {NULL, 0};
+        st = forge_slurm_job_details(c, ids[i], &jobs, res);
+        if (st == FORGE_SLURM_NOT_FOUND)
+            st = FORGE_SLURM_OK;
+        for (size_t k = 0; st == FORGE_SLURM_OK && k < jobs.count; k++) {
+            if (jobs.jobs[k].comment &&
+                !strcmp(jobs.jobs[k].comment, comment)) {
+                list_add(out, &jobs.jobs[k]);
+                memset(&jobs.jobs[k], 0, sizeof(jobs.jobs[k])); /* moved */
+            }
+        }
+        forge_slurm_job_list_clear(&jobs);
+    }
+    if (st != FORGE_SLURM_OK)
+        forge_slurm_job_list_clear(out);
+    return res->status = st;
+}
+
+forge_slurm_status_t forge_slurm_find_submitted(forge_slurm_client_t *c,
+                                                const char *comment,
+                                                uint32_t floor_job_id,
+                                                forge_slurm_job_list_t *out,
+                                                forge_slurm_result_t *res)
+{
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    bool floor_seen = false;
+    forge_slurm_status_t st;
+    const char *doubt = NULL;
+
+    out->jobs = NULL;
+    out->count = 0;
+    if (!floor_job_id ||
+        floor_job_id >= MAX_JOB_ID_LIMIT - FORGE_SLURM_FIND_CANDIDATES - 1)
+        return find_comment(c, comment, false, out, res);
+    st = ids_above(c, floor_job_id, &ids, &n, &floor_seen, res);
+    if (st == FORGE_SLURM_OK && !floor_seen)
+        doubt = "the floor's job is no longer there";
+    else if (st == FORGE_SLURM_OK && n > FORGE_SLURM_FIND_CANDIDATES)
+        doubt = "too many jobs above the floor";
+    if (st == FORGE_SLURM_OK && !doubt)
+        st = match_details(c, ids, n, comment, out, res);
+    free(ids);
+    if (!doubt)
+        return st;
+    forge_log_debug("tag %s looked up in the whole job list: %s (job %u, "
+                    "%zu above it)",
+                    comment, doubt, floor_job_id, n);
+    return find_comment(c, comment, false, out, res);
+}
+
 /* "123" or "123+1" (a het component: its own id, then its offset). */
 static void parse_state_entry(const json_t *o, forge_slurm_job_t *j)
 {
@@ -422,6 +534,9 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
     long long v;
 
     memset(out, 0, sizeof(*out));
+    if (c->newest_job_ms &&
+        forge_clock_ms() - c->newest_job_ms <= FORGE_SLURM_FLOOR_FRESH_S * 1000)
+        out->floor_job_id = c->newest_job_id;
     st = forge_slurm_call(c, "POST", path, text, FORGE_SLURM_RETRY_NEVER, &json,
                           res);
     /* Slurm's refusal (ESLURM_*, 2000-2999: "Invalid partition name
@@ -434,6 +549,8 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
         take_warnings(json, out->warnings, sizeof(out->warnings));
         if (forge_slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {
             out->job_id = (uint32_t)v;
+            c->newest_job_id = out->job_id;
+            c->newest_job_ms = forge_clock_ms();
         } else {
             /* 200 without a job id: Slurm said no in errors[]. */
             if (!res->message[0])

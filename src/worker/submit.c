@@ -180,19 +180,25 @@ static void learn_components(submitter_t *s, forge_work_t *w)
     forge_slurm_job_list_clear(&jobs);
 }
 
-/* Outcome unknown: the tag says whether the job exists. */
-static bool adopt_tagged(submitter_t *s, forge_work_t *w)
+/* Outcome unknown, right after the POST: the tag says whether the job
+ * exists, looked up among the jobs above the POST's floor (client.h:
+ * forge_slurm_find_submitted; the whole list when in doubt). */
+static bool adopt_tagged(submitter_t *s, forge_work_t *w, uint32_t floor)
 {
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
     bool found = false;
 
-    if (find_tagged(s, w, &jobs, &res) == FORGE_SLURM_OK && jobs.count > 0) {
+    if (forge_slurm_find_submitted(client_of(s, w), comment, floor, &jobs,
+                                   &res) == FORGE_SLURM_OK &&
+        jobs.count > 0) {
         w->submit.job_id = jobs.jobs[0].het_job_id ? jobs.jobs[0].het_job_id
                                                    : jobs.jobs[0].job_id;
         found = true;
     }
     forge_slurm_job_list_clear(&jobs);
+    free(comment);
     return found;
 }
 
@@ -273,7 +279,8 @@ static void post(submitter_t *s, forge_work_t *w)
         FORGE_TESTPOINT_CRASH("submit.after");
         w->submit.job_id = sub.job_id;
     } else if (w->status != FORGE_SLURM_REJECTED &&
-               w->status != FORGE_SLURM_AUTH && adopt_tagged(s, w)) {
+               w->status != FORGE_SLURM_AUTH &&
+               adopt_tagged(s, w, sub.floor_job_id)) {
         w->status = FORGE_SLURM_OK; /* it did reach Slurm */
     }
     if (w->status == FORGE_SLURM_OK && p->pool_count > 1)

@@ -75,6 +75,18 @@ static char *header(struct MHD_Connection *c, const char *name)
     return forge_xstrdup(v ? v : "");
 }
 
+/* The client's end of the connection: its port (0 unknown). */
+static unsigned peer_port(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *a = ci ? ci->client_addr : NULL;
+
+    if (!a || a->sa_family != AF_INET)
+        return 0;
+    return ntohs(((const struct sockaddr_in *)(const void *)a)->sin_port);
+}
+
 static void record(support_http_t *s, struct MHD_Connection *c,
                    const char *method, const char *url, forge_buf_t *body)
 {
@@ -90,6 +102,7 @@ static void record(support_http_t *s, struct MHD_Connection *c,
     r->user = header(c, "X-SLURM-USER-NAME");
     r->token = header(c, "X-SLURM-USER-TOKEN");
     r->body = forge_xstrdup(forge_buf_str(body));
+    r->peer_port = peer_port(c);
 }
 
 /* The oldest queued reply for this path, unlinked (NULL: none). */
@@ -336,7 +349,7 @@ size_t support_http_count(support_http_t *s)
 
 support_http_request_t support_http_request(support_http_t *s, size_t i)
 {
-    support_http_request_t copy = {{0}, NULL, NULL, NULL, NULL};
+    support_http_request_t copy = {{0}, NULL, NULL, NULL, NULL, 0};
 
     pthread_mutex_lock(&s->lock);
     if (i < s->count) {

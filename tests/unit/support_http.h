@@ -15,7 +15,9 @@
  * the default reply when none matches. With support_http_accept_token set,
  * a request carrying another token gets 401 without taking a reply.
  * Every request is recorded: method, path with its query as sent, the
- * X-SLURM-USER-NAME / X-SLURM-USER-TOKEN headers and the body.
+ * X-SLURM-USER-NAME / X-SLURM-USER-TOKEN headers, the body, and the
+ * connection it came on (the client's port). Connections are kept between
+ * requests (HTTP/1.1 keep-alive), as slurmrestd keeps them.
  *
  * Threads: libmicrohttpd answers on its own threads (a listening thread and
  * one per connection); the test's thread scripts and reads the record. One
@@ -44,11 +46,12 @@ typedef enum support_http_fault {
 
 typedef struct support_http_request {
     char method[8];
-    char *target; /* path and query as sent, e.g.
-                     /slurm/v0.0.43/jobs/state?job_id=1&job_id=2 */
-    char *user;   /* X-SLURM-USER-NAME, "" if none */
-    char *token;  /* X-SLURM-USER-TOKEN, "" if none */
-    char *body;   /* the request body, "" if none */
+    char *target;       /* path and query as sent, e.g.
+                           /slurm/v0.0.43/jobs/state?job_id=1&job_id=2 */
+    char *user;         /* X-SLURM-USER-NAME, "" if none */
+    char *token;        /* X-SLURM-USER-TOKEN, "" if none */
+    char *body;         /* the request body, "" if none */
+    unsigned peer_port; /* the client's port: which connection it came on */
 } support_http_request_t;
 
 support_http_t *support_http_start(void);  /* asserts on failure */

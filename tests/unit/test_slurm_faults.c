@@ -277,6 +277,7 @@ ParameterizedTest(support_http_fault_t *fault, slurm_faults,
 {
     forge_slurm_client_t *c = client();
     forge_slurm_result_t res = {0};
+    forge_slurm_status_t st;
 
     support_http_push_fault(srv, JOBS, *fault, NULL);
     support_http_push(srv, JOBS, 200, JOB_42, 0);
@@ -284,15 +285,105 @@ ParameterizedTest(support_http_fault_t *fault, slurm_faults,
     cr_assert_eq(res.attempts, 2);
     support_http_push_fault(srv, JOBS "submit", *fault, NULL);
     support_http_push(srv, JOBS "submit", 200, SUBMITTED, 0); /* unused */
-    cr_assert_eq(submit(c, &res), FORGE_SLURM_TIMED_OUT, "%s (%s)",
+    st = submit(c, &res);
+    cr_assert_eq(seen(JOBS "submit"), 1, "a submit was sent twice");
+    cr_assert_eq(st, FORGE_SLURM_TIMED_OUT, "%s (%s)",
                  forge_slurm_status_name(res.status), res.message);
     cr_assert_eq(res.attempts, 1);
-    cr_assert_eq(seen(JOBS "submit"), 1, "a submit was sent twice");
-    /* the fault is the one named: libcurl's words for it */
-    cr_assert(strstr(res.message, *fault == SUPPORT_HTTP_EOF
-                                      ? "returned nothing"
-                                      : "receiving data"),
-              "%s", res.message);
+    /* on a kept connection: libcurl wanted to send it again, refused */
+    cr_assert(strstr(res.message, "not sent again"), "%s", res.message);
+    forge_slurm_client_destroy(c);
+}
+
+static forge_slurm_status_t submit_tagged(forge_slurm_client_t *c,
+                                          const char *comment,
+                                          forge_slurm_result_t *res)
+{
+    forge_slurm_submit_t sub;
+    json_t *body =
+        json_pack("{s:s, s:{s:s, s:s}}", "script", "#!/bin/bash\ntrue\n", "job",
+                  "name", "forge-x-1", "comment", comment);
+    forge_slurm_status_t st = forge_slurm_submit(c, body, &sub, res);
+
+    json_decref(body);
+    return st;
+}
+
+/* The requests whose body holds text. */
+static size_t bodies_with(const char *text)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < support_http_count(srv); i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        n += strstr(r.body, text) != NULL;
+        support_http_request_clear(&r);
+    }
+    return n;
+}
+
+/* Submits keep their connection (keep-alive), so the race of a kept
+ * connection closing under a request must never send a POST twice:
+ * slurmrestd answers a first submit and keeps the connection, then reads
+ * the next one on that same connection whole and closes it unanswered.
+ * libcurl would send that POST again on a new connection (it did, with
+ * the body given as CURLOPT_POSTFIELDS); exactly one copy must arrive, and
+ * the call says TIMED_OUT: maybe carried out, its tag looked up next. */
+Test(slurm_faults, a_submit_on_a_kept_connection_closed_unanswered_is_sent_once)
+{
+    forge_slurm_client_t *c = client();
+    forge_slurm_result_t res = {0};
+    support_http_request_t first, second;
+    forge_slurm_status_t st;
+
+    support_http_push(srv, JOBS "submit", 200, SUBMITTED, 0);
+    support_http_push_fault(srv, JOBS "submit", SUPPORT_HTTP_EOF, NULL);
+    support_http_push(srv, JOBS "submit", 200, SUBMITTED, 0); /* a copy's */
+    cr_assert_eq(submit_tagged(c, "forge:first:1", &res), FORGE_SLURM_OK, "%s",
+                 res.message);
+    st = submit_tagged(c, "forge:second:1", &res);
+    cr_assert_eq(bodies_with("forge:second:1"), 1,
+                 "the second submit reached the server %zu times",
+                 bodies_with("forge:second:1"));
+    cr_assert_eq(st, FORGE_SLURM_TIMED_OUT, "%s (%s)",
+                 forge_slurm_status_name(res.status), res.message);
+    cr_assert_eq(res.attempts, 1);
+    cr_assert_eq(support_http_count(srv), 2);
+    first = support_http_request(srv, 0);
+    second = support_http_request(srv, 1);
+    /* what makes the test bite: the second went on the kept connection */
+    cr_assert_neq(first.peer_port, 0);
+    cr_assert_eq(first.peer_port, second.peer_port,
+                 "the second submit went on a new connection");
+    cr_assert(strstr(second.body, "forge:second:1"));
+    cr_assert(strstr(res.message, "not sent again"), "%s", res.message);
+    support_http_request_clear(&first);
+    support_http_request_clear(&second);
+    forge_slurm_client_destroy(c);
+}
+
+/* Keep-alive for every call: submits and reads one after the other all
+ * go on one connection while every answer is a success. */
+Test(slurm_faults, submits_and_reads_share_one_kept_connection)
+{
+    forge_slurm_client_t *c = client();
+    forge_slurm_result_t res = {0};
+    unsigned port = 0;
+
+    support_http_default(srv, 200, SUBMITTED);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(submit(c, &res), FORGE_SLURM_OK, "%s", res.message);
+    support_http_push(srv, JOBS, 200, JOB_42, 0);
+    cr_assert_eq(details(c, &res), FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(submit(c, &res), FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(support_http_count(srv), 5);
+    for (size_t i = 0; i < 5; i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        if (!i)
+            port = r.peer_port;
+        cr_assert_eq(r.peer_port, port, "request %zu on another connection", i);
+        support_http_request_clear(&r);
+    }
     forge_slurm_client_destroy(c);
 }
 

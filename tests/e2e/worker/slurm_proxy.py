@@ -9,7 +9,10 @@ scenarios (and bench/) that must see or hold back the worker's Slurm calls:
   - it can delay each answer (a slow slurmrestd), or stop answering
     altogether (`hang()`: it still accepts connections and reads requests,
     and answers none, as a stopped or cut-off slurmrestd behind a live
-    socket does).
+    socket does);
+  - it can carry the next call of a kind out and close the connection
+    without its answer (`unanswer(kind)`: a kept connection closing under
+    a request slurmrestd took).
 
 A fake only in that: every answer it gives is the real slurmrestd's.
 """
@@ -47,6 +50,7 @@ class SlurmProxy:
         self.upstream = (target.hostname, target.port or 80)
         self.delay_s = delay_s
         self.hanging = False
+        self.unanswered = {}  # kind -> how many more to leave unanswered
         self.released = threading.Event()
         self.lock = threading.Lock()
         self.log = []  # (arrival time.monotonic(), method, path, kind)
@@ -75,6 +79,14 @@ class SlurmProxy:
                     time.sleep(delay)
                 arrived = time.monotonic()
                 status, data, ctype = proxy._upstream(self, body)
+                kind = kind_of(self.command, self.path)
+                with proxy.lock:
+                    drop = proxy.unanswered.get(kind, 0) > 0
+                    if drop:
+                        proxy.unanswered[kind] -= 1
+                if drop:  # carried out upstream; the answer never comes
+                    self.close_connection = True
+                    return
                 with proxy.lock:
                     proxy.answered.append(
                         (arrived, time.monotonic(),
@@ -113,6 +125,12 @@ class SlurmProxy:
         """From now on no call is answered (they are still counted)."""
         with self.lock:
             self.hanging = True
+
+    def unanswer(self, kind, count=1):
+        """The next `count` calls of `kind` are forwarded to slurmrestd,
+        and then their connection is closed without the answer."""
+        with self.lock:
+            self.unanswered[kind] = self.unanswered.get(kind, 0) + count
 
     def set_delay(self, seconds):
         with self.lock:
