@@ -253,6 +253,26 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
     return e;
 }
 
+/* A transaction that consumed nothing (a poll tick's transitions, a
+ * submit's result, an archive's event) would commit without the group's
+ * generation, so a worker the group has moved on from, that has not heard
+ * yet (a broker outage, a long pause), could still commit records for
+ * launches another worker now owns: two terminal events for one launch
+ * (found by a long chaos run). It carries the committed offsets of its
+ * assignment instead, unchanged, with the group's metadata: the group
+ * coordinator refuses them from a member of an older generation (KIP-447)
+ * and the transaction aborts. A partition never committed is left out;
+ * offsets that cannot be read leave the transaction as it is (its commit
+ * then meets the same broker). */
+static void fence_by_generation(forge_kafka_t *k)
+{
+    if (k->offsets->cnt || !k->in_txn)
+        return;
+    if (forge_kafka_keep_offsets(k, k->budget.rewind_ms))
+        forge_log_debug("commit: the committed offsets could not be read; "
+                        "the transaction goes without them");
+}
+
 /* Sends the offsets and commits, retrying retriable errors within the
  * budget's attempts_ms (the top comment). NULL when committed; an error
  * otherwise (*abandoned: the producer was given up on), the caller aborts
@@ -316,8 +336,10 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
                                "produced");
     else if (FORGE_TESTPOINT_ABORT_TXN())
         e = forced_abort(k);
-    else
+    else {
+        fence_by_generation(k);
         e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
+    }
     k->produce_failed = false;
     if (e && (abandoned || forge_kafka_producer_broken(k, e)))
         out = forge_kafka_producer_replace(k, e, abandoned);
