@@ -10,8 +10,11 @@
  *   BY_HEAD    the first PART_LEN bytes, BY_TAIL the last PART_LEN: the
  *              cuts at a window's edges (only secrets longer than
  *              PART_LEN, the others cannot be cut into a long enough part).
- * Removing a slot moves the last one into its place, so the array stays
- * dense. Threads: every public function takes `lock` once (secrets.h).
+ * The chains are linked both ways, so a slot leaves its chains at once
+ * however long they are (100,000 tokens sharing their first five bytes
+ * share a BY_HEAD chain). Removing a slot moves the last one into its
+ * place, so the array stays dense. Threads: every public function takes `lock`
+ * once (secrets.h).
  */
 #include "core/secrets.h"
 #include "core/util.h"
@@ -33,6 +36,7 @@ typedef struct secret {
     uint32_t wlen; /* its window length */
     uint32_t hash[INDEX_COUNT];
     uint32_t next[INDEX_COUNT]; /* slot numbers + 1 */
+    uint32_t prev[INDEX_COUNT]; /* 0: the chain's head */
 } secret_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,16 +74,6 @@ static uint32_t chain(int ix, uint32_t hash)
     return reg.nheads ? *head_of(ix, hash) : 0;
 }
 
-/* The link that points at slot s in its chain of index ix. Under lock. */
-static uint32_t *link_to(int ix, size_t s)
-{
-    uint32_t *link = head_of(ix, reg.slots[s].hash[ix]);
-
-    while (*link != s + 1)
-        link = &reg.slots[*link - 1].next[ix];
-    return link;
-}
-
 /* Slot s into the chains of its indexes. Under lock. */
 static void link_slot(size_t s)
 {
@@ -89,9 +83,28 @@ static void link_slot(size_t s)
         if (!indexed(e, ix))
             continue;
         uint32_t *head = head_of(ix, e->hash[ix]);
+        e->prev[ix] = 0;
         e->next[ix] = *head;
+        if (*head)
+            reg.slots[*head - 1].prev[ix] = (uint32_t)s + 1;
         *head = (uint32_t)s + 1;
     }
+}
+
+/* Points slot s's neighbours in chain ix (or the chain's head) at
+ * to_prev / to_next: s's own neighbours when s leaves, s's new slot
+ * number + 1 when s moves. Under lock. */
+static void relink_neighbours(size_t s, int ix, uint32_t to_prev,
+                              uint32_t to_next)
+{
+    const secret_t *e = &reg.slots[s];
+
+    if (e->prev[ix])
+        reg.slots[e->prev[ix] - 1].next[ix] = to_next;
+    else
+        *head_of(ix, e->hash[ix]) = to_next;
+    if (e->next[ix])
+        reg.slots[e->next[ix] - 1].prev[ix] = to_prev;
 }
 
 /* Room for one more slot, the indexes rebuilt when it grows. Under lock. */
@@ -137,6 +150,7 @@ static secret_t made(const char *secret, size_t len, uint32_t hash)
                   1,
                   (uint32_t)w,
                   {hash, hash_bytes(secret, w), 0, 0},
+                  {0},
                   {0}};
 
     if (len > PART_LEN) {
@@ -176,15 +190,16 @@ static void drop_slot(size_t s)
 {
     size_t last = reg.count - 1;
 
-    for (int ix = 0; ix < INDEX_COUNT; ix++)
+    for (int ix = 0; ix < INDEX_COUNT; ix++) /* out: O(1) a chain */
         if (indexed(&reg.slots[s], ix))
-            *link_to(ix, s) = reg.slots[s].next[ix];
+            relink_neighbours(s, ix, reg.slots[s].prev[ix],
+                              reg.slots[s].next[ix]);
     reg.wlens[reg.slots[s].wlen]--;
     wipe_free(reg.slots[s].text);
     if (s != last) {
         for (int ix = 0; ix < INDEX_COUNT; ix++)
             if (indexed(&reg.slots[last], ix))
-                *link_to(ix, last) = (uint32_t)s + 1;
+                relink_neighbours(last, ix, (uint32_t)s + 1, (uint32_t)s + 1);
         reg.slots[s] = reg.slots[last];
     }
     reg.count = last;
