@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * owner.c - owned partitions and the launch table (owner.h): a bucket
- * array with chaining (FNV-1a), doubled as the table grows, a small partition
+ * array with chaining (FNV-1a), doubled as the table grows, the open list
+ * of the launches not settled yet (what the tick walks), a small partition
  * array, and the registration of the held requests' secrets with the log
  * (log.h), and the partitions' generations (generation.h), which the runners
  * read.
@@ -24,6 +25,8 @@ struct forge_owner {
     forge_entry_t **buckets;
     size_t nbuckets; /* a power of two, >= BUCKETS_MIN */
     size_t count;
+    forge_entry_t *open; /* the open list's head (forge_owner_each) */
+    size_t open_count;
     unsigned char partitions[PARTITIONS_MAX]; /* pstate_t */
     /* a restore that failed: when to try again (0: none due), and how many
      * times in a row it failed (for the backoff; cleared once ready) */
@@ -133,6 +136,44 @@ static void release_request(forge_entry_t *e)
     e->held = NULL;
 }
 
+/* ---- the open list (owner.h: forge_owner_each) ------------------------ */
+
+static bool settled(const forge_entry_t *e)
+{
+    return forge_state_is_terminal(e->rec->state) && e->rec->cleaned;
+}
+
+static bool is_open(const forge_owner_t *o, const forge_entry_t *e)
+{
+    return e->open_prev || o->open == e;
+}
+
+static void open_link(forge_owner_t *o, forge_entry_t *e)
+{
+    if (is_open(o, e) || settled(e))
+        return;
+    e->open_prev = NULL;
+    e->open_next = o->open;
+    if (o->open)
+        o->open->open_prev = e;
+    o->open = e;
+    o->open_count++;
+}
+
+static void open_unlink(forge_owner_t *o, forge_entry_t *e)
+{
+    if (!is_open(o, e))
+        return;
+    if (e->open_prev)
+        e->open_prev->open_next = e->open_next;
+    else
+        o->open = e->open_next;
+    if (e->open_next)
+        e->open_next->open_prev = e->open_prev;
+    e->open_prev = e->open_next = NULL;
+    o->open_count--;
+}
+
 static void entry_free(forge_entry_t *e)
 {
     forge_launch_record_free(e->rec);
@@ -203,6 +244,7 @@ forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
         if (!strcmp(e->rec->launch_id, rec->launch_id))
             break;
     if (e) { /* replace in place: a newer attempt */
+        open_unlink(o, e);
         forge_launch_record_free(e->rec);
         release_request(e);
         forge_entry_t *next = e->next;
@@ -218,6 +260,7 @@ forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
     e->held = held;
     e->partition = partition;
     e->generation = forge_generation_of(o->generations, partition);
+    open_link(o, e);
     return e;
 }
 
@@ -300,6 +343,7 @@ void forge_owner_drop(forge_owner_t *o, int32_t p)
             forge_entry_t *e = *link;
             if (e->partition == p) {
                 *link = e->next;
+                open_unlink(o, e);
                 entry_free(e);
                 o->count--;
             } else {
@@ -338,9 +382,17 @@ int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n)
 void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
                       void *ctx)
 {
-    for (size_t b = 0; b < o->nbuckets; b++)
-        for (forge_entry_t *e = o->buckets[b]; e; e = e->next)
-            fn(ctx, e);
+    for (forge_entry_t *e = o->open, *next; e; e = next) {
+        next = e->open_next;
+        fn(ctx, e);
+        if (settled(e))
+            open_unlink(o, e);
+    }
+}
+
+size_t forge_owner_open_count(const forge_owner_t *o)
+{
+    return o->open_count;
 }
 
 size_t forge_owner_count(const forge_owner_t *o)

@@ -50,6 +50,8 @@ typedef struct forge_entry {
     int submit_failures;
     long long cancel_sent_ms; /* when a cancel was last posted; 0: never */
     struct forge_entry *next; /* bucket chain */
+    /* the open list (forge_owner_each): linked until the launch settles */
+    struct forge_entry *open_prev, *open_next;
 } forge_entry_t;
 
 typedef struct forge_owner forge_owner_t;
@@ -129,9 +131,19 @@ size_t forge_owner_partition_count(const forge_owner_t *o);
 /* Partitions assigned now (new array, *n entries). */
 int32_t *forge_owner_partitions(const forge_owner_t *o, size_t *n);
 
-/* Calls fn for every entry (fn must not add or remove entries). */
+/* Calls fn for every open entry: every launch but the settled ones (a
+ * terminal state, its staging cleaned), of which the worker has nothing
+ * left to do or to count. A settled launch stays in the table, for good:
+ * a request read again finds it (contract section 1), but the poll tick
+ * and the census walk only the open ones, so their cost follows the
+ * launches in progress, not every launch the partitions ever carried. An
+ * entry that settles leaves the list at the next walk; one replaced (a
+ * newer attempt) joins it again. fn must not add or remove entries. */
 void forge_owner_each(forge_owner_t *o, void (*fn)(void *ctx, forge_entry_t *),
                       void *ctx);
+
+/* How many entries the open list holds (at most forge_owner_count). */
+size_t forge_owner_open_count(const forge_owner_t *o);
 
 /* How many launches the table holds. */
 size_t forge_owner_count(const forge_owner_t *o);

@@ -237,3 +237,79 @@ Test(owner, partitions_have_generations_and_entries_carry_them)
     cr_assert_not(forge_generation_current(g, 3, 0), "0 is never current");
     forge_owner_destroy(o);
 }
+
+static void note_walked(void *ctx, forge_entry_t *e)
+{
+    char *list = ctx;
+
+    strcat(list, e->rec->launch_id);
+    strcat(list, ";");
+}
+
+/* The launches forge_owner_each walks, as "ID;ID;", newest first: into
+ * walked. */
+static void walk(forge_owner_t *o, char *walked)
+{
+    walked[0] = '\0';
+    forge_owner_each(o, note_walked, walked);
+}
+
+static forge_entry_t *settle(forge_entry_t *e)
+{
+    e->rec->state = FORGE_STATE_SUCCEEDED;
+    e->rec->cleaned = true;
+    return e;
+}
+
+Test(owner, the_walk_leaves_settled_launches_out)
+{
+    forge_owner_t *o = forge_owner_new();
+    char walked[256];
+    forge_entry_t *a, *b;
+    forge_launch_record_t *ended;
+
+    a = put(o, "A", 1, NULL, 0);
+    b = put(o, "B", 1, NULL, 1);
+    put(o, "C", 1, NULL, 0);
+    walk(o, walked);
+    cr_assert_str_eq(walked, "C;B;A;");
+    cr_assert_eq(forge_owner_open_count(o), 3);
+
+    /* terminal but not cleaned: still something to do */
+    b->rec->state = FORGE_STATE_FAILED;
+    walk(o, walked);
+    cr_assert_str_eq(walked, "C;B;A;");
+    settle(b); /* walked once more as it settles, then left out */
+    walk(o, walked);
+    cr_assert_str_eq(walked, "C;B;A;");
+    walk(o, walked);
+    cr_assert_str_eq(walked, "C;A;");
+    cr_assert_eq(forge_owner_open_count(o), 2);
+    cr_assert_eq(forge_owner_count(o), 3, "a settled launch stays known");
+    cr_assert_eq(forge_owner_find(o, "B"), b);
+
+    /* a newer attempt of a settled launch is open again */
+    cr_assert_eq(put(o, "B", 2, NULL, 1), b);
+    walk(o, walked);
+    cr_assert_str_eq(walked, "B;C;A;");
+
+    /* a record restored settled never joins; the head leaving relinks */
+    ended = forge_launch_record_new("D", 1, "{}", 2);
+    ended->state = FORGE_STATE_CANCELLED;
+    ended->cleaned = true;
+    forge_owner_put(o, ended, NULL, 0);
+    walk(o, walked);
+    cr_assert_str_eq(walked, "B;C;A;");
+    settle(a);
+    walk(o, walked);
+    walk(o, walked);
+    cr_assert_str_eq(walked, "B;C;");
+
+    /* a dropped partition's launches leave the list with the table */
+    forge_owner_drop(o, 0);
+    walk(o, walked);
+    cr_assert_str_eq(walked, "B;");
+    cr_assert_eq(forge_owner_open_count(o), 1);
+    cr_assert_eq(forge_owner_count(o), 1);
+    forge_owner_destroy(o);
+}
