@@ -51,12 +51,38 @@ void forge_testpoint_crash(const char *name)
  * the open transaction: it is aborted (once in the process's life). */
 static bool state_seen, state_aborted;
 
+/* FORGE_TEST_HOLD_STATE=<S>:<path>: while a file exists at path, the
+ * loop stops before it writes a status event of state S. */
+static void hold_state(const char *state)
+{
+    const char *hold = getenv("FORGE_TEST_HOLD_STATE");
+    const char *colon = hold ? strchr(hold, ':') : NULL;
+    bool said = false;
+
+    if (!colon || strlen(state) != (size_t)(colon - hold) ||
+        strncmp(hold, state, (size_t)(colon - hold)))
+        return;
+    while (access(colon + 1, F_OK) == 0) {
+        if (!said)
+            forge_log_warn("test point: the loop holds a %s event while %s "
+                           "exists",
+                           state, colon + 1);
+        said = true;
+        forge_clock_sleep_ms(100);
+    }
+    if (said)
+        forge_log_warn("test point: the %s event goes on", state);
+}
+
 void forge_testpoint_event_state(const char *state)
 {
     const char *want = getenv("FORGE_TEST_ABORT_TXN_STATE");
 
-    if (want && state && !strcmp(want, state) && !state_aborted)
+    if (!state)
+        return;
+    if (want && !strcmp(want, state) && !state_aborted)
         state_seen = true;
+    hold_state(state);
 }
 
 /* FORGE_TEST_ABORT_TXN_RANDOM=<per-mille>: each transaction is aborted

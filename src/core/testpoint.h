@@ -16,6 +16,13 @@
  *   FORGE_TEST_ABORT_TXN_STATE=<S> the first transaction that carries a
  *                                  status event of state S (SUCCEEDED, ...)
  *                                  is aborted instead of committed
+ *   FORGE_TEST_HOLD_STATE=<S>:<path>  while a file exists at path, the
+ *                                  loop stops before it writes a status
+ *                                  event of state S (the transition made,
+ *                                  nothing of it sent yet), as a worker
+ *                                  paused there (a long GC-like stall, a
+ *                                  broker outage) would: the group moves
+ *                                  on without it
  *   FORGE_TEST_COMMIT_STALLS=<n>   the n-th transaction that carries
  *                                  anything stalls at its commit: every
  *                                  attempt waits out its whole timeout and

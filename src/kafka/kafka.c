@@ -89,6 +89,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
     int32_t *p = partition_array(parts, k->cfg->topic_requests, &n);
     rd_kafka_error_t *e;
 
+    forge_kafka_forget_committed(k); /* read again for the new assignment */
     if (why == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         if ((e = rd_kafka_incremental_assign(rk, parts)))
             rd_kafka_error_destroy(e);
@@ -227,6 +228,7 @@ void forge_kafka_destroy(forge_kafka_t *k)
     if (k->reader)
         rd_kafka_destroy(k->reader);
     rd_kafka_topic_partition_list_destroy(k->offsets);
+    forge_kafka_forget_committed(k);
     free(k);
 }
 

@@ -44,6 +44,9 @@ struct forge_kafka {
     rd_kafka_t *reader;       /* restores; created on first use */
     rd_kafka_message_t *last; /* the message handed out by poll */
     rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
+    /* the group's committed offsets as this worker last knew them (txn.c:
+     * the fence), NULL when unknown */
+    rd_kafka_topic_partition_list_t *known_committed;
     bool in_txn;
     bool produce_failed;    /* this transaction lost a message: abort it */
     bool producer_waiting;  /* replaced, not initialised: the broker is away */
@@ -68,6 +71,7 @@ rd_kafka_t *forge_kafka_handle_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
 /* The transaction (txn.c). */
 rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);
 void forge_kafka_rewind(forge_kafka_t *k);
+void forge_kafka_forget_committed(forge_kafka_t *k);
 
 /* The producer (producer.c). */
 forge_rc_t forge_kafka_producer_new(forge_kafka_t *k, int init_ms,

@@ -154,22 +154,66 @@ size_t forge_kafka_assigned_count(forge_kafka_t *k)
     return n;
 }
 
+/* ---- the committed offsets this worker knows -----------------------------
+ * A transaction that consumed nothing still carries offsets, so that its
+ * commit carries the group's generation (fence_by_generation). Which ones:
+ * the committed offsets as they are, read once by an OffsetFetch and then
+ * kept here, advanced by each transaction that commits offsets, so a
+ * steady worker does not pay a round trip per such transaction. Only this
+ * worker commits its assigned partitions, so what it knows stays true
+ * until one of these drops it: a rebalance (partitions come and go), and
+ * any transaction that did not commit (a replaced producer may have had
+ * its commit finished by the broker unheard). An offset known too old would
+ * move the group back, so in any doubt it is read again. */
+
+void forge_kafka_forget_committed(forge_kafka_t *k)
+{
+    if (k->known_committed)
+        rd_kafka_topic_partition_list_destroy(k->known_committed);
+    k->known_committed = NULL;
+}
+
+/* The offsets a transaction just committed, into what is known. */
+static void learn_committed(forge_kafka_t *k,
+                            const rd_kafka_topic_partition_list_t *sent)
+{
+    if (!k->known_committed)
+        return; /* unknown stays unknown: what was sent may be a part */
+    for (int i = 0; i < sent->cnt; i++) {
+        const rd_kafka_topic_partition_t *s = &sent->elems[i];
+        rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
+            k->known_committed, s->topic, s->partition);
+        if (!p)
+            p = rd_kafka_topic_partition_list_add(k->known_committed, s->topic,
+                                                  s->partition);
+        p->offset = s->offset;
+    }
+}
+
+static void mark_known(forge_kafka_t *k)
+{
+    const rd_kafka_topic_partition_list_t *l = k->known_committed;
+
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].offset > 0)
+            forge_kafka_mark_done(k, l->elems[i].partition,
+                                  l->elems[i].offset - 1);
+}
+
 int forge_kafka_keep_offsets(forge_kafka_t *k, int timeout_ms)
 {
     rd_kafka_topic_partition_list_t *l = NULL;
-    int rc = -1;
 
     if (rd_kafka_assignment(k->consumer, &l) || !l)
         return -1;
-    if (rd_kafka_committed(k->consumer, l, timeout_ms) == 0) {
-        rc = 0;
-        for (int i = 0; i < l->cnt; i++)
-            if (l->elems[i].offset > 0)
-                forge_kafka_mark_done(k, l->elems[i].partition,
-                                      l->elems[i].offset - 1);
+    if (rd_kafka_committed(k->consumer, l, timeout_ms) != 0) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return -1;
     }
-    rd_kafka_topic_partition_list_destroy(l);
-    return rc;
+    forge_kafka_forget_committed(k);
+    k->known_committed = l;
+    mark_known(k);
+    return 0;
 }
 
 bool forge_kafka_pending(const forge_kafka_t *k)
@@ -259,7 +303,8 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
  * yet (a broker outage, a long pause), could still commit records for
  * launches another worker now owns: two terminal events for one launch
  * (found by a long chaos run). It carries the committed offsets of its
- * assignment instead, unchanged, with the group's metadata: the group
+ * assignment instead, unchanged (as this worker knows them: above), with
+ * the group's metadata: the group
  * coordinator refuses them from a member of an older generation (KIP-447)
  * and the transaction aborts. A partition never committed is left out;
  * offsets that cannot be read leave the transaction as it is (its commit
@@ -268,7 +313,9 @@ static void fence_by_generation(forge_kafka_t *k)
 {
     if (k->offsets->cnt || !k->in_txn)
         return;
-    if (forge_kafka_keep_offsets(k, k->budget.rewind_ms))
+    if (k->known_committed)
+        mark_known(k);
+    else if (forge_kafka_keep_offsets(k, k->budget.rewind_ms))
         forge_log_debug("commit: the committed offsets could not be read; "
                         "the transaction goes without them");
 }
@@ -347,6 +394,10 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         out = abort_txn(k, e);
     else
         k->in_txn = false;
+    if (out == FORGE_KAFKA_COMMITTED)
+        learn_committed(k, k->offsets);
+    else
+        forge_kafka_forget_committed(k);
     rd_kafka_topic_partition_list_destroy(k->offsets);
     k->offsets = rd_kafka_topic_partition_list_new(8);
     forge_observe_txn(out == FORGE_KAFKA_COMMITTED ? FORGE_OBSERVE_TXN_COMMITTED
