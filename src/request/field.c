@@ -130,19 +130,19 @@ forge_rc_t forge_field_fail(forge_error_t *err, forge_rc_t code,
 }
 
 /* A JSON string without NUL, as a new C string; NULL on a type error. */
-forge_rc_t forge_field_take_string(json_t *v, const forge_field_t *f,
+forge_rc_t forge_field_take_string(const forge_jv_t *v, const forge_field_t *f,
                                    char **out, forge_field_path_t *p,
                                    forge_error_t *err)
 {
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v), count;
+    const char *s = forge_jv_str(v);
+    size_t n = forge_jv_len(v), count;
     const char *problem;
 
-    if (!json_is_string(v))
+    if (!forge_jv_is_string(v))
         return forge_field_fail(err, f->code, p, "must be a string");
     if (strlen(s) != n)
         return forge_field_fail(err, f->code, p, "must not contain NUL");
-    count = forge_utf8_count(s, n); /* jansson: valid UTF-8 */
+    count = forge_utf8_count(s, n); /* jdoc: valid UTF-8 */
     if (f->pattern && !forge_field_pattern_match(f->pattern, s))
         return forge_field_fail(err, f->code, p, "must match %s",
                                 f->pattern->regex);
@@ -157,17 +157,18 @@ forge_rc_t forge_field_take_string(json_t *v, const forge_field_t *f,
 }
 
 /* An integer in [min, max]; 2.0 counts as an integer, as in JSON Schema. */
-static forge_rc_t take_integer(json_t *v, const forge_field_t *f, long *out,
-                               forge_field_path_t *p, forge_error_t *err)
+static forge_rc_t take_integer(const forge_jv_t *v, const forge_field_t *f,
+                               long *out, forge_field_path_t *p,
+                               forge_error_t *err)
 {
     double d;
 
-    if (json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
+    if (forge_jv_is_integer(v)) {
+        long long i = forge_jv_int(v);
         if (i >= f->min && i <= f->max)
             return (*out = (long)i), FORGE_OK;
-    } else if (json_is_real(v)) {
-        d = json_real_value(v);
+    } else if (forge_jv_is_real(v)) {
+        d = forge_jv_real(v);
         if (d == floor(d) && d >= (double)f->min && d <= (double)f->max)
             return (*out = (long)d), FORGE_OK;
     }
@@ -175,8 +176,9 @@ static forge_rc_t take_integer(json_t *v, const forge_field_t *f, long *out,
                             f->min, f->max);
 }
 
-static forge_rc_t parse_field(json_t *v, const forge_field_t *f, void *target,
-                              forge_field_path_t *p, forge_error_t *err)
+static forge_rc_t parse_field(const forge_jv_t *v, const forge_field_t *f,
+                              void *target, forge_field_path_t *p,
+                              forge_error_t *err)
 {
     void *slot = (char *)target + f->offset;
     long n = 0;
@@ -195,9 +197,9 @@ static forge_rc_t parse_field(json_t *v, const forge_field_t *f, void *target,
             *(long *)slot = n;
         return FORGE_OK;
     case FORGE_FIELD_BOOL:
-        if (!json_is_boolean(v))
+        if (!forge_jv_is_bool(v))
             return forge_field_fail(err, f->code, p, "must be true or false");
-        *(bool *)slot = json_is_true(v);
+        *(bool *)slot = forge_jv_is_true(v);
         return FORGE_OK;
     case FORGE_FIELD_CUSTOM:
         return f->custom(v, target, p, err);
@@ -205,17 +207,18 @@ static forge_rc_t parse_field(json_t *v, const forge_field_t *f, void *target,
     return FORGE_EINVAL;
 }
 
-forge_rc_t forge_field_parse_table(json_t *obj, const forge_field_t *fields,
-                                   size_t n, void *target,
-                                   forge_field_path_t *p, forge_error_t *err)
+forge_rc_t forge_field_parse_table(const forge_jv_t *obj,
+                                   const forge_field_t *fields, size_t n,
+                                   void *target, forge_field_path_t *p,
+                                   forge_error_t *err)
 {
     forge_rc_t rc = FORGE_OK;
 
-    if (!json_is_object(obj))
+    if (!forge_jv_is_object(obj))
         return forge_field_fail(err, FORGE_ESCHEMA, p, "must be an object");
     for (size_t i = 0; i < n && !rc; i++) {
         const forge_field_t *f = &fields[i];
-        json_t *v = json_object_get(obj, f->key);
+        const forge_jv_t *v = forge_jv_get(obj, f->key);
         size_t old = forge_field_path_key(p, f->key);
         if (v)
             rc = parse_field(v, f, target, p, err);

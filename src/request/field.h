@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 
-#include <jansson.h>
+#include "request/jdoc.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -63,7 +63,7 @@ enum {
 
 /* ---- field tables ----------------------------------------------------- */
 
-typedef forge_rc_t (*forge_field_custom_fn)(json_t *v, void *target,
+typedef forge_rc_t (*forge_field_custom_fn)(const forge_jv_t *v, void *target,
                                             forge_field_path_t *p,
                                             forge_error_t *err);
 
@@ -96,15 +96,16 @@ forge_rc_t forge_field_fail(forge_error_t *err, forge_rc_t code,
 
 /* v as the string row f describes (type, NUL, pattern, length in code
  * points, flags), a new C string in *out. */
-forge_rc_t forge_field_take_string(json_t *v, const forge_field_t *f,
+forge_rc_t forge_field_take_string(const forge_jv_t *v, const forge_field_t *f,
                                    char **out, forge_field_path_t *p,
                                    forge_error_t *err);
 
 /* The n rows of fields over the JSON object obj, into target, in row
  * order: the first violation stops the walk. An absent optional INT takes
  * its dflt. */
-forge_rc_t forge_field_parse_table(json_t *obj, const forge_field_t *fields,
-                                   size_t n, void *target,
-                                   forge_field_path_t *p, forge_error_t *err);
+forge_rc_t forge_field_parse_table(const forge_jv_t *obj,
+                                   const forge_field_t *fields, size_t n,
+                                   void *target, forge_field_path_t *p,
+                                   forge_error_t *err);
 
 #endif

@@ -2,12 +2,10 @@
 /*
  * prepare.c - parse → check → render for one request (prepare.h).
  *
- * The parsed JSON tree is freed last, after the script and the submit
- * body are built, not as soon as the request has been read from it: its
- * few hundred small blocks, freed first, would sit in malloc's fast lists
- * when the script's buffer (several KiB) is asked for, and a request that
- * large makes malloc merge them (a few percent of a prepare in
- * bench/bench_render, issue 13). The request never points into the tree.
+ * The parsed document (jdoc.h: one arena, not a jansson tree, which was
+ * most of a prepare's cost in bench/bench_render, issue 13) is freed last,
+ * after the script and the submit body are built; the request never
+ * points into it.
  */
 #include "request/prepare.h"
 #include "render/render.h"
@@ -24,7 +22,7 @@ forge_rc_t forge_prepare(const char *buf, size_t len, const forge_config_t *cfg,
                          forge_prepared_t **out, forge_error_t *err)
 {
     forge_prepared_t *p = forge_xcalloc(1, sizeof(*p));
-    json_t *doc = NULL;
+    forge_jdoc_t *doc = NULL;
     forge_rc_t rc;
 
     *out = NULL;
@@ -55,7 +53,7 @@ forge_rc_t forge_prepare(const char *buf, size_t len, const forge_config_t *cfg,
     p = NULL;
 out:
     forge_prepared_destroy(p);
-    json_decref(doc);
+    forge_jdoc_free(doc);
     return rc;
 }
 

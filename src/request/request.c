@@ -13,10 +13,8 @@
  */
 #include "request/request.h"
 #include "request/field.h"
-#include "core/document.h"
 #include "core/util.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +69,8 @@ static const forge_field_pattern_t pat_label = {
 
 /* ---- launch: nested objects ------------------------------------------- */
 
-static forge_rc_t image_path(json_t *v, void *target, forge_field_path_t *p,
-                             forge_error_t *err)
+static forge_rc_t image_path(const forge_jv_t *v, void *target,
+                             forge_field_path_t *p, forge_error_t *err)
 {
     static const forge_field_t f = {"path",
                                     FORGE_FIELD_STR,
@@ -86,7 +84,7 @@ static forge_rc_t image_path(json_t *v, void *target, forge_field_path_t *p,
                                     0,
                                     0,
                                     NULL};
-    const char *s = json_string_value(v);
+    const char *s = forge_jv_str(v);
 
     if (s && strpbrk(s, ":@"))
         return forge_field_fail(
@@ -97,11 +95,11 @@ static forge_rc_t image_path(json_t *v, void *target, forge_field_path_t *p,
         v, &f, &((forge_launch_t *)target)->image_path, p, err);
 }
 
-static forge_rc_t image_format(json_t *v, void *target, forge_field_path_t *p,
-                               forge_error_t *err)
+static forge_rc_t image_format(const forge_jv_t *v, void *target,
+                               forge_field_path_t *p, forge_error_t *err)
 {
     static const char *const names[] = {"sqsh", "sif"};
-    const char *s = json_string_value(v);
+    const char *s = forge_jv_str(v);
 
     for (size_t i = 0; s && i < COUNT(names); i++) {
         if (!strcmp(s, names[i])) {
@@ -118,8 +116,8 @@ static const forge_field_t image_fields[] = {
     {"format", FORGE_FIELD_CUSTOM, 0, true, NULL, 0, 0, 0, 0, 0, image_format},
 };
 
-static forge_rc_t image_object(json_t *v, void *target, forge_field_path_t *p,
-                               forge_error_t *err)
+static forge_rc_t image_object(const forge_jv_t *v, void *target,
+                               forge_field_path_t *p, forge_error_t *err)
 {
     return forge_field_parse_table(v, image_fields, COUNT(image_fields), target,
                                    p, err);
@@ -132,7 +130,7 @@ static const forge_field_t framework_fields[] = {
      0, 1, 64, 0, 0, NULL},
 };
 
-static forge_rc_t framework_object(json_t *v, void *target,
+static forge_rc_t framework_object(const forge_jv_t *v, void *target,
                                    forge_field_path_t *p, forge_error_t *err)
 {
     return forge_field_parse_table(v, framework_fields, COUNT(framework_fields),
@@ -146,8 +144,8 @@ static const forge_field_t ingest_fields[] = {
      FORGE_FIELD_NO_CONTROL, 1, 8192, 0, 0, NULL},
 };
 
-static forge_rc_t ingest_object(json_t *v, void *target, forge_field_path_t *p,
-                                forge_error_t *err)
+static forge_rc_t ingest_object(const forge_jv_t *v, void *target,
+                                forge_field_path_t *p, forge_error_t *err)
 {
     return forge_field_parse_table(v, ingest_fields, COUNT(ingest_fields),
                                    target, p, err);
@@ -155,20 +153,20 @@ static forge_rc_t ingest_object(json_t *v, void *target, forge_field_path_t *p,
 
 /* ---- launch: arrays and maps ------------------------------------------ */
 
-static forge_rc_t check_array(json_t *v, size_t min, size_t max,
+static forge_rc_t check_array(const forge_jv_t *v, size_t min, size_t max,
                               forge_field_path_t *p, forge_rc_t code,
                               forge_error_t *err)
 {
-    if (!json_is_array(v))
+    if (!forge_jv_is_array(v))
         return forge_field_fail(err, code, p, "must be an array");
-    if (json_array_size(v) < min || json_array_size(v) > max)
+    if (forge_jv_size(v) < min || forge_jv_size(v) > max)
         return forge_field_fail(err, code, p, "must have %zu..%zu elements",
                                 min, max);
     return FORGE_OK;
 }
 
-static forge_rc_t command_array(json_t *v, void *target, forge_field_path_t *p,
-                                forge_error_t *err)
+static forge_rc_t command_array(const forge_jv_t *v, void *target,
+                                forge_field_path_t *p, forge_error_t *err)
 {
     static const forge_field_t arg = {"", FORGE_FIELD_STR,     0, true, NULL, 0,
                                       0,  FORGE_ARG_MAX_CHARS, 0, 0,    NULL};
@@ -178,12 +176,12 @@ static forge_rc_t command_array(json_t *v, void *target, forge_field_path_t *p,
 
     if ((rc = check_array(v, 1, 4096, p, FORGE_ESCHEMA, err)))
         return rc;
-    n = json_array_size(v);
+    n = forge_jv_size(v);
     l->command = forge_xcalloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         size_t old = forge_field_path_index(p, i);
-        rc = forge_field_take_string(json_array_get(v, i), &arg, &l->command[i],
-                                     p, err);
+        rc = forge_field_take_string(forge_jv_at(v, i), &arg, &l->command[i], p,
+                                     err);
         if (!rc && !strcmp(l->command[i], ":"))
             rc = forge_field_fail(
                 err, FORGE_ESCHEMA, p,
@@ -206,23 +204,22 @@ static forge_rc_t command_array(json_t *v, void *target, forge_field_path_t *p,
 
 /* A JSON object of string values into a forge_kv_t array; names checked
  * against name_pattern (a bad name is `code`), values against value_field. */
-static forge_rc_t string_map(json_t *v, forge_kv_t **out, size_t *count,
-                             size_t max,
+static forge_rc_t string_map(const forge_jv_t *v, forge_kv_t **out,
+                             size_t *count, size_t max,
                              const forge_field_pattern_t *name_pattern,
                              const forge_field_t *value_field, forge_rc_t code,
                              forge_field_path_t *p, forge_error_t *err)
 {
-    const char *key;
-    json_t *value;
     forge_rc_t rc = FORGE_OK;
 
-    if (!json_is_object(v))
+    if (!forge_jv_is_object(v))
         return forge_field_fail(err, FORGE_ESCHEMA, p, "must be an object");
-    if (json_object_size(v) > max)
+    if (forge_jv_size(v) > max)
         return forge_field_fail(err, FORGE_ESCHEMA, p, "has too many entries");
-    *out = forge_xcalloc(json_object_size(v) + 1, sizeof(**out));
-    json_object_foreach(v, key, value)
-    {
+    *out = forge_xcalloc(forge_jv_size(v) + 1, sizeof(**out));
+    for (size_t i = 0; i < forge_jv_size(v); i++) {
+        const forge_jv_t *value = forge_jv_at(v, i);
+        const char *key = value->key;
         size_t old = forge_field_path_key(p, key);
         forge_kv_t *kv = &(*out)[*count];
         if (!forge_field_pattern_match(name_pattern, key))
@@ -266,8 +263,9 @@ static bool env_name_reserved(const char *name)
 
 /* env and secret_env alike: names by pat_env and not reserved, values any
  * string without NUL up to FORGE_ARG_MAX_CHARS. */
-static forge_rc_t env_like_map(json_t *v, forge_kv_t **out, size_t *count,
-                               forge_field_path_t *p, forge_error_t *err)
+static forge_rc_t env_like_map(const forge_jv_t *v, forge_kv_t **out,
+                               size_t *count, forge_field_path_t *p,
+                               forge_error_t *err)
 {
     static const forge_field_t value = {
         "", FORGE_FIELD_STR,     0, true, NULL, 0,
@@ -291,8 +289,8 @@ static forge_rc_t env_like_map(json_t *v, forge_kv_t **out, size_t *count,
     return rc;
 }
 
-static forge_rc_t env_map(json_t *v, void *target, forge_field_path_t *p,
-                          forge_error_t *err)
+static forge_rc_t env_map(const forge_jv_t *v, void *target,
+                          forge_field_path_t *p, forge_error_t *err)
 {
     forge_launch_t *l = target;
 
@@ -301,16 +299,16 @@ static forge_rc_t env_map(json_t *v, void *target, forge_field_path_t *p,
 
 /* Secret values: like env's, and never rendered, logged or published (an
  * error names the field, never the value). */
-static forge_rc_t secret_env_map(json_t *v, void *target, forge_field_path_t *p,
-                                 forge_error_t *err)
+static forge_rc_t secret_env_map(const forge_jv_t *v, void *target,
+                                 forge_field_path_t *p, forge_error_t *err)
 {
     forge_launch_t *l = target;
 
     return env_like_map(v, &l->secret_env, &l->secret_env_count, p, err);
 }
 
-static forge_rc_t roles_map(json_t *v, void *target, forge_field_path_t *p,
-                            forge_error_t *err)
+static forge_rc_t roles_map(const forge_jv_t *v, void *target,
+                            forge_field_path_t *p, forge_error_t *err)
 {
     static const forge_field_t value = {
         "", FORGE_FIELD_STR, 0, true, &pat_pool, 0, 1, 32, 0, 0, NULL};
@@ -320,8 +318,8 @@ static forge_rc_t roles_map(json_t *v, void *target, forge_field_path_t *p,
                       FORGE_ESCHEMA, p, err);
 }
 
-static forge_rc_t labels_map(json_t *v, void *target, forge_field_path_t *p,
-                             forge_error_t *err)
+static forge_rc_t labels_map(const forge_jv_t *v, void *target,
+                             forge_field_path_t *p, forge_error_t *err)
 {
     static const forge_field_t value = {
         "", FORGE_FIELD_STR, 0, true, NULL, 0, 0, 256, 0, 0, NULL};
@@ -360,7 +358,7 @@ static const forge_field_t pool_fields[] = {
 };
 
 /* Parses an array of objects of `size` bytes each with `fields`. */
-static forge_rc_t object_array(json_t *v, size_t min, size_t max,
+static forge_rc_t object_array(const forge_jv_t *v, size_t min, size_t max,
                                const forge_field_t *fields, size_t nfields,
                                size_t size, void **out, size_t *count,
                                forge_field_path_t *p, forge_error_t *err)
@@ -369,10 +367,10 @@ static forge_rc_t object_array(json_t *v, size_t min, size_t max,
 
     if (rc)
         return rc;
-    *out = forge_xcalloc(json_array_size(v) + 1, size);
-    for (size_t i = 0; i < json_array_size(v); i++) {
+    *out = forge_xcalloc(forge_jv_size(v) + 1, size);
+    for (size_t i = 0; i < forge_jv_size(v); i++) {
         size_t old = forge_field_path_index(p, i);
-        rc = forge_field_parse_table(json_array_get(v, i), fields, nfields,
+        rc = forge_field_parse_table(forge_jv_at(v, i), fields, nfields,
                                      (char *)*out + i * size, p, err);
         forge_field_path_pop(p, old);
         *count = i + 1; /* the partial element is freed too */
@@ -382,8 +380,8 @@ static forge_rc_t object_array(json_t *v, size_t min, size_t max,
     return FORGE_OK;
 }
 
-static forge_rc_t mounts_array(json_t *v, void *target, forge_field_path_t *p,
-                               forge_error_t *err)
+static forge_rc_t mounts_array(const forge_jv_t *v, void *target,
+                               forge_field_path_t *p, forge_error_t *err)
 {
     forge_launch_t *l = target;
 
@@ -392,8 +390,8 @@ static forge_rc_t mounts_array(json_t *v, void *target, forge_field_path_t *p,
                         &l->mount_count, p, err);
 }
 
-static forge_rc_t pools_array(json_t *v, void *target, forge_field_path_t *p,
-                              forge_error_t *err)
+static forge_rc_t pools_array(const forge_jv_t *v, void *target,
+                              forge_field_path_t *p, forge_error_t *err)
 {
     forge_launch_t *l = target;
     forge_rc_t rc = object_array(v, 1, FORGE_POOLS_MAX, pool_fields,
@@ -505,7 +503,7 @@ static forge_rc_t launch_cross_checks(const forge_launch_t *l,
     return env_names_unique(l, p, err);
 }
 
-static forge_rc_t parse_body(forge_request_t *req, json_t *body,
+static forge_rc_t parse_body(forge_request_t *req, const forge_jv_t *body,
                              forge_field_path_t *p, forge_error_t *err)
 {
     forge_rc_t rc;
@@ -530,12 +528,13 @@ static const struct {
 };
 
 /* Finds the request's kind and body (borrowed from root). */
-static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
-                         forge_field_path_t *p, forge_error_t *err)
+static forge_rc_t unwrap(forge_request_t *req, const forge_jv_t *root,
+                         const forge_jv_t **body, forge_field_path_t *p,
+                         forge_error_t *err)
 {
-    json_t *spec = json_object_get(root, "specversion");
-    const char *kind = json_string_value(json_object_get(root, "kind"));
-    const char *type = json_string_value(json_object_get(root, "type"));
+    const forge_jv_t *spec = forge_jv_get(root, "specversion");
+    const char *kind = forge_jv_str(forge_jv_get(root, "kind"));
+    const char *type = forge_jv_str(forge_jv_get(root, "type"));
     size_t i;
 
     req->cloudevent = spec != NULL;
@@ -549,11 +548,11 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
                                 "must be \"launch\" or \"cancel\" (or send a "
                                 "CloudEvent)");
     }
-    if (spec && !json_is_string(spec)) {
+    if (spec && !forge_jv_is_string(spec)) {
         forge_field_path_key(p, "specversion");
         return forge_field_fail(err, FORGE_ESCHEMA, p, "must be \"1.0\"");
     }
-    if (spec && strcmp(json_string_value(spec), "1.0") != 0) {
+    if (spec && strcmp(forge_jv_str(spec), "1.0") != 0) {
         forge_field_path_key(p, "specversion");
         return forge_field_fail(err, FORGE_ESCHEMA, p, "must be \"1.0\"");
     }
@@ -567,7 +566,7 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
     *body = root;
     for (size_t k = 0; spec && k < 2; k++) {
         static const char *const required[] = {"id", "source"};
-        const char *v = json_string_value(json_object_get(root, required[k]));
+        const char *v = forge_jv_str(forge_jv_get(root, required[k]));
         if (!v || !*v) {
             forge_field_path_key(p, required[k]);
             return forge_field_fail(
@@ -576,11 +575,10 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
         }
     }
     if (spec) {
-        req->event_id =
-            forge_xstrdup(json_string_value(json_object_get(root, "id")));
-        *body = json_object_get(root, "data");
+        req->event_id = forge_xstrdup(forge_jv_str(forge_jv_get(root, "id")));
+        *body = forge_jv_get(root, "data");
         forge_field_path_key(p, "data");
-        kind = json_string_value(json_object_get(*body, "kind"));
+        kind = forge_jv_str(forge_jv_get(*body, "kind"));
         if (kind && strcmp(kind, request_kinds[i].kind) != 0) {
             forge_field_path_key(p, "kind");
             return forge_field_fail(err, FORGE_ESCHEMA, p,
@@ -590,9 +588,9 @@ static forge_rc_t unwrap(forge_request_t *req, json_t *root, json_t **body,
     return FORGE_OK;
 }
 
-static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
+static forge_jdoc_t *load_json(const char *buf, size_t len, forge_error_t *err)
 {
-    json_t *root;
+    forge_jdoc_t *doc;
 
     if (len > FORGE_REQUEST_MAX_BYTES) {
         forge_error_set(err, FORGE_ETOO_LARGE, "$",
@@ -600,75 +598,78 @@ static json_t *load_json(const char *buf, size_t len, forge_error_t *err)
                         FORGE_REQUEST_MAX_BYTES);
         return NULL;
     }
-    if (forge_document_parse(buf, len, JSON_ALLOW_NUL, &root, err))
+    if (forge_jdoc_parse(buf, len, &doc, err))
         return NULL;
-    if (!json_is_object(root)) {
+    if (!forge_jv_is_object(forge_jdoc_root(doc))) {
         forge_error_set(err, FORGE_ESCHEMA, "$",
                         "a request must be a JSON object");
-        json_decref(root);
+        forge_jdoc_free(doc);
         return NULL;
     }
-    return root;
+    return doc;
 }
 
 forge_rc_t forge_request_parse_keep(const char *buf, size_t len,
-                                    forge_request_t **out, json_t **doc,
+                                    forge_request_t **out, forge_jdoc_t **doc,
                                     forge_error_t *err)
 {
     forge_request_t *req = NULL;
     forge_field_path_t path = {"$", 1};
-    json_t *root, *body = NULL;
+    forge_jdoc_t *parsed;
+    const forge_jv_t *body = NULL;
     forge_rc_t rc = FORGE_ESCHEMA;
 
     *out = NULL;
     *doc = NULL;
-    if (!(root = load_json(buf, len, err)))
+    if (!(parsed = load_json(buf, len, err)))
         return err && err->code ? err->code : FORGE_EINVALID_JSON;
     req = forge_xcalloc(1, sizeof(*req));
-    if ((rc = unwrap(req, root, &body, &path, err)))
+    if ((rc = unwrap(req, forge_jdoc_root(parsed), &body, &path, err)))
         goto out;
     if ((rc = parse_body(req, body, &path, err)))
         goto out;
     *out = req;
     req = NULL;
-    *doc = root;
-    root = NULL;
+    *doc = parsed;
+    parsed = NULL;
 out:
     forge_request_destroy(req);
-    json_decref(root);
+    forge_jdoc_free(parsed);
     return rc;
 }
 
 forge_rc_t forge_request_parse(const char *buf, size_t len,
                                forge_request_t **out, forge_error_t *err)
 {
-    json_t *doc = NULL;
+    forge_jdoc_t *doc = NULL;
     forge_rc_t rc = forge_request_parse_keep(buf, len, out, &doc, err);
 
-    json_decref(doc);
+    forge_jdoc_free(doc);
     return rc;
 }
 
 char *forge_request_salvage_id(const char *buf, size_t len, int *attempt)
 {
-    json_t *root = load_json(buf, len, NULL), *body, *a;
+    forge_jdoc_t *doc = load_json(buf, len, NULL);
+    const forge_jv_t *root, *body, *a;
     const char *id;
     char *found = NULL;
 
     *attempt = 1;
-    if (!root)
+    if (!doc)
         return NULL;
-    body = json_object_get(root, "specversion") ? json_object_get(root, "data")
-                                                : root;
-    id = json_string_value(json_object_get(body, "launch_id"));
+    root = forge_jdoc_root(doc);
+    body =
+        forge_jv_get(root, "specversion") ? forge_jv_get(root, "data") : root;
+    id = forge_jv_str(forge_jv_get(body, "launch_id"));
     if (id && forge_field_pattern_match(&pat_id64, id)) {
         found = forge_xstrdup(id);
-        a = json_object_get(body, "attempt");
-        if (json_is_integer(a) && json_integer_value(a) >= 1 &&
-            json_integer_value(a) <= 1000000)
-            *attempt = (int)json_integer_value(a);
+        a = forge_jv_get(body, "attempt");
+        if (forge_jv_is_integer(a) && forge_jv_int(a) >= 1 &&
+            forge_jv_int(a) <= 1000000)
+            *attempt = (int)forge_jv_int(a);
     }
-    json_decref(root);
+    forge_jdoc_free(doc);
     return found;
 }
 

@@ -16,8 +16,8 @@
 #define FORGE_REQUEST_H
 
 #include "core/error.h"
+#include "request/jdoc.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -114,12 +114,12 @@ forge_rc_t forge_request_parse(const char *buf, size_t len,
 
 /*
  * forge_request_parse(), and the parsed document too: on success *doc is
- * the JSON tree the request was read from (new; json_decref), for a
+ * the JSON tree the request was read from (new; forge_jdoc_free), for a
  * caller that frees it later than the request's parse (forge_prepare:
  * see prepare.c); NULL on failure. The request never points into it.
  */
 forge_rc_t forge_request_parse_keep(const char *buf, size_t len,
-                                    forge_request_t **out, json_t **doc,
+                                    forge_request_t **out, forge_jdoc_t **doc,
                                     forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Calls fn(ctx, secret) for every secret of req: its ingest token and each
