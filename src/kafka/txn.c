@@ -304,20 +304,26 @@ static rd_kafka_error_t *commit_once(forge_kafka_t *k, int timeout_ms,
  * launches another worker now owns: two terminal events for one launch
  * (found by a long chaos run). It carries the committed offsets of its
  * assignment instead, unchanged (as this worker knows them: above), with
- * the group's metadata: the group
- * coordinator refuses them from a member of an older generation (KIP-447)
- * and the transaction aborts. A partition never committed is left out;
- * offsets that cannot be read leave the transaction as it is (its commit
- * then meets the same broker). */
-static void fence_by_generation(forge_kafka_t *k)
+ * the group's metadata: the group coordinator refuses them from a member
+ * of an older generation (KIP-447) and the transaction aborts. A partition
+ * never committed is left out. Offsets that cannot be read (the broker
+ * away: the very time the group may move on) fail the transaction: it is
+ * aborted and redone, never committed without the fence (a long chaos run
+ * saw a poll tick's RUNNING committed that way, unfenced, 15 s into a
+ * broker restart, after the new owner had published the launch's end).
+ * NULL when the transaction may go on. */
+static rd_kafka_error_t *fence_by_generation(forge_kafka_t *k)
 {
     if (k->offsets->cnt || !k->in_txn)
-        return;
+        return NULL;
     if (k->known_committed)
         mark_known(k);
     else if (forge_kafka_keep_offsets(k, k->budget.rewind_ms))
-        forge_log_debug("commit: the committed offsets could not be read; "
-                        "the transaction goes without them");
+        return rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                  "the group's committed offsets could not "
+                                  "be read: the transaction would not carry "
+                                  "the group's generation");
+    return NULL;
 }
 
 /* Sends the offsets and commits, retrying retriable errors within the
@@ -383,10 +389,8 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
                                "produced");
     else if (FORGE_TESTPOINT_ABORT_TXN())
         e = forced_abort(k);
-    else {
-        fence_by_generation(k);
+    else if (!(e = fence_by_generation(k)))
         e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
-    }
     k->produce_failed = false;
     if (e && (abandoned || forge_kafka_producer_broken(k, e)))
         out = forge_kafka_producer_replace(k, e, abandoned);

@@ -148,8 +148,8 @@ static bool read_string(reader_t *r, const char **s, size_t *n)
         } else if (c < 0x80) {
             q++;
         } else {
-            size_t len = forge_utf8_len((const unsigned char *)q,
-                                        (size_t)(r->end - q));
+            size_t len =
+                forge_utf8_len((const unsigned char *)q, (size_t)(r->end - q));
             if (!len)
                 return false;
             q += len;
@@ -315,8 +315,8 @@ static bool read_value(reader_t *r, forge_jv_t *v, int depth)
 
 forge_jdoc_t *forge_jdoc_parse_fast(const char *buf, size_t len)
 {
-    reader_t r = {buf, buf + len, forge_xcalloc(1, sizeof(forge_jdoc_t)),
-                  NULL, 0, 0};
+    reader_t r = {buf,  buf + len, forge_xcalloc(1, sizeof(forge_jdoc_t)),
+                  NULL, 0,         0};
     forge_jv_t *root = arena_alloc(r.doc, sizeof(*root));
     bool ok;
 

@@ -147,9 +147,8 @@ static inline const char *forge_jv_str(const forge_jv_t *v)
 /* Members of an array or object; 0 for anything else. */
 static inline size_t forge_jv_size(const forge_jv_t *v)
 {
-    return v && (v->type == FORGE_JV_ARRAY || v->type == FORGE_JV_OBJECT)
-               ? v->n
-               : 0;
+    return v && (v->type == FORGE_JV_ARRAY || v->type == FORGE_JV_OBJECT) ? v->n
+                                                                          : 0;
 }
 
 /* The i-th member (of an array, or of an object in document order). */

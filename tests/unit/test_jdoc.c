@@ -249,7 +249,7 @@ static size_t mutate(char *buf, size_t len, uint64_t *s)
     default: /* an escape or a duplicate-prone key inserted */
     {
         static const char *const bits[] = {"\\n", "\\u0041", "\\\"", "\"a\":1,",
-                                           "\\", "1e5", "-0"};
+                                           "\\",  "1e5",     "-0"};
         const char *b = bits[next(s) % (sizeof(bits) / sizeof(bits[0]))];
         size_t bn = strlen(b);
         memmove(buf + at + bn, buf + at, len - at);
