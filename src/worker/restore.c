@@ -232,6 +232,18 @@ static void restore_defer(worker_t *w, restore_pass_t *pass)
     free(pass->parts);
 }
 
+/* The records of the partitions whose end was reached: the table's room
+ * made once for all of them (not partition by partition, each a rehash). */
+static size_t records_reached(const restoring_t *r, const bool *reached,
+                              size_t n)
+{
+    size_t records = 0;
+
+    for (size_t i = 0; i < n; i++)
+        records += reached[i] ? r[i].records : 0;
+    return records;
+}
+
 /* The pass's partitions read together, at most one restore's time (when
  * the pass still has that much room: else they wait for the next); each
  * whose end was reached is restored, the others failed (backoff). */
@@ -258,6 +270,7 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
         w->kafka_ops->restore(w->kafka, pass->parts, pass->n, decode_record,
                               &batch, one, reached);
     read = forge_clock_ms();
+    forge_owner_reserve(w->owner, records_reached(r, reached, pass->n));
     for (size_t i = 0; i < pass->n; i++) {
         if (reached[i]) {
             restored(w, &r[i]);
