@@ -2,8 +2,9 @@
 /*
  * kafka.c - the consumer (a consumer group, cooperative-sticky,
  * read_committed, manual offsets: kafka.h), its rebalances, and the
- * group-less reader of the state topic for restores (every partition of a
- * restore fetched at once, read by RESTORE_THREADS + 1 threads). The
+ * group-less reader of the state topic for restores (made at start; the
+ * topic's leaders asked before a restore's assignment, every partition of
+ * it fetched at once, read by RESTORE_THREADS + 1 threads). The
  * transaction is txn.c's, the producer's life producer.c's (kafka_int.h).
  * Consumer errors are logged and consumption goes on.
  */
