@@ -16,7 +16,10 @@
  *            EOF, fetch.wait.max.ms 10) reading every partition of the
  *            topic from the beginning to its end, all at once; prints the
  *            records and the milliseconds from the handle's creation to
- *            the last partition's end
+ *            the last partition's end; with --leaders-first it asks the
+            topic's leaders before it assigns, as the worker's reader
+            does (kafka.c: else each partition waits for librdkafka's
+            offset query timer, 500 ms, before its first fetch)
  *
  *   decode   the decoding alone, in process, one thread (for perf)
  *   table    the table a restore leaves, in process: RSS per launch
@@ -24,6 +27,7 @@
  *   build/bench/bench_restore seed BROKERS TOPIC PARTITIONS N KEYFILE
  *       [--bare|--whole]
  *   build/bench/bench_restore consume BROKERS TOPIC PARTITIONS
+ *       [--leaders-first]
  *   build/bench/bench_restore decode N KEYFILE [--bare|--whole]
  *   build/bench/bench_restore table N KEYFILE [--bare|--whole]
  *
@@ -267,7 +271,19 @@ static int decode(int argc, char **argv)
     return 0;
 }
 
-static int consume(char **argv)
+/* The topic's leaders asked (one metadata round trip), as kafka.c's
+ * reader does before it assigns a restore's partitions. */
+static void leaders_first(rd_kafka_t *c, const char *topic)
+{
+    rd_kafka_topic_t *t = rd_kafka_topic_new(c, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+
+    if (!rd_kafka_metadata(c, 0, t, &md, 10000))
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+}
+
+static int consume(int argc, char **argv)
 {
     const char *topic = argv[3];
     int partitions = atoi(argv[4]), ended = 0;
@@ -290,6 +306,8 @@ static int consume(char **argv)
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(partitions);
 
+    if (argc > 5 && !strcmp(argv[5], "--leaders-first"))
+        leaders_first(c, topic);
     for (int p = 0; p < partitions; p++)
         rd_kafka_topic_partition_list_add(l, topic, p)->offset =
             RD_KAFKA_OFFSET_BEGINNING;
@@ -388,15 +406,16 @@ int main(int argc, char **argv)
 {
     if (argc >= 7 && !strcmp(argv[1], "seed"))
         return seed(argc, argv);
-    if (argc == 5 && !strcmp(argv[1], "consume"))
-        return consume(argv);
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "consume"))
+        return consume(argc, argv);
     if (argc >= 4 && !strcmp(argv[1], "decode"))
         return decode(argc, argv);
     if (argc >= 4 && !strcmp(argv[1], "table"))
         return table(argc, argv);
     fprintf(stderr, "usage: bench_restore seed BROKERS TOPIC PARTITIONS N "
                     "KEYFILE [--bare|--whole]\n"
-                    "       bench_restore consume BROKERS TOPIC PARTITIONS\n"
+                    "       bench_restore consume BROKERS TOPIC PARTITIONS "
+                    "[--leaders-first]\n"
                     "       bench_restore decode N KEYFILE [--bare|--whole]\n"
                     "       bench_restore table N KEYFILE [--bare|--whole]\n");
     return 2;

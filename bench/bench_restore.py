@@ -15,7 +15,11 @@ then, in the same run,
   baseline  a plain librdkafka consumer with the restore reader's fetch
             settings (read_committed, partition EOF, fetch.wait.max.ms 10)
             reads every partition to its end, all at once (bench_restore
-            consume; twice, the faster kept)
+            consume; twice, the faster kept); and the same consumer
+            asking the topic's leaders before it assigns, as the
+            worker's reader does (consume --leaders-first: without it
+            each partition waits ~500 ms for librdkafka's offset query
+            timer, a wait the plain consumer's figure carries)
   worker    `forge-worker run` is started on that topic: its restore is the
             time its restore passes took (its log says each: reading and
             decoding, then filling the table); its RSS (VmRSS) is read once
@@ -32,7 +36,8 @@ slurmctld, and what is measured is the restore and the table it leaves.
       [--binary build/forge-worker]
 
 Prints one JSON line last: {"sizes": [{"n", "restore_ms", "baseline_ms",
-"rss_kib", "idle_kib", "per_launch_bytes"}...]}.
+"ratio", "leaders_first_ms", "ratio_leaders_first", "rss_kib", "idle_kib",
+"per_launch_bytes"}...]}.
 """
 
 import argparse
@@ -93,11 +98,11 @@ def restore_span_ms(worker):
     return spent, records
 
 
-def baseline_ms(stack, topic):
+def baseline_ms(stack, topic, *flags):
     best = None
     for _ in range(2):
         out = subprocess.run([TOOL, "consume", stack.brokers, topic,
-                              str(PARTITIONS)], check=True,
+                              str(PARTITIONS), *flags], check=True,
                              capture_output=True, text=True).stdout
         ms = float(out.split(" in ")[1].split()[0])
         best = ms if best is None else min(best, ms)
@@ -123,6 +128,7 @@ def one_size(stack, n, form, binary, idle):
         subprocess.run(cmd + ([form] if form else []), check=True,
                        capture_output=True)
         base = baseline_ms(stack, topics.state)
+        first = baseline_ms(stack, topics.state, "--leaders-first")
         w = start(stack, topics, binary)
         try:
             span, records = restore_span_ms(w)
@@ -133,7 +139,9 @@ def one_size(stack, n, form, binary, idle):
         if records != n:
             raise RuntimeError(f"restored {records} records of {n}")
         return {"n": n, "restore_ms": span, "baseline_ms": base,
-                "ratio": span / base, "rss_kib": rss, "idle_kib": idle,
+                "ratio": span / base, "leaders_first_ms": first,
+                "ratio_leaders_first": span / first,
+                "rss_kib": rss, "idle_kib": idle,
                 "per_launch_bytes": (rss - idle) * 1024.0 / n}
     finally:
         drop_topics(stack, topics)
@@ -172,7 +180,9 @@ def main():
                      "--bare" if args.bare else "--whole" if args.whole
                      else None, args.binary, idle)
         print(f"{n} launches: restore {r['restore_ms']:.0f} ms, plain "
-              f"consumer {r['baseline_ms']:.0f} ms ({r['ratio']:.2f}x); "
+              f"consumer {r['baseline_ms']:.0f} ms ({r['ratio']:.2f}x), "
+              f"asking the leaders first {r['leaders_first_ms']:.0f} ms "
+              f"({r['ratio_leaders_first']:.2f}x); "
               f"RSS {r['rss_kib']} KiB, {r['per_launch_bytes']:.0f} B per "
               f"launch over idle", file=sys.stderr, flush=True)
         sizes.append(r)

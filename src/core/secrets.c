@@ -14,7 +14,7 @@
  * however long they are (100,000 tokens sharing their first five bytes
  * share a BY_HEAD chain). Removing a slot moves the last one into its
  * place, so the array stays dense. Threads: every public function takes `lock`
- * once (secrets.h).
+ * once (secrets.h), forge_secrets_add_many once for all it adds.
  */
 #include "core/secrets.h"
 #include "core/util.h"
@@ -160,28 +160,52 @@ static secret_t made(const char *secret, size_t len, uint32_t hash)
     return e;
 }
 
-forge_rc_t forge_secret_add(const char *secret)
+/* Whether secret can be registered, and its length. */
+static bool acceptable(const char *secret, size_t *len)
 {
-    size_t len = secret ? strlen(secret) : 0;
-    uint32_t hash;
+    *len = secret ? strlen(secret) : 0;
+    return secret && *len >= FORGE_SECRET_MIN_LEN && *len <= UINT32_MAX;
+}
+
+/* Under lock. */
+static void add_locked(const char *secret, size_t len)
+{
+    uint32_t hash = hash_bytes(secret, len);
     ptrdiff_t slot;
 
-    if (!secret || len < FORGE_SECRET_MIN_LEN || len > UINT32_MAX)
-        return FORGE_EINVAL;
-    hash = hash_bytes(secret, len);
-    pthread_mutex_lock(&lock);
     if ((slot = find_slot(secret, len, hash)) >= 0) {
         reg.slots[slot].refs++;
-    } else {
-        make_room();
-        reg.slots[reg.count] = made(secret, len, hash);
-        link_slot(reg.count);
-        reg.wlens[reg.slots[reg.count++].wlen]++;
-        if (len > reg.longest)
-            reg.longest = len;
+        return;
     }
+    make_room();
+    reg.slots[reg.count] = made(secret, len, hash);
+    link_slot(reg.count);
+    reg.wlens[reg.slots[reg.count++].wlen]++;
+    if (len > reg.longest)
+        reg.longest = len;
+}
+
+forge_rc_t forge_secret_add(const char *secret)
+{
+    size_t len;
+
+    if (!acceptable(secret, &len))
+        return FORGE_EINVAL;
+    pthread_mutex_lock(&lock);
+    add_locked(secret, len);
     pthread_mutex_unlock(&lock);
     return FORGE_OK;
+}
+
+void forge_secrets_add_many(const char *const *secrets, size_t n)
+{
+    size_t len;
+
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n; i++)
+        if (acceptable(secrets[i], &len))
+            add_locked(secrets[i], len);
+    pthread_mutex_unlock(&lock);
 }
 
 /* Slot s out of every chain; the last slot moves into its place. Under

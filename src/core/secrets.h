@@ -44,6 +44,11 @@
  * until it is removed twice. */
 forge_rc_t forge_secret_add(const char *secret);
 
+/* Registers n secrets as forge_secret_add each (those it refuses are
+ * skipped), under one hold of the registry's lock: for a thread that
+ * registers many while others do too (a restore's reading threads). */
+void forge_secrets_add_many(const char *const *secrets, size_t n);
+
 /* Lets go of a secret added earlier (no-op if unknown); the copy is wiped
  * and freed when nobody holds it any more. */
 void forge_secret_remove(const char *secret);

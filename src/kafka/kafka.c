@@ -2,8 +2,9 @@
 /*
  * kafka.c - the consumer (a consumer group, cooperative-sticky,
  * read_committed, manual offsets: kafka.h), its rebalances, and the
- * group-less reader of the state topic for restores (every partition of a
- * restore fetched at once, read by RESTORE_THREADS + 1 threads). The
+ * group-less reader of the state topic for restores (made at start; the
+ * topic's leaders asked before a restore's assignment, every partition of
+ * it fetched at once, read by RESTORE_THREADS + 1 threads). The
  * transaction is txn.c's, the producer's life producer.c's (kafka_int.h).
  * Consumer errors are logged and consumption goes on.
  */
@@ -184,6 +185,8 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
     return FORGE_OK;
 }
 
+static rd_kafka_t *reader(forge_kafka_t *k);
+
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
                            volatile sig_atomic_t *stop, forge_kafka_t **out,
@@ -201,6 +204,8 @@ forge_rc_t forge_kafka_new(const forge_config_t *cfg,
         forge_kafka_destroy(k);
         return rc;
     }
+    reader(k); /* connected, the state topic's leaders asked, before the
+                * first restore (one that fails here is made again then) */
     *out = k;
     return FORGE_OK;
 }
@@ -225,6 +230,8 @@ void forge_kafka_destroy(forge_kafka_t *k)
             rd_kafka_error_destroy(e);
         rd_kafka_destroy(k->producer);
     }
+    if (k->reader_topic)
+        rd_kafka_topic_destroy(k->reader_topic);
     if (k->reader)
         rd_kafka_destroy(k->reader);
     rd_kafka_topic_partition_list_destroy(k->offsets);
@@ -300,6 +307,9 @@ void forge_kafka_pause_all(forge_kafka_t *k)
 
 /* ---- restore ------------------------------------------------------------ */
 
+/* The reader: a group-less consumer of the state topic, made once (at
+ * start, so a restore does not wait for its connection), with a handle on
+ * the topic, so librdkafka learns and keeps its partitions' leaders. */
 static rd_kafka_t *reader(forge_kafka_t *k)
 {
     forge_error_t err = {0};
@@ -324,6 +334,9 @@ static rd_kafka_t *reader(forge_kafka_t *k)
         forge_kafka_handle_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!k->reader)
         forge_log_error("restore reader: %s", errstr);
+    else
+        k->reader_topic = rd_kafka_topic_new(k->reader, k->cfg->topic_state,
+                                             NULL); /* its metadata asked */
     return k->reader;
 }
 
@@ -383,6 +396,27 @@ static void *restore_thread(void *arg)
     return NULL;
 }
 
+/* The state topic's leaders asked before its partitions are assigned: a
+ * partition assigned while its leader is unknown waits for librdkafka's
+ * offset query timer (500 ms) before its first fetch. One round trip when
+ * they are known already; on failure (the broker away) the read goes on
+ * and fails on its own deadline, as it always did. */
+static void leaders_known(forge_kafka_t *k, long long until)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    long long left = until - forge_clock_ms();
+    rd_kafka_resp_err_t e;
+
+    if (!k->reader_topic || left <= 0)
+        return;
+    e = rd_kafka_metadata(k->reader, 0, k->reader_topic, &md, (int)left);
+    if (e)
+        forge_log_debug("restore: the state topic's metadata: %s",
+                        rd_kafka_err2str(e));
+    else
+        rd_kafka_metadata_destroy(md);
+}
+
 size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
                            forge_kafka_restore_fn fn, void *ctx, int timeout_ms,
                            bool *reached)
@@ -398,6 +432,7 @@ size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
     memset(reached, 0, n * sizeof(*reached));
     if (!r || n == 0)
         return 0;
+    leaders_known(k, run.until);
     run.queues = forge_xcalloc(n, sizeof(*run.queues));
     l = rd_kafka_topic_partition_list_new((int)n);
     for (size_t i = 0; i < n; i++) {

@@ -41,8 +41,9 @@ struct forge_kafka {
     rd_kafka_t *consumer;
     rd_kafka_queue_t *consumer_q; /* its queue: forge_kafka_wake yields it */
     rd_kafka_t *producer;
-    rd_kafka_t *reader;       /* restores; created on first use */
-    rd_kafka_message_t *last; /* the message handed out by poll */
+    rd_kafka_t *reader;             /* restores; made at start (or first use) */
+    rd_kafka_topic_t *reader_topic; /* the state topic: its leaders known */
+    rd_kafka_message_t *last;       /* the message handed out by poll */
     rd_kafka_topic_partition_list_t *offsets; /* to commit in the txn */
     /* the group's committed offsets as this worker last knew them (txn.c:
      * the fence), NULL when unknown */

@@ -124,6 +124,32 @@ void forge_owner_register(const forge_held_t *held)
     forge_held_each_secret(held, secret_add, NULL);
 }
 
+typedef struct secret_list {
+    const char **at;
+    size_t n, size;
+} secret_list_t;
+
+static void secret_collect(void *ctx, const char *secret)
+{
+    secret_list_t *l = ctx;
+
+    if (l->n == l->size) {
+        l->size = l->size ? 2 * l->size : 64;
+        l->at = forge_xrealloc(l->at, l->size * sizeof(*l->at));
+    }
+    l->at[l->n++] = secret;
+}
+
+void forge_owner_register_many(forge_held_t *const *helds, size_t n)
+{
+    secret_list_t l = {0};
+
+    for (size_t i = 0; i < n; i++)
+        forge_held_each_secret(helds[i], secret_collect, &l);
+    forge_secrets_add_many(l.at, l.n);
+    free(l.at);
+}
+
 void forge_owner_unregister(const forge_held_t *held)
 {
     forge_held_each_secret(held, secret_remove, NULL);

@@ -79,6 +79,10 @@ forge_entry_t *forge_owner_put_held(forge_owner_t *o,
  * forge_owner_unregister for a held it never puts. Any thread (the log's
  * registry has its lock). */
 void forge_owner_register(const forge_held_t *held);
+/* As forge_owner_register for each of n (NULL ones skipped), the
+ * registry's lock taken once for all (the reading threads of a restore
+ * register together). */
+void forge_owner_register_many(forge_held_t *const *helds, size_t n);
 void forge_owner_unregister(const forge_held_t *held);
 forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
                                           forge_launch_record_t *rec,

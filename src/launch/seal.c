@@ -250,20 +250,27 @@ static bool b64_decode_into(const char *text, size_t len, unsigned char *o,
 /* One AES-256-GCM context per thread and direction, made once: a restore
  * opens a sealed request per record, and a context made, given its
  * cipher (OpenSSL 3 fetches it from a provider each time) and freed per
- * record was most of the cryptography's cost. Each use sets the key and
- * IV afresh, so nothing of one record's carries to the next. Freed when
- * the thread ends (a thread-specific key's destructor). */
+ * record was most of the cryptography's cost. Each use sets the IV afresh
+ * (which starts GCM over: nothing of one record's carries to the next),
+ * and the key only when it is not the one the context has already (its
+ * schedule and GHASH table made once, not per record: half of the
+ * remaining cost); a copy of that key is kept to compare, wiped with the
+ * context. Freed when the thread ends (a thread-specific key's
+ * destructor). */
 static pthread_key_t ctx_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 
 typedef struct gcm_ctxs {
     EVP_CIPHER_CTX *ctx[2]; /* [enc] */
+    bool keyed[2];          /* ctx[enc] has key[enc] set */
+    unsigned char key[2][FORGE_SEAL_KEY_BYTES];
 } gcm_ctxs_t;
 
 static void ctxs_free(void *p)
 {
     gcm_ctxs_t *c = p;
 
+    OPENSSL_cleanse(c->key, sizeof(c->key));
     EVP_CIPHER_CTX_free(c->ctx[0]);
     EVP_CIPHER_CTX_free(c->ctx[1]);
     free(c);
@@ -274,9 +281,9 @@ static void ctx_key_make(void)
     (void)pthread_key_create(&ctx_key, ctxs_free);
 }
 
-/* This thread's context for enc, its cipher set; NULL when OpenSSL
- * cannot make one. */
-static EVP_CIPHER_CTX *thread_ctx(int enc)
+/* This thread's contexts, ctx[enc] made and its cipher set; NULL when
+ * OpenSSL cannot make it. */
+static gcm_ctxs_t *thread_ctxs(int enc)
 {
     gcm_ctxs_t *c;
 
@@ -296,7 +303,23 @@ static EVP_CIPHER_CTX *thread_ctx(int enc)
         EVP_CIPHER_CTX_free(c->ctx[enc]);
         c->ctx[enc] = NULL;
     }
-    return c->ctx[enc];
+    return c->ctx[enc] ? c : NULL;
+}
+
+/* ctx[enc] of c given key (unless it has it already) and iv. */
+static bool gcm_init(gcm_ctxs_t *c, const seal_key_t *key,
+                     const unsigned char *iv, int enc)
+{
+    bool same = c->keyed[enc] &&
+                !CRYPTO_memcmp(c->key[enc], key->bytes, sizeof(key->bytes));
+
+    c->keyed[enc] = false; /* until this init is through */
+    if (!EVP_CipherInit_ex(c->ctx[enc], NULL, NULL, same ? NULL : key->bytes,
+                           iv, enc))
+        return false;
+    memcpy(c->key[enc], key->bytes, sizeof(key->bytes));
+    c->keyed[enc] = true;
+    return true;
 }
 
 /* AES-256-GCM of in[0..len) into out (len bytes) with key, iv and aad,
@@ -307,10 +330,11 @@ static bool gcm(const seal_key_t *key, const unsigned char *iv, const char *aad,
                 const unsigned char *in, size_t len, unsigned char *out,
                 unsigned char *tag, int enc)
 {
-    EVP_CIPHER_CTX *ctx = thread_ctx(enc);
+    gcm_ctxs_t *c = thread_ctxs(enc);
+    EVP_CIPHER_CTX *ctx = c ? c->ctx[enc] : NULL;
     int n = 0, fin = 0;
 
-    return ctx && EVP_CipherInit_ex(ctx, NULL, NULL, key->bytes, iv, enc) &&
+    return ctx && gcm_init(c, key, iv, enc) &&
            EVP_CipherUpdate(ctx, NULL, &n, (const unsigned char *)aad,
                             (int)strlen(aad)) &&
            EVP_CipherUpdate(ctx, out, &n, in, (int)len) &&

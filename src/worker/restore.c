@@ -13,9 +13,10 @@
  * read by two threads): their records are decoded on the reading threads
  * (decode_record: the record, its sealed request opened, what the table
  * keeps of it taken without validating it again: held.h, its secrets
- * registered for redaction there) into one list per partition, and the
- * loop's thread puts them in the launch table once the read is over (room
- * made at once), so the table is never touched off the loop's thread.
+ * registered for redaction there, a batch at a time) into one list per
+ * partition, and the loop's thread puts them in the launch table once the
+ * read is over (room made at once, for every partition whose end was
+ * reached), so the table is never touched off the loop's thread.
  *
  * What the table keeps of each launch, and what later steps read: the
  * record (state, seq, job ids, flags, the Slurm states seen: the poller,
@@ -37,6 +38,7 @@
 
 #define RESTORE_RETRY_MS     1000
 #define RESTORE_RETRY_MAX_MS 30000
+#define REGISTER_BATCH       256 /* helds registered at once (owner.h) */
 
 /* One record decoded, waiting for the loop's thread (both stolen by the
  * table). */
@@ -53,6 +55,11 @@ typedef struct restoring {
     size_t records;
     size_t unopened;     /* records whose sealed request did not open */
     forge_error_t first; /* why, for the first of them */
+    /* the last records' helds, their secrets not registered yet: a batch
+     * at a time (the registry's lock taken once, not once a secret, by
+     * threads reading together); the rest once the read is over */
+    forge_held_t *unregistered[REGISTER_BATCH];
+    size_t nunregistered;
 } restoring_t;
 
 typedef struct restore_batch {
@@ -83,6 +90,13 @@ static forge_held_t *held_of(const forge_launch_record_t *rec)
     return held;
 }
 
+/* r's unregistered helds registered (owner.h). */
+static void register_batch(restoring_t *r)
+{
+    forge_owner_register_many(r->unregistered, r->nunregistered);
+    r->nunregistered = 0;
+}
+
 /* On a reading thread (kafka.h): touches only its partition's list. */
 static void decode_record(void *ctx, int32_t partition, const char *key,
                           size_t key_len, const char *value, size_t len)
@@ -110,7 +124,9 @@ static void decode_record(void *ctx, int32_t partition, const char *key,
     held = held_of(rec);
     if (rec->job_id) /* no submit needs its bytes again: held.h keeps all */
         forge_launch_compact(rec);
-    forge_owner_register(held); /* here, not on the loop's thread */
+    r->unregistered[r->nunregistered++] = held; /* here, not on the loop's */
+    if (r->nunregistered == REGISTER_BATCH)
+        register_batch(r);
     d = forge_xmalloc(sizeof(*d));
     *d = (decoded_t){rec, held, NULL};
     *r->tail = d;
@@ -232,6 +248,18 @@ static void restore_defer(worker_t *w, restore_pass_t *pass)
     free(pass->parts);
 }
 
+/* The records of the partitions whose end was reached: the table's room
+ * made once for all of them (not partition by partition, each a rehash). */
+static size_t records_reached(const restoring_t *r, const bool *reached,
+                              size_t n)
+{
+    size_t records = 0;
+
+    for (size_t i = 0; i < n; i++)
+        records += reached[i] ? r[i].records : 0;
+    return records;
+}
+
 /* The pass's partitions read together, at most one restore's time (when
  * the pass still has that much room: else they wait for the next); each
  * whose end was reached is restored, the others failed (backoff). */
@@ -258,6 +286,9 @@ static void restore_read(worker_t *w, restore_pass_t *pass)
         w->kafka_ops->restore(w->kafka, pass->parts, pass->n, decode_record,
                               &batch, one, reached);
     read = forge_clock_ms();
+    for (size_t i = 0; i < pass->n; i++)
+        register_batch(&r[i]); /* every record's, as take_records expects */
+    forge_owner_reserve(w->owner, records_reached(r, reached, pass->n));
     for (size_t i = 0; i < pass->n; i++) {
         if (reached[i]) {
             restored(w, &r[i]);

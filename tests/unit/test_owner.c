@@ -136,6 +136,29 @@ Test(owner, a_shared_value_stays_until_neither_holds_it)
     forge_owner_destroy(o);
 }
 
+Test(owner, helds_registered_together_count_as_registered_one_by_one)
+{
+    forge_request_t *req[] = {request_of("A", TOKEN_A), request_of("B", SHARED),
+                              request_of("C", SHARED)};
+    forge_held_t *held[] = {forge_held_of_request(req[0]), NULL,
+                            forge_held_of_request(req[1]),
+                            forge_held_of_request(req[2])};
+
+    forge_owner_register_many(held, 4); /* a restore's batch, one lock */
+    cr_assert(redacted(TOKEN_A));
+    cr_assert(redacted(SHARED));
+    forge_owner_unregister(held[2]);
+    cr_assert(redacted(SHARED), "registered twice: C still holds it");
+    forge_owner_unregister(held[3]);
+    cr_assert_not(redacted(SHARED));
+    forge_owner_unregister(held[0]);
+    cr_assert_not(redacted(TOKEN_A));
+    for (size_t i = 0; i < 4; i++)
+        forge_held_free(held[i]);
+    for (size_t i = 0; i < 3; i++)
+        forge_request_destroy(req[i]);
+}
+
 Test(owner, a_revoked_partition_takes_its_launches_secrets)
 {
     forge_owner_t *o = forge_owner_new();
