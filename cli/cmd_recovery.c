@@ -104,8 +104,8 @@ int cmd_launches(int argc, char **argv)
                                   &cfg)))
         return rc;
     if (!(rc = cli_recovery_sealer(cfg, &sealer))) {
-        if (forge_state_table_load(cfg, sealer, RECOVERY_TIMEOUT_MS, &table,
-                                   &err)) {
+        if (forge_state_table_load(cfg, sealer, NULL, 0, RECOVERY_TIMEOUT_MS,
+                                   &table, &err)) {
             rc = cli_recovery_fail(&err);
         } else {
             launches_print(&table, &a);

@@ -13,6 +13,12 @@
  * What is reconcile's own here: what each record says of its launch
  * (on_request, on_status, on_logs) and the state table's records moved
  * into the launches. librdkafka is topic_scan.c's and group.c's.
+ *
+ * The state, status and logs topics are read to ends taken together
+ * before any is read (forge_topics_marks): a worker writes a launch's
+ * record and its events in one transaction, and a dry run beside running
+ * workers must not read the record before a commit and the event after
+ * it, which would report a seq mismatch that is not there.
  * The command's thread.
  */
 #include "recovery/reconcile.h"
@@ -136,14 +142,16 @@ static forge_recovery_code_t read_requests(const forge_config_t *cfg,
  * launch (the table is cleared next). */
 static forge_recovery_code_t read_state(const forge_config_t *cfg,
                                         const forge_sealer_t *sealer,
-                                        forge_recon_sources_t *s,
+                                        const forge_scan_marks_t *until,
+                                        int32_t count, forge_recon_sources_t *s,
                                         int timeout_ms,
                                         forge_recovery_error_t *err)
 {
     forge_state_table_t t;
     forge_recovery_code_t rc;
 
-    if ((rc = forge_state_table_load(cfg, sealer, timeout_ms, &t, err)))
+    if ((rc = forge_state_table_load(cfg, sealer, until, count, timeout_ms, &t,
+                                     err)))
         return rc;
     if (t.undecodable)
         forge_log_warn("reconcile: %zu state record(s) skipped, not "
@@ -227,13 +235,24 @@ forge_recovery_code_t forge_recon_read_topics(const forge_config_t *cfg,
                                               int timeout_ms,
                                               forge_recovery_error_t *err)
 {
+    const char *written[] = {cfg->topic_state, cfg->topic_status,
+                             cfg->topic_logs};
+    forge_scan_marks_t *until[3];
+    int32_t counts[3];
     forge_recovery_code_t rc;
 
-    if (!(rc = read_requests(cfg, s, timeout_ms, err)) &&
-        !(rc = read_state(cfg, sealer, s, timeout_ms, err)) &&
-        !(rc = forge_topic_scan_all(cfg, cfg->topic_status, timeout_ms,
-                                    on_status, s, err)))
-        rc = forge_topic_scan_all(cfg, cfg->topic_logs, timeout_ms, on_logs, s,
-                                  err);
+    if ((rc = read_requests(cfg, s, timeout_ms, err)) ||
+        (rc = forge_topics_marks(cfg, written, 3, timeout_ms, until, counts,
+                                 err)))
+        return rc;
+    if (!(rc = read_state(cfg, sealer, until[0], counts[0], s, timeout_ms,
+                          err)) &&
+        !(rc =
+              forge_topic_scan_until(cfg, cfg->topic_status, until[1],
+                                     counts[1], timeout_ms, on_status, s, err)))
+        rc = forge_topic_scan_until(cfg, cfg->topic_logs, until[2], counts[2],
+                                    timeout_ms, on_logs, s, err);
+    for (size_t i = 0; i < 3; i++)
+        free(until[i]);
     return rc;
 }

@@ -145,7 +145,8 @@ static forge_recovery_code_t count_between(const forge_config_t *cfg,
         return FORGE_RECOVERY_OK;
     }
     /* no key: whether a record's request opens does not matter here */
-    if (!(rc = forge_state_table_load(cfg, NULL, timeout_ms, &table, err))) {
+    if (!(rc = forge_state_table_load(cfg, NULL, NULL, 0, timeout_ms, &table,
+                                      err))) {
         counting_t c = {plan, &table};
         rc = forge_topic_scan(cfg, cfg->topic_requests, ranges, n, timeout_ms,
                               count_request, &c, err);

@@ -90,18 +90,20 @@ static void settle(forge_state_table_t *t)
 
 forge_recovery_code_t forge_state_table_load(const forge_config_t *cfg,
                                              const forge_sealer_t *sealer,
-                                             int timeout_ms,
+                                             const forge_scan_marks_t *until,
+                                             int32_t count, int timeout_ms,
                                              forge_state_table_t *t,
                                              forge_recovery_error_t *err)
 {
     loading_t l = {t, sealer, json_object(), 0};
-    forge_recovery_code_t rc;
+    forge_recovery_code_t rc = FORGE_RECOVERY_OK;
 
     memset(t, 0, sizeof(*t));
-    if (!(rc = forge_topic_partitions(cfg, cfg->topic_state, timeout_ms,
-                                      &t->partitions, err)))
-        rc = forge_topic_scan_all(cfg, cfg->topic_state, timeout_ms, on_record,
-                                  &l, err);
+    t->partitions = count;
+    if (until || !(rc = forge_topic_partitions(
+                       cfg, cfg->topic_state, timeout_ms, &t->partitions, err)))
+        rc = forge_topic_scan_until(cfg, cfg->topic_state, until, t->partitions,
+                                    timeout_ms, on_record, &l, err);
     json_decref(l.slots);
     settle(t);
     if (rc)

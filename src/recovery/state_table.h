@@ -25,6 +25,7 @@
 #include "launch/launch.h"
 #include "launch/seal.h"
 #include "recovery/recovery.h"
+#include "recovery/topic_scan.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,13 +50,15 @@ typedef struct forge_state_table {
 
 /*
  * Reads cfg->topic_state into *t (emptied first; forge_state_table_clear
- * frees it). timeout_ms bounds each wait for the brokers (no progress that
- * long: kafka_unavailable). Errors as topic_scan.h: kafka_unavailable,
- * topic_missing, config.
+ * frees it): each partition to its end, or with until (count of them, a
+ * snapshot from forge_topics_marks) to until[p].high. timeout_ms bounds
+ * each wait for the brokers (no progress that long: kafka_unavailable).
+ * Errors as topic_scan.h: kafka_unavailable, topic_missing, config.
  */
 forge_recovery_code_t forge_state_table_load(const forge_config_t *cfg,
                                              const forge_sealer_t *sealer,
-                                             int timeout_ms,
+                                             const forge_scan_marks_t *until,
+                                             int32_t count, int timeout_ms,
                                              forge_state_table_t *t,
                                              forge_recovery_error_t *err);
 

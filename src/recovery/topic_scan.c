@@ -120,27 +120,50 @@ forge_recovery_code_t forge_topic_marks(const forge_config_t *cfg,
                                         int32_t *count,
                                         forge_recovery_error_t *err)
 {
-    rd_kafka_t *rk = scan_consumer(cfg, err);
-    forge_recovery_code_t rc;
+    return forge_topics_marks(cfg, &topic, 1, timeout_ms, marks, count, err);
+}
 
-    *marks = NULL;
+static forge_recovery_code_t ask_marks(rd_kafka_t *rk, const char *topic,
+                                       int32_t p, int timeout_ms,
+                                       forge_scan_marks_t *m,
+                                       forge_recovery_error_t *err)
+{
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+        rk, topic, p, &m->low, &m->high, timeout_ms);
+
+    if (e)
+        return forge_recovery_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
+                                   "offsets of %s [%d]: %s", topic, (int)p,
+                                   rd_kafka_err2str(e));
+    return FORGE_RECOVERY_OK;
+}
+
+forge_recovery_code_t
+forge_topics_marks(const forge_config_t *cfg, const char *const *topics,
+                   size_t n, int timeout_ms, forge_scan_marks_t **marks,
+                   int32_t *counts, forge_recovery_error_t *err)
+{
+    rd_kafka_t *rk = scan_consumer(cfg, err);
+    forge_recovery_code_t rc = FORGE_RECOVERY_OK;
+    int32_t most = 0;
+
+    for (size_t i = 0; i < n; i++)
+        marks[i] = NULL;
     if (!rk)
         return err->code;
-    if (!(rc = partitions_of(rk, topic, timeout_ms, count, err))) {
-        *marks = forge_xcalloc((size_t)*count, sizeof(**marks));
-        for (int32_t p = 0; p < *count && !rc; p++) {
-            rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-                rk, topic, p, &(*marks)[p].low, &(*marks)[p].high, timeout_ms);
-            if (e)
-                rc = forge_recovery_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
-                                         "offsets of %s [%d]: %s", topic,
-                                         (int)p, rd_kafka_err2str(e));
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!(rc = partitions_of(rk, topics[i], timeout_ms, &counts[i], err))) {
+            marks[i] = forge_xcalloc((size_t)counts[i], sizeof(**marks));
+            most = counts[i] > most ? counts[i] : most;
         }
-    }
+    for (int32_t p = 0; p < most && !rc; p++)
+        for (size_t i = 0; i < n && !rc; i++)
+            if (p < counts[i])
+                rc = ask_marks(rk, topics[i], p, timeout_ms, &marks[i][p], err);
     rd_kafka_destroy(rk);
-    if (rc) {
-        free(*marks);
-        *marks = NULL;
+    for (size_t i = 0; rc && i < n; i++) {
+        free(marks[i]);
+        marks[i] = NULL;
     }
     return rc;
 }
@@ -313,16 +336,27 @@ forge_recovery_code_t forge_topic_scan_all(const forge_config_t *cfg,
                                            forge_scan_fn fn, void *ctx,
                                            forge_recovery_error_t *err)
 {
+    return forge_topic_scan_until(cfg, topic, NULL, 0, timeout_ms, fn, ctx,
+                                  err);
+}
+
+forge_recovery_code_t forge_topic_scan_until(const forge_config_t *cfg,
+                                             const char *topic,
+                                             const forge_scan_marks_t *marks,
+                                             int32_t count, int timeout_ms,
+                                             forge_scan_fn fn, void *ctx,
+                                             forge_recovery_error_t *err)
+{
     forge_scan_range_t *ranges;
     forge_recovery_code_t rc;
-    int32_t count = 0;
 
-    if ((rc = forge_topic_partitions(cfg, topic, timeout_ms, &count, err)))
+    if (!marks &&
+        (rc = forge_topic_partitions(cfg, topic, timeout_ms, &count, err)))
         return rc;
     ranges = forge_xcalloc((size_t)count, sizeof(*ranges));
     for (int32_t p = 0; p < count; p++)
-        ranges[p] =
-            (forge_scan_range_t){p, FORGE_SCAN_BEGINNING, FORGE_SCAN_END};
+        ranges[p] = (forge_scan_range_t){
+            p, FORGE_SCAN_BEGINNING, marks ? marks[p].high : FORGE_SCAN_END};
     rc = forge_topic_scan(cfg, topic, ranges, (size_t)count, timeout_ms, fn,
                           ctx, err);
     free(ranges);

@@ -49,7 +49,8 @@ typedef struct forge_scan_range {
     int64_t to;
 } forge_scan_range_t;
 
-/* A partition's offsets: low (first kept) and high watermark. */
+/* A partition's offsets: low (first kept) and high watermark (under
+ * read_committed, as every scan consumer reads: the last stable offset). */
 typedef struct forge_scan_marks {
     int64_t low;
     int64_t high;
@@ -69,6 +70,17 @@ forge_recovery_code_t forge_topic_marks(const forge_config_t *cfg,
                                         forge_scan_marks_t **marks,
                                         int32_t *count,
                                         forge_recovery_error_t *err);
+
+/* The marks of n topics at one moment (as near as the brokers allow):
+ * one consumer asks partition p of every topic before partition p + 1, so
+ * a transaction that wrote to several topics' partition p (a launch's
+ * record and its status event share a key, hence a partition number) is
+ * inside every mark or outside every one, but for the round trip between
+ * two asks. marks[i] new (counts[i] of them) for topics[i]. */
+forge_recovery_code_t
+forge_topics_marks(const forge_config_t *cfg, const char *const *topics,
+                   size_t n, int timeout_ms, forge_scan_marks_t **marks,
+                   int32_t *counts, forge_recovery_error_t *err);
 
 /* For each partition of topic, the first offset whose timestamp is at or
  * after at_ms (the high watermark when there is none): *offsets new, one
@@ -91,5 +103,15 @@ forge_recovery_code_t forge_topic_scan_all(const forge_config_t *cfg,
                                            const char *topic, int timeout_ms,
                                            forge_scan_fn fn, void *ctx,
                                            forge_recovery_error_t *err);
+
+/* Partitions 0 .. count - 1 of topic from their beginning to marks[p].high
+ * (a snapshot from forge_topics_marks; NULL: every partition to its end,
+ * forge_topic_scan_all). */
+forge_recovery_code_t forge_topic_scan_until(const forge_config_t *cfg,
+                                             const char *topic,
+                                             const forge_scan_marks_t *marks,
+                                             int32_t count, int timeout_ms,
+                                             forge_scan_fn fn, void *ctx,
+                                             forge_recovery_error_t *err);
 
 #endif
