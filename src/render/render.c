@@ -652,6 +652,9 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
 
     set_str(job, "name", name);
     set_str(job, "comment", comment);
+    /* held until the worker that posted it releases it (submit.c): a POST
+     * slurmctld takes after its worker gave up on it starts nothing */
+    json_object_set_new_nocheck(job, "hold", json_true());
     set_str(job, "partition",
             l->partition ? l->partition : cfg->slurm_partition);
     set_str(job, "account", l->account ? l->account : cfg->slurm_account);

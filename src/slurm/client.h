@@ -161,6 +161,16 @@ forge_slurm_status_t forge_slurm_submit_as(forge_slurm_client_t *c,
                                            forge_slurm_submit_t *out,
                                            forge_slurm_result_t *res);
 
+/* Releases a held job (POST job/{job_id} {"hold": false}: priority back
+ * to what Slurm computes), as user when not NULL (the submitter's hold
+ * is the submitter's to release). One record: slurmrestd updates the id
+ * it is given, so a het job's components are released one by one. OK
+ * also when it was not held; NOT_FOUND for an unknown job; REJECTED when
+ * Slurm refuses (an ended job: 2017 / 2020), res saying why. */
+forge_slurm_status_t forge_slurm_release(forge_slurm_client_t *c,
+                                         const char *user, uint32_t job_id,
+                                         forge_slurm_result_t *res);
+
 /* One job (or het component) as Slurm reports it. */
 typedef struct forge_slurm_job {
     uint32_t job_id;

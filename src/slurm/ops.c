@@ -641,3 +641,34 @@ forge_slurm_status_t forge_slurm_cancel(forge_slurm_client_t *c,
     free(path);
     return st;
 }
+
+/* ---- release ---------------------------------------------------------------
+ */
+
+forge_slurm_status_t forge_slurm_release(forge_slurm_client_t *c,
+                                         const char *user, uint32_t job_id,
+                                         forge_slurm_result_t *res)
+{
+    char rest[32];
+    char *path;
+    json_t *json = NULL;
+    forge_slurm_status_t st;
+
+    snprintf(rest, sizeof(rest), "job/%u", job_id);
+    path = forge_slurm_path(c, "slurm", rest);
+    c->act_as = user;
+    st = forge_slurm_call(c, "POST", path, "{\"hold\":false}",
+                          FORGE_SLURM_RETRY_READ, &json, res);
+    c->act_as = NULL;
+    /* Slurm's refusal: HTTP 500 before 26.05, 4xx from it */
+    if ((st == FORGE_SLURM_SERVER || st == FORGE_SLURM_REJECTED) &&
+        res->slurm_error == 2017)
+        st = FORGE_SLURM_NOT_FOUND;
+    else if (st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
+             res->slurm_error < 3000)
+        st = FORGE_SLURM_REJECTED;
+    res->status = st;
+    json_decref(json);
+    free(path);
+    return st;
+}

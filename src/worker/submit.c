@@ -159,13 +159,14 @@ static void single_component(forge_work_submit_t *sub)
     sub->component_count = 1;
 }
 
-/* The leader and component ids of the new job (details; just the id when
- * the details cannot be had). */
-static void learn_components(submitter_t *s, forge_work_t *w)
+/* The leader and component ids of the new het job (details). False when
+ * the details cannot be had. */
+static bool learn_components(submitter_t *s, forge_work_t *w)
 {
     forge_work_submit_t *sub = &w->submit;
     forge_slurm_job_list_t jobs = {NULL, 0};
     forge_slurm_result_t res = {0};
+    bool learnt = false;
 
     if (forge_slurm_job_details(client_of(s, w), sub->job_id, &jobs, &res) ==
             FORGE_SLURM_OK &&
@@ -174,10 +175,51 @@ static void learn_components(submitter_t *s, forge_work_t *w)
         for (size_t i = 0; i < jobs.count; i++)
             sub->component_ids[i] = jobs.jobs[i].job_id;
         sub->component_count = jobs.count;
+        learnt = true;
     } else {
-        single_component(sub);
+        forge_work_say(w, "the components of het job %u: %s", sub->job_id,
+                       res.message);
     }
     forge_slurm_job_list_clear(&jobs);
+    return learnt;
+}
+
+/* Every component of the new job released from the hold it was submitted
+ * with (render.c), one by one: slurmrestd releases the record it is
+ * given, never a het job's other components. Until then it cannot start,
+ * so a POST that reaches slurmctld after its worker gave up on it (killed
+ * while slurmrestd held the request through a slurmctld outage) leaves a
+ * held job the launch's next owner never releases: never a second start. */
+static bool release(submitter_t *s, forge_work_t *w, const char *user)
+{
+    forge_work_submit_t *sub = &w->submit;
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st = FORGE_SLURM_OK;
+
+    for (size_t i = 0; i < sub->component_count && st == FORGE_SLURM_OK; i++)
+        st = forge_slurm_release(client_of(s, w), user, sub->component_ids[i],
+                                 &res);
+    if (st != FORGE_SLURM_OK)
+        forge_work_say(w, "release of job %u: %s", sub->job_id, res.message);
+    return st == FORGE_SLURM_OK;
+}
+
+/* A job made but not released: cancelled as far as it can be, and the
+ * submit failed, to be retried (the clean before the retry cancels what
+ * its tag still finds). */
+static void give_up_held(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_result_t res = {0};
+
+    forge_log_warn("job %u of %s left held (%s): cancelled, the launch is "
+                   "submitted again later",
+                   w->submit.job_id, w->launch_id, w->message);
+    (void)forge_slurm_cancel(client_of(s, w), w->submit.job_id, NULL, &res);
+    free(w->submit.component_ids);
+    w->submit.component_ids = NULL;
+    w->submit.component_count = 0;
+    w->submit.job_id = 0;
+    w->status = FORGE_SLURM_SERVER; /* retried, never taken as a refusal */
 }
 
 /* Outcome unknown, right after the POST: the tag says whether the job
@@ -264,7 +306,7 @@ static bool stage(submitter_t *s, forge_work_t *w)
     return true;
 }
 
-/* The POST, and what it made: the job and its components. */
+/* The POST, and what it made: the job and its components, released. */
 static void post(submitter_t *s, forge_work_t *w)
 {
     const forge_work_prepared_t *p = w->submit.prepared;
@@ -283,10 +325,12 @@ static void post(submitter_t *s, forge_work_t *w)
                adopt_tagged(s, w, sub.floor_job_id)) {
         w->status = FORGE_SLURM_OK; /* it did reach Slurm */
     }
-    if (w->status == FORGE_SLURM_OK && p->pool_count > 1)
-        learn_components(s, w); /* a het job: its component ids */
-    else if (w->status == FORGE_SLURM_OK)
+    if (w->status != FORGE_SLURM_OK)
+        return;
+    if (p->pool_count == 1)
         single_component(&w->submit);
+    if ((p->pool_count > 1 && !learn_components(s, w)) || !release(s, w, user))
+        give_up_held(s, w);
 }
 
 static void do_submit(submitter_t *s, forge_work_t *w)

@@ -270,6 +270,32 @@ static void record(sl_trace_t *t, forge_state_t s, const char *reason)
     st->at = t->t0 > 0 ? sl_now() - t->t0 : 0;
 }
 
+/* The job as the worker leaves it after its POST (submit.c): every
+ * component submitted held (render.c) - seen held here, on every API
+ * version - then released one by one. */
+static void release_held(forge_slurm_client_t *c, const sl_trace_t *t)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st;
+
+    st = forge_slurm_job_details(c, t->job_id, &jobs, &res);
+    cr_assert_eq(st, FORGE_SLURM_OK, "%s: details of held job %u: %s", t->label,
+                 t->job_id, res.message);
+    cr_assert_gt(jobs.count, 0);
+    for (size_t i = 0; i < jobs.count; i++) {
+        const char *why = jobs.jobs[i].state_reason;
+        cr_assert(why && !strncmp(why, "JobHeld", 7),
+                  "%s: component %zu not held: %s", t->label, i,
+                  why ? why : "None");
+        st = forge_slurm_release(c, NULL, jobs.jobs[i].job_id, &res);
+        cr_assert_eq(st, FORGE_SLURM_OK, "%s: release of %u: %s (%s)", t->label,
+                     jobs.jobs[i].job_id, forge_slurm_status_name(st),
+                     res.message);
+    }
+    forge_slurm_job_list_clear(&jobs);
+}
+
 forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
                                json_t *req, forge_slurm_result_t *res)
 {
@@ -295,6 +321,7 @@ forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
     st = forge_slurm_submit(c, p->payload, &sub, res);
     if (st == FORGE_SLURM_OK) {
         t->job_id = sub.job_id;
+        release_held(c, t);
         if (submitted_count < sizeof(submitted) / sizeof(submitted[0])) {
             submitted[submitted_count].job_id = sub.job_id;
             submitted[submitted_count++].version = t->version;

@@ -401,6 +401,8 @@ Test(render, every_component_has_what_slurmctld_demands)
                 json_string_value(json_object_get(job, "constraints")),
                 l->pools[c].series, "pinned by the series' constraint");
             cr_assert_eq(json_object_get(job, "script") != NULL, c == 0);
+            cr_assert(json_is_true(json_object_get(job, "hold")),
+                      "%s: every component submitted held", all_cases[i]);
         }
         forge_prepared_destroy(p);
     }

@@ -155,6 +155,7 @@ static void start_lanes(int lanes)
     forge_error_t err = {0};
 
     srv = support_http_start();
+    support_http_default(srv, 200, NO_JOBS); /* a release's answer too */
     load(support_http_url(srv), lanes);
     gens = forge_generations_new();
     cr_assert_eq(forge_submit_start(cfg, cat, NULL, gens, &slurm, &err),
@@ -267,7 +268,8 @@ Test(ownership, work_of_a_passed_generation_makes_no_call)
     forge_pool_post(slurm, work_in(FORGE_WORK_CLEAN_CANCEL, "L3", 0, old));
     forge_pool_post(slurm, work_in(FORGE_WORK_CANCEL, "L4", 0, old));
     done = settle(4);
-    cr_assert_eq(support_http_count(srv), 1, "only the control's submit");
+    cr_assert_eq(support_http_count(srv), 2,
+                 "only the control's submit and its release");
     sh("test ! -e $R/staging/L1 && test ! -e $R/staging/L2");
     for (w = done; w; w = w->next)
         cr_assert_eq(w->refused, FORGE_WORK_STALE, "%s", w->launch_id);
@@ -324,7 +326,7 @@ Test(ownership, queued_clean_of_a_partition_that_moved_cancels_nothing)
     forge_work_t *done =
         behind_a_slow_submit(FORGE_WORK_CLEAN_SUBMIT, partition_1_moves);
 
-    cr_assert_eq(support_http_count(srv), 1, "only L1's submit");
+    cr_assert_eq(support_http_count(srv), 2, "only L1's submit and release");
     cr_assert_eq(done->next->refused, FORGE_WORK_STALE);
     free_list(done);
 }
@@ -370,6 +372,55 @@ static void prepare_now(forge_work_t *w)
     cr_assert_null(p->script, "the script is taken, not copied");
     cr_assert_null(p->payload);
     forge_prepared_destroy(p);
+}
+
+/* Every job is submitted held and released right after its POST, as the
+ * submitter: a POST that slurmctld carries out after its worker gave up on
+ * it (killed while slurmrestd held it through an outage) starts nothing. */
+Test(ownership, a_submit_is_posted_held_then_released)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *done;
+    support_http_request_t post, release;
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, gen));
+    done = settle(1);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 7);
+    cr_assert_eq(support_http_count(srv), 2, "the submit, then its release");
+    post = support_http_request(srv, 0);
+    release = support_http_request(srv, 1);
+    cr_assert_not_null(strstr(post.body, "\"hold\":true"), "%s", post.body);
+    cr_assert_str_eq(release.method, "POST");
+    cr_assert_str_eq(release.target, "/slurm/v0.0.43/job/7");
+    cr_assert_str_eq(release.body, "{\"hold\":false}");
+    support_http_request_clear(&post);
+    support_http_request_clear(&release);
+    free_list(done);
+}
+
+/* A job that cannot be released is cancelled and the submit fails, to be
+ * retried (the clean before the retry cancels what its tag still finds):
+ * never recorded, never taken as Slurm's refusal of the launch. */
+Test(ownership, a_job_that_cannot_be_released_is_cancelled_and_retried)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *done;
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    support_http_push(srv, "/slurm/v0.0.43/job/7", 422,
+                      "{\"errors\": [{\"error_number\": 2020, "
+                      "\"error\": \"Job/step already completing\"}]}",
+                      0);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, gen));
+    done = settle(1);
+    cr_assert_eq(done->status, FORGE_SLURM_SERVER, "%s", done->message);
+    cr_assert(forge_slurm_status_retriable(done->status));
+    cr_assert_eq(done->submit.job_id, 0, "a held job is never recorded");
+    cr_assert_not_null(strstr(done->message, "2020"), "%s", done->message);
+    cr_assert_eq(seen("DELETE", ""), 1, "the held job cancelled");
+    free_list(done);
 }
 
 Test(ownership, a_submit_the_loop_prepared_is_not_prepared_again)
@@ -442,7 +493,7 @@ Test(lanes, a_launchs_work_never_overtakes_itself)
     cr_assert_eq(done->kind, FORGE_WORK_SUBMIT);
     cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
     cr_assert_eq(done->next->kind, FORGE_WORK_CANCEL);
-    cr_assert_eq(seen("POST", ""), 1);
+    cr_assert_eq(seen("POST", "forge:"), 1);
     cr_assert_eq(seen("DELETE", ""), 1);
     free_list(done);
 }
@@ -463,7 +514,7 @@ Test(lanes, launches_of_other_lanes_are_submitted_side_by_side)
     /* one after the other: 4 s at least */
     cr_assert_lt(forge_clock_ms() - start, 2500, "took %lld ms",
                  forge_clock_ms() - start);
-    cr_assert_eq(seen("POST", ""), LANES);
+    cr_assert_eq(seen("POST", "forge:"), LANES);
     for (forge_work_t *w = done; w; w = w->next)
         cr_assert_eq(w->status, FORGE_SLURM_OK, "%s: %s", w->launch_id,
                      w->message);
@@ -489,7 +540,7 @@ Test(lanes, a_withdrawal_reaches_a_submit_queued_behind_busy_lanes)
     done = settle(LANES + 1);
     snprintf(tag, sizeof(tag), "forge:%s:1", queued);
     cr_assert_eq(seen("POST", tag), 0, "the withdrawn submit posted");
-    cr_assert_eq(seen("POST", ""), LANES);
+    cr_assert_eq(seen("POST", "forge:"), LANES);
     for (forge_work_t *w = done; w; w = w->next)
         cr_assert_eq(w->refused,
                      strcmp(w->launch_id, queued) ? FORGE_WORK_DONE
@@ -520,6 +571,6 @@ Test(lanes, a_burst_of_one_lane_spreads_over_every_connection)
     done = settle(LANES);
     cr_assert_lt(forge_clock_ms() - start, 2500, "took %lld ms",
                  forge_clock_ms() - start);
-    cr_assert_eq(seen("POST", ""), LANES);
+    cr_assert_eq(seen("POST", "forge:"), LANES);
     free_list(done);
 }

@@ -207,8 +207,20 @@ class StatusReader:
         self.consumer.close()
 
 
+def held(job):
+    """A pending job on hold (priority 0): the worker submits every job so
+    and releases its own at once; one nobody released cannot start."""
+    prio = job.get("priority")
+    if isinstance(prio, dict):  # {"set", "infinite", "number"}
+        prio = prio.get("number") if prio.get("set") else None
+    return ("PENDING" in job.get("job_state", []) and
+            (prio == 0 or (job.get("state_reason") or "").startswith("JobHeld")))
+
+
 class SlurmWatch:
-    """Every Slurm job seen while it runs, by comment tag."""
+    """Every Slurm job seen while it runs, by comment tag. A held pending
+    job is not alive (it cannot start until released): most_alive counts
+    the jobs that could run."""
 
     def __init__(self, stack):
         self.stack = stack
@@ -244,7 +256,8 @@ class SlurmWatch:
                     rec["states"].append(state)
                 ended = any(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
                                   "NODE_FAIL", "OUT_OF_MEMORY") for s in state)
-                if not ended:
+                rec["held"] = held(j)
+                if not ended and not rec["held"]:
                     live.setdefault(comment, set()).add(leader)
             for comment, leaders in live.items():
                 self.max_live[comment] = max(self.max_live.get(comment, 0),

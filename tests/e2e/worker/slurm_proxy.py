@@ -12,7 +12,11 @@ scenarios (and bench/) that must see or hold back the worker's Slurm calls:
     socket does);
   - it can carry the next call of a kind out and close the connection
     without its answer (`unanswer(kind)`: a kept connection closing under
-    a request slurmrestd took).
+    a request slurmrestd took);
+  - it can keep the next call of a kind from slurmrestd until told, then
+    carry it out with nobody to answer (`withhold(kind)`, `deliver()`: a
+    request slurmrestd held through a slurmctld outage while the worker
+    that sent it was killed, reaching slurmctld after its heir acted).
 
 A fake only in that: every answer it gives is the real slurmrestd's.
 """
@@ -29,12 +33,13 @@ _ACCOUNTING = re.compile(r"^/slurmdb/[^/]+/job/\d+$")
 
 
 def kind_of(method, path):
-    """states | details | accounting | submit | cancel | jobs | other"""
+    """states | details | accounting | submit | release | cancel | jobs |
+    other"""
     bare = path.split("?", 1)[0]
     if bare.endswith("/jobs/state"):
         return "states"
     if _DETAILS.match(bare):
-        return "cancel" if method == "DELETE" else "details"
+        return {"DELETE": "cancel", "POST": "release"}.get(method, "details")
     if _ACCOUNTING.match(bare):
         return "accounting"
     if bare.endswith("/job/submit"):
@@ -51,6 +56,9 @@ class SlurmProxy:
         self.delay_s = delay_s
         self.hanging = False
         self.unanswered = {}  # kind -> how many more to leave unanswered
+        self.withholding = None  # the kind of the next call to withhold
+        self.withheld = threading.Event()  # that call arrived
+        self.delivering = threading.Event()  # carry it out now
         self.released = threading.Event()
         self.lock = threading.Lock()
         self.log = []  # (arrival time.monotonic(), method, path, kind)
@@ -73,6 +81,11 @@ class SlurmProxy:
                     hanging, delay = proxy.hanging, proxy.delay_s
                 if hanging:
                     proxy.released.wait()
+                    self.close_connection = True
+                    return
+                if proxy._withhold(kind_of(self.command, self.path)):
+                    proxy.delivering.wait()
+                    proxy._upstream(self, body)  # its sender is gone
                     self.close_connection = True
                     return
                 if delay:
@@ -132,6 +145,23 @@ class SlurmProxy:
         with self.lock:
             self.unanswered[kind] = self.unanswered.get(kind, 0) + count
 
+    def _withhold(self, kind):
+        with self.lock:
+            if self.withholding != kind:
+                return False
+            self.withholding = None
+        self.withheld.set()
+        return True
+
+    def withhold(self, kind):
+        """The next call of `kind` is kept from slurmrestd until
+        deliver(); then carried out, its answer given to nobody."""
+        with self.lock:
+            self.withholding = kind
+
+    def deliver(self):
+        self.delivering.set()
+
     def set_delay(self, seconds):
         with self.lock:
             self.delay_s = seconds
@@ -155,5 +185,6 @@ class SlurmProxy:
 
     def close(self):
         self.released.set()
+        self.delivering.set()
         self.server.shutdown()
         self.server.server_close()
