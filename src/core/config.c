@@ -105,6 +105,8 @@ static const var_rule_t rules[] = {
     {"FORGE_POLL_INTERVAL_MS", VAR_INT, AT(poll_interval_ms), "5000", 200,
      3600000, NULL},
     {"FORGE_LOST_GRACE_S", VAR_INT, AT(lost_grace_s), "600", 0, 604800, NULL},
+    {"FORGE_LATE_JOB_SWEEP_S", VAR_INT, AT(late_job_sweep_s), "300", 1, 86400,
+     NULL},
     {"FORGE_HTTP_LISTEN", VAR_HOSTPORT, AT(http_listen), NULL, 0, 0, NULL},
     {"FORGE_HEALTH_STALL_S", VAR_INT, AT(health_stall_s), "300", 2, 3600, NULL},
     {"FORGE_READY_SLURM_S", VAR_INT, AT(ready_slurm_s), "60", 3, 3600, NULL},

@@ -101,6 +101,9 @@ typedef struct forge_config {
     char *worker_id;
     int poll_interval_ms;
     int lost_grace_s;
+    /* after the clean of an interrupted submit, when to look for a late
+     * job its tag finds (submit.c: held, never started) and cancel it */
+    int late_job_sweep_s;
     char *http_listen;  /* NULL: no health/metrics listener */
     int health_stall_s; /* /healthz: the loop's pass at most this old */
     int ready_slurm_s;  /* /readyz: a slurmrestd answer at most this old */

@@ -166,7 +166,8 @@ static void release_request(forge_entry_t *e)
 
 static bool settled(const forge_entry_t *e)
 {
-    return forge_state_is_terminal(e->rec->state) && e->rec->cleaned;
+    return forge_state_is_terminal(e->rec->state) && e->rec->cleaned &&
+           !e->sweep_at_ms;
 }
 
 static bool is_open(const forge_owner_t *o, const forge_entry_t *e)

@@ -49,6 +49,9 @@ typedef struct forge_entry {
     long long retry_at_ms; /* a failed submit waits until then */
     int submit_failures;
     long long cancel_sent_ms; /* when a cancel was last posted; 0: never */
+    /* when to look for late jobs of an interrupted submit (its clean ran:
+     * a POST slurmrestd still held may land after it); 0: no need */
+    long long sweep_at_ms;
     struct forge_entry *next; /* bucket chain */
     /* the open list (forge_owner_each): linked until the launch settles */
     struct forge_entry *open_prev, *open_next;

@@ -157,7 +157,7 @@ static bool withdraw_submit(worker_t *w, forge_entry_t *e)
 {
     for (forge_work_t **link = &w->deferred; *link; link = &(*link)->next) {
         forge_work_t *work = *link;
-        if (work->kind == FORGE_WORK_CANCEL ||
+        if (work->kind == FORGE_WORK_CANCEL || work->kind == FORGE_WORK_SWEEP ||
             forge_worker_entry_of(w, work) != e)
             continue;
         *link = work->next;
@@ -342,10 +342,47 @@ static void on_cancelled(worker_t *w, forge_work_t *work)
                        forge_slurm_status_name(work->status), work->message);
 }
 
+#define SWEEP_RETRY_MS 30000
+
+/* The clean of an interrupted submit ran: a POST of it that slurmrestd
+ * still held may land later, held (submit.c), and is swept
+ * FORGE_LATE_JOB_SWEEP_S from now. */
+static void sweep_later(worker_t *w, const forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (e && work->refused != FORGE_WORK_STALE &&
+        work->status == FORGE_SLURM_OK &&
+        (work->kind == FORGE_WORK_CLEAN_SUBMIT ||
+         work->kind == FORGE_WORK_CLEAN_CANCEL))
+        e->sweep_at_ms =
+            forge_clock_ms() + (long long)w->cfg->late_job_sweep_s * 1000;
+}
+
+static void on_swept(worker_t *w, forge_work_t *work)
+{
+    forge_entry_t *e = forge_worker_entry_of(w, work);
+
+    if (!e)
+        return;
+    e->busy = false;
+    if (work->status == FORGE_SLURM_OK) {
+        e->sweep_at_ms = 0;
+        return;
+    }
+    e->sweep_at_ms = forge_clock_ms() + SWEEP_RETRY_MS;
+    forge_log_warn("sweep for late jobs of %s failed (%s): %s; retrying later",
+                   work->launch_id, forge_slurm_status_name(work->status),
+                   work->message);
+}
+
 static void on_slurm_result(worker_t *w, forge_work_t *work)
 {
+    sweep_later(w, work);
     if (work->refused == FORGE_WORK_STALE)
         on_stale(w, work);
+    else if (work->kind == FORGE_WORK_SWEEP)
+        on_swept(w, work);
     else if (work->kind == FORGE_WORK_CANCEL)
         on_cancelled(w, work);
     else if (work->kind == FORGE_WORK_CLEAN_CANCEL ||
@@ -390,6 +427,11 @@ static void tend_entry(void *ctx, forge_entry_t *e)
 
     if (!forge_owner_owns(t->w->owner, e->partition))
         return;
+    if (e->sweep_at_ms && t->now >= e->sweep_at_ms && !e->busy) {
+        e->busy = true;
+        forge_worker_defer(t->w, forge_worker_new_work(FORGE_WORK_SWEEP, e));
+        return;
+    }
     if (forge_state_is_terminal(r->state)) {
         forge_worker_tend_finished(t->w, e, t->now);
         return;

@@ -37,7 +37,7 @@ forge_work_t *forge_worker_new_work(forge_work_kind_t kind,
     forge_work_t *work = forge_work_new(
         kind, e->rec->launch_id, e->rec->attempt, e->partition, e->generation);
 
-    if (kind == FORGE_WORK_CANCEL)
+    if (kind == FORGE_WORK_CANCEL || kind == FORGE_WORK_SWEEP)
         work->cancel.job_id = e->rec->job_id;
     else if (kind == FORGE_WORK_ARCHIVE)
         work->files.kept = forge_held_copy(e->held);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.c - the Slurm threads (submit.h): a submit (stage, POST; adopt
- * by the comment tag when the outcome is unknown; the request as the loop
- * prepared it, or, for a restored intent or a retry, prepared here), the clean
- * of an interrupted or cancelled submit, a cancel; and, before each step of
+ * submit.c - the Slurm threads (submit.h): a submit (stage, POST held;
+ * adopt by the comment tag when the outcome is unknown; release; the
+ * request as the loop prepared it, or, for a restored intent or a retry,
+ * prepared here), the clean of an interrupted or cancelled submit, the
+ * sweep for late jobs some time after it, a cancel; and, before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
@@ -33,6 +34,7 @@
 #include "render/render.h"
 #include "render/staging.h"
 #include "request/prepare.h"
+#include "slurm/state.h"
 #include "worker/work.h"
 
 #include <stdlib.h>
@@ -73,6 +75,7 @@ static const char *const work_names[] = {
     [FORGE_WORK_CLEAN_SUBMIT] = "clean and resubmit",
     [FORGE_WORK_CLEAN_CANCEL] = "clean of a cancelled intent",
     [FORGE_WORK_CANCEL] = "cancel",
+    [FORGE_WORK_SWEEP] = "sweep for late jobs",
 };
 
 /* Not once w's partition's generation has passed (FORGE_WORK_STALE: the
@@ -343,22 +346,52 @@ static void do_submit(submitter_t *s, forge_work_t *w)
     }
 }
 
-/* The jobs cancelled in turn while w may act, up to the first failure
- * (w->status). */
+/* Whether j may still start or run (an ended one needs no cancel). */
+static bool live_job(const forge_slurm_job_t *j)
+{
+    forge_slurm_state_set_t set =
+        forge_slurm_state_parse((const char *const *)j->state, j->state_count);
+
+    return (set.base & (FORGE_SLURM_PENDING | FORGE_SLURM_RUNNING |
+                        FORGE_SLURM_SUSPENDED)) ||
+           !set.base;
+}
+
+/* The live jobs cancelled in turn while w may act, up to the first failure
+ * (w->status), but those of job `keep` (a het job's components too). */
 static void cancel_tagged(submitter_t *s, forge_work_t *w,
-                          const forge_slurm_job_list_t *jobs,
+                          const forge_slurm_job_list_t *jobs, uint32_t keep,
                           forge_slurm_result_t *res)
 {
     for (size_t i = 0;
          w->status == FORGE_SLURM_OK && i < jobs->count && may_act(s, w, false);
          i++) {
-        forge_slurm_status_t st = forge_slurm_cancel(
-            client_of(s, w), jobs->jobs[i].job_id, NULL, res);
+        const forge_slurm_job_t *j = &jobs->jobs[i];
+        forge_slurm_status_t st;
+        if (!live_job(j) ||
+            (keep && (j->het_job_id ? j->het_job_id : j->job_id) == keep))
+            continue;
+        st = forge_slurm_cancel(client_of(s, w), j->job_id, NULL, res);
         if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
             w->status = st;
         forge_log_info("cancelled job %u left by an interrupted submit of %s",
-                       jobs->jobs[i].job_id, w->launch_id);
+                       j->job_id, w->launch_id);
     }
+}
+
+/* Every live job w's tag finds cancelled, but job `keep` (0: none).
+ * w->status OK when none is left. */
+static void sweep_tagged(submitter_t *s, forge_work_t *w, uint32_t keep)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+
+    w->status = find_tagged(s, w, &jobs, &res);
+    if (w->status == FORGE_SLURM_OK)
+        cancel_tagged(s, w, &jobs, keep, &res);
+    forge_slurm_job_list_clear(&jobs);
+    if (w->status != FORGE_SLURM_OK)
+        forge_work_say(w, "%s", res.message);
 }
 
 /* An intent without a job id (restored after a crash, or a submit whose
@@ -366,20 +399,13 @@ static void cancel_tagged(submitter_t *s, forge_work_t *w,
  * staging folder removed. w->status OK when nothing of it is left. */
 static void clean_intent(submitter_t *s, forge_work_t *w)
 {
-    forge_slurm_job_list_t jobs = {NULL, 0};
-    forge_slurm_result_t res = {0};
     forge_error_t err = {0};
 
     if (!may_act(s, w, false))
         return;
-    w->status = find_tagged(s, w, &jobs, &res);
-    if (w->status == FORGE_SLURM_OK)
-        cancel_tagged(s, w, &jobs, &res);
-    forge_slurm_job_list_clear(&jobs);
-    if (w->status != FORGE_SLURM_OK) {
-        forge_work_say(w, "%s", res.message);
+    sweep_tagged(s, w, 0);
+    if (w->status != FORGE_SLURM_OK)
         return;
-    }
     if (may_act(s, w, false) &&
         forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);
@@ -400,6 +426,15 @@ static void do_clean_submit(submitter_t *s, forge_work_t *w)
     do_submit(s, w);
 }
 
+/* Some time after an interrupted submit's clean: a POST slurmrestd
+ * delivered late made a job nobody released (post()); it goes, the
+ * launch's own job (w->cancel.job_id) stays. */
+static void do_sweep(submitter_t *s, forge_work_t *w)
+{
+    if (may_act(s, w, false))
+        sweep_tagged(s, w, w->cancel.job_id);
+}
+
 static void do_cancel(submitter_t *s, forge_work_t *w)
 {
     forge_slurm_result_t res = {0};
@@ -418,6 +453,7 @@ static void (*const steps[FORGE_WORK__COUNT])(submitter_t *, forge_work_t *) = {
     [FORGE_WORK_CLEAN_SUBMIT] = do_clean_submit,
     [FORGE_WORK_CLEAN_CANCEL] = clean_intent,
     [FORGE_WORK_CANCEL] = do_cancel,
+    [FORGE_WORK_SWEEP] = do_sweep,
 };
 
 static void run(void *ctx, void *item)

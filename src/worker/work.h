@@ -45,6 +45,9 @@ typedef enum forge_work_kind {
                                 known: cancel tagged jobs, remove staging,
                                 submit nothing */
     FORGE_WORK_CANCEL,
+    FORGE_WORK_SWEEP, /* after an interrupted submit's clean: cancel the
+                         jobs its tag finds but the launch's own (late
+                         POSTs, held: submit.c) */
     FORGE_WORK_POLL,
     FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
     FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
@@ -165,7 +168,7 @@ typedef struct forge_work {
     char message[512];
     union {
         forge_work_submit_t submit; /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL */
-        forge_work_cancel_t cancel; /* CANCEL */
+        forge_work_cancel_t cancel; /* CANCEL; SWEEP: the job kept */
         forge_work_poll_t poll;     /* POLL */
         forge_work_files_t files;   /* ARCHIVE, CLEANUP */
     };

@@ -423,6 +423,43 @@ Test(ownership, a_job_that_cannot_be_released_is_cancelled_and_retried)
     free_list(done);
 }
 
+/* The sweep some time after an interrupted submit's clean: every live job
+ * the tag finds is cancelled but the launch's own (a het job's components
+ * by their leader); an ended one is left alone. */
+Test(ownership, a_sweep_cancels_late_jobs_and_keeps_the_launchs_own)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *w = forge_work_new(FORGE_WORK_SWEEP, "L1", 1, 0, gen);
+    forge_work_t *done;
+
+    w->cancel.job_id = 7;
+    support_http_push(
+        srv, "/slurm/v0.0.43/jobs", 200,
+        "{" META ", \"errors\": [], \"warnings\": [], \"jobs\": ["
+        "{\"job_id\": 7, \"het_job_id\": {\"set\": true, \"number\": 7}, "
+        "\"comment\": \"forge:L1:1\", \"job_state\": [\"RUNNING\"]},"
+        "{\"job_id\": 8, \"het_job_id\": {\"set\": true, \"number\": 7}, "
+        "\"comment\": \"forge:L1:1\", \"job_state\": [\"RUNNING\"]},"
+        "{\"job_id\": 5, \"comment\": \"forge:L1:1\", "
+        "\"job_state\": [\"CANCELLED\"]},"
+        "{\"job_id\": 9, \"comment\": \"forge:L1:1\", "
+        "\"job_state\": [\"PENDING\"], \"state_reason\": \"JobHeldUser\"},"
+        "{\"job_id\": 10, \"comment\": \"forge:L2:1\", "
+        "\"job_state\": [\"PENDING\"]}]}",
+        0);
+    forge_pool_post(slurm, w);
+    done = settle(1);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(seen("DELETE", ""), 1, "only the late job 9");
+    for (size_t i = 0; i < support_http_count(srv); i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        if (!strcmp(r.method, "DELETE"))
+            cr_assert_str_eq(r.target, "/slurm/v0.0.43/job/9");
+        support_http_request_clear(&r);
+    }
+    free_list(done);
+}
+
 Test(ownership, a_submit_the_loop_prepared_is_not_prepared_again)
 {
     uint64_t gen = forge_generation_begin(gens, 0);
