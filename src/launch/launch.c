@@ -189,6 +189,8 @@ forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
     if (r->refused_attempt > 0) /* optional: older records have none */
         json_object_set_new(*out, "refused_attempt",
                             json_integer(r->refused_attempt));
+    if (r->sweep_due) /* optional: absent when false */
+        json_object_set_new(*out, "sweep_due", json_true());
     return FORGE_OK;
 }
 
@@ -266,6 +268,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     if (json_is_integer(v) && json_integer_value(v) > 0 &&
         json_integer_value(v) <= INT_MAX)
         r->refused_attempt = (int)json_integer_value(v);
+    r->sweep_due = json_is_true(json_object_get(o, "sweep_due")); /* optional */
     return FORGE_OK;
 }
 
@@ -303,6 +306,7 @@ enum {
     K_SEALED,
     K_STATES,
     K_REFUSED,
+    K_SWEEP,
     K__COUNT
 };
 #define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
@@ -336,6 +340,7 @@ static const struct {
     KEY("request_sealed", T_SEALED),
     KEY("slurm_states", T_STR),
     KEY("refused_attempt", T_INT),
+    KEY("sweep_due", T_BOOL),
 };
 
 typedef struct fast {
@@ -539,6 +544,7 @@ static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
     if (f->seen & (1u << K_REFUSED) && f->num[K_REFUSED] > 0 &&
         f->num[K_REFUSED] <= INT_MAX)
         r->refused_attempt = (int)f->num[K_REFUSED];
+    r->sweep_due = f->num[K_SWEEP] != 0;
     return r;
 }
 

@@ -94,6 +94,11 @@ typedef struct forge_launch_record {
      * that (launch_id, attempt) was decided REJECTED, so reading its
      * request again (a replay, a resend) changes nothing. */
     int refused_attempt;
+    /* The clean of an interrupted submit of this attempt ran: a POST of it
+     * slurmrestd still held may land later (held, never started), so the
+     * owner looks for the jobs the tag finds again and cancels those not
+     * the launch's (the worker's sweep), then drops the flag. */
+    bool sweep_due;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request

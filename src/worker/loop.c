@@ -354,9 +354,12 @@ static void sweep_later(worker_t *w, const forge_work_t *work)
     if (e && work->refused != FORGE_WORK_STALE &&
         work->status == FORGE_SLURM_OK &&
         (work->kind == FORGE_WORK_CLEAN_SUBMIT ||
-         work->kind == FORGE_WORK_CLEAN_CANCEL))
+         work->kind == FORGE_WORK_CLEAN_CANCEL)) {
+        /* recorded with the transition the result makes next */
+        e->rec->sweep_due = true;
         e->sweep_at_ms =
             forge_clock_ms() + (long long)w->cfg->late_job_sweep_s * 1000;
+    }
 }
 
 static void on_swept(worker_t *w, forge_work_t *work)
@@ -368,6 +371,8 @@ static void on_swept(worker_t *w, forge_work_t *work)
     e->busy = false;
     if (work->status == FORGE_SLURM_OK) {
         e->sweep_at_ms = 0;
+        e->rec->sweep_due = false;
+        forge_worker_write_record(w, e);
         return;
     }
     e->sweep_at_ms = forge_clock_ms() + SWEEP_RETRY_MS;

@@ -148,6 +148,9 @@ static void take_records(worker_t *w, restoring_t *r, bool keep)
             e = forge_owner_put_registered(w->owner, d->rec, d->held,
                                            r->partition);
             e->submit_unknown = e->rec->job_id == 0;
+            if (e->rec->sweep_due) /* the last owner's sweep, not done */
+                e->sweep_at_ms = forge_clock_ms() +
+                                 (long long)w->cfg->late_job_sweep_s * 1000;
         } else {
             forge_owner_unregister(d->held);
             forge_launch_record_free(d->rec);

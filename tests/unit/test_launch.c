@@ -236,6 +236,30 @@ Test(launch, refused_attempt_round_trips_and_decides_that_attempt)
     forge_launch_record_free(r);
 }
 
+/* A sweep for late jobs still due (the clean of an interrupted submit ran)
+ * is kept across an encode and decode, so the launch's next owner does
+ * it; absent when not due. */
+Test(launch, sweep_due_round_trips_and_is_absent_when_not_due)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, NULL, 0), *back;
+    char *text;
+
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "sweep_due"), "%s", text);
+    back = decode_ok(text, NULL);
+    cr_assert_not(back->sweep_due);
+    forge_launch_record_free(back);
+    free(text);
+
+    r->sweep_due = true;
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert(back->sweep_due);
+    forge_launch_record_free(back);
+    free(text);
+    forge_launch_record_free(r);
+}
+
 Test(launch, decode_refuses_what_is_not_a_record)
 {
     const char *bad[] = {
@@ -585,6 +609,7 @@ static void assert_same_record(const forge_launch_record_t *a,
     cr_assert_eq(a->updated_at_ms, b->updated_at_ms);
     cr_assert_eq(a->missing_since_ms, b->missing_since_ms);
     cr_assert_eq(a->refused_attempt, b->refused_attempt);
+    cr_assert_eq(a->sweep_due, b->sweep_due);
     cr_assert_eq(!a->slurm_states, !b->slurm_states);
     if (a->slurm_states)
         cr_assert_str_eq(a->slurm_states, b->slurm_states);
@@ -649,6 +674,8 @@ Test(launch, the_fast_and_the_general_decode_agree)
         {"\"request\":null,", ""}, /* required */
         {"\"refused_attempt\":4", "\"refused_attempt\":-4"},
         {"\"refused_attempt\":4", "\"refused_attempt\":4294967296"},
+        {"\"sweep_due\":true", "\"sweep_due\":false"},
+        {"\"sweep_due\":true", "\"sweep_due\":1"},
     };
 
     r->component_ids = calloc(2, sizeof(uint32_t));
@@ -656,6 +683,7 @@ Test(launch, the_fast_and_the_general_decode_agree)
     r->component_count = 1;
     r->slurm_states = strdup("77:RUNNING;");
     r->refused_attempt = 4;
+    r->sweep_due = true;
     text = encode_ok(r, s);
     assert_paths_agree(text, s);     /* opened */
     assert_paths_agree(text, other); /* not opened: an unknown key */

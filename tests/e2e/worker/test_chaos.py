@@ -58,6 +58,10 @@ SIZE = {
 ABORT_PER_MILLE = 50
 GAP = 40  # seconds between the end of a stack fault and the next one
 SETTLE_TIMEOUT = 300
+# A late POST's job (held, never started) is swept this long after the
+# clean that preceded it: inside the settle wait, which waits for every
+# tagged job to end.
+LATE_JOB_SWEEP_S = 20
 
 
 def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
@@ -66,6 +70,7 @@ def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
     topics = Topics(stack_, f"chaos-{kind}")
     reader, logs = readers(stack_, topics)
     env = dict(extra_env(span) if extra_env else {})
+    env.setdefault("FORGE_LATE_JOB_SWEEP_S", str(LATE_JOB_SWEEP_S))
     fleet = Fleet(stack_, topics, logdir, 3, env)
     planned = plan(kind, count, rng)
     faults = Faults()
