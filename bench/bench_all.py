@@ -113,6 +113,15 @@ def submits(args):
                      f"connections: {raw_n:.0f}",
                      statistics.median(r["ratios"][key]), target))
     w = r["worker_unlimited"]["rate"]
+    rel = r["raw_n_release"]["rate"]
+    rows.append((f"submits/s, 1 worker, no budget, against the two calls "
+                 f"it makes per launch (every job submitted held, then "
+                 f"released); ratio: median of the rounds' own",
+                 f"{w:.0f}",
+                 f"raw POST + release of the same bodies, {c} keep-alive "
+                 f"connections: {rel:.0f}",
+                 statistics.median(r["ratios"]["worker_unlimited_vs_release"]),
+                 "-"))
     rows.append((f"submits/s, 1 worker, no budget", f"{w:.0f}",
                  f"raw POSTs, 1 keep-alive connection: {raw_1:.0f}",
                  w / raw_1, "-"))
@@ -131,7 +140,8 @@ def submits(args):
                      f"one POST's round trip, keep-alive: "
                      f"{trip * 1000:.1f} ms", lat / trip, "-"))
     rounds = "; ".join(f"{k} {', '.join(f'{x:.0f}' for x in r[k]['rates'])}"
-                       for k in ("raw_1", "raw_n", "raw_n_fresh", "worker",
+                       for k in ("raw_1", "raw_n", "raw_n_fresh",
+                                 "raw_n_release", "worker",
                                  "worker_unlimited"))
     ratios = "; ".join(f"{k} {', '.join(f'{x:.2f}' for x in r['ratios'][k])}"
                        for k in ("worker_unlimited", "worker"))

@@ -14,6 +14,10 @@ A benchmark, not a test: it prints, it never fails on speed.
                    such requests) POSTed one after the other on one
                    connection, or by N threads with a connection each
   raw N fresh      the same, a new connection for every POST
+  raw N release    raw N, each POST followed on its connection by the
+                   release of the held job it made (POST job/{id}
+                   {"hold": false}): the two calls the worker makes per
+                   launch since every job is submitted held
   worker           N launches produced to the requests topic at once, timed
                    from the first ACCEPTED event to the last SUBMITTED one
                    (the events' own times, written by the worker), with the
@@ -138,10 +142,10 @@ def body_maker(stack, binary):
     return bodies
 
 
-def raw(slurm, bodies, connections, fresh=False):
+def raw(slurm, bodies, connections, fresh=False, release=False):
     """(submits/s, median POST round trip s, job ids) for bodies POSTed by
     `connections` threads, each on one keep-alive connection (fresh: a new
-    connection per POST)."""
+    connection per POST; release: each job released after its POST)."""
     work = queue.Queue()
     for b in bodies:
         work.put(b)
@@ -161,6 +165,9 @@ def raw(slurm, bodies, connections, fresh=False):
                     conn = slurm.connect()
                 t = time.monotonic()
                 answer = slurm.call(conn, "POST", "/job/submit", body)
+                if release:
+                    slurm.call(conn, "POST", f"/job/{answer['job_id']}",
+                               b'{"hold": false}')
                 with lock:
                     trips.append(time.monotonic() - t)
                     ids.append(answer["job_id"])
@@ -272,6 +279,7 @@ def main():
             stack, binary, n, logdir, {"FORGE_SLURM_MAX_RPS": "0"}),
         "raw_1": lambda: raw(slurm, bodies(n), 1),
         "raw_n_fresh": lambda: raw(slurm, bodies(n), c, fresh=True),
+        "raw_n_release": lambda: raw(slurm, bodies(n), c, release=True),
         "worker": lambda: through_worker(stack, binary, n, logdir, {}),
     }
     seen = {name: ([], []) for name in phases}
@@ -286,6 +294,9 @@ def main():
     result["ratios"] = {
         name: [w / r for w, r in zip(seen[name][0], seen["raw_n"][0])]
         for name in ("worker", "worker_unlimited")}
+    result["ratios"]["worker_unlimited_vs_release"] = [
+        w / r for w, r in zip(seen["worker_unlimited"][0],
+                              seen["raw_n_release"][0])]
     lat, jobs = latency_through_worker(stack, binary, args.alone, logdir)
     slurm.cancel(jobs)
     result["alone"] = {"latency": lat, "launches": args.alone}

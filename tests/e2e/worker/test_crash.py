@@ -33,6 +33,7 @@ def test_next_owner_cleans_and_resubmits(stack, slurm, logdir, point):
         # (session timeout 6 s, then rebalance and restore)
         topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 20"]))
         assert crashing.wait_exit(60) == -9, crashing.tail()
+        reader.wait_state(lid, "ACCEPTED", timeout=30)  # the reader's lag
         assert reader.states(lid) == ["ACCEPTED"]
         if point == "submit.after":  # the orphan Slurm took before the crash
             wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
@@ -128,6 +129,7 @@ def test_cancelled_intent_cancels_the_orphan(stack, slurm, logdir):
         assert submitted.wait(60), crashing.tail()
         topics.send(lid, {"kind": "cancel", "launch_id": lid})
         assert crashing.wait_exit(60) == -9, crashing.tail()
+        reader.wait_state(lid, "ACCEPTED", timeout=30)  # the reader's lag
         assert reader.states(lid) == ["ACCEPTED"]
         wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
 
@@ -174,6 +176,7 @@ def test_cancel_after_the_crash_cancels_the_orphan(stack, slurm, logdir):
         lid = unique_id("late-cancel")
         topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 90"]))
         assert crashing.wait_exit(60) == -9, crashing.tail()
+        reader.wait_state(lid, "ACCEPTED", timeout=30)  # the reader's lag
         assert reader.states(lid) == ["ACCEPTED"]
         wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
         topics.send(lid, {"kind": "cancel", "launch_id": lid})
