@@ -426,6 +426,45 @@ Test(loop, an_abort_rewinds_and_rederives_the_lost_work)
     expect_states("L2", "ACCEPTED SUBMITTED");
 }
 
+/* The clean of an interrupted submit ran: a POST of it slurmrestd still
+ * held may land later (held). The sweep for such late jobs is due in the
+ * record written with SUBMITTED, posted FORGE_LATE_JOB_SWEEP_S later
+ * keeping the launch's job, asked again when it fails, and once done the
+ * record says so. */
+Test(loop, a_clean_submit_makes_a_sweep_due_until_it_is_done)
+{
+    forge_work_t *w;
+
+    cfg->late_job_sweep_s = 1;
+    stored(0, "I1", FORGE_STATE_ACCEPTED, 0, 0);
+    stored(0, "I2", FORGE_STATE_ACCEPTED, 0, 0);
+    assign(0);
+    step(); /* restored; the first tick cleans and resubmits the intents */
+    submit_done("I1", FORGE_WORK_CLEAN_SUBMIT, 7, FORGE_SLURM_OK);
+    submit_done("I2", FORGE_WORK_CLEAN_SUBMIT, 8, FORGE_SLURM_OK);
+    step();
+    expect_states("I1", "SUBMITTED");
+    cr_assert(record_bool("I1", "sweep_due"));
+    cr_assert(record_bool("I2", "sweep_due"));
+    tick_step();
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "not yet due");
+    usleep(1100 * 1000);
+    tick_step();
+    w = next_work(FORGE_LANE_SLURM, FORGE_WORK_SWEEP, "I1");
+    cr_assert_eq(w->cancel.job_id, 7, "the launch's own job is kept");
+    w->status = FORGE_SLURM_OK;
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    w = next_work(FORGE_LANE_SLURM, FORGE_WORK_SWEEP, "I2");
+    w->status = FORGE_SLURM_TRANSPORT;
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    step();
+    cr_assert_not(record_bool("I1", "sweep_due"), "done: the flag goes");
+    cr_assert(record_bool("I2", "sweep_due"), "a failed sweep stays due");
+    tick_step();
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM),
+                   "a failed sweep waits before it is asked again");
+}
+
 Test(loop, an_abort_republishes_a_terminal_state_slurm_forgot)
 {
     forge_work_t *t;
