@@ -17,8 +17,9 @@
  * The state, status and logs topics are read to ends taken together
  * before any is read (forge_topics_marks): a worker writes a launch's
  * record and its events in one transaction, and a dry run beside running
- * workers must not read the record before a commit and the event after
- * it, which would report a seq mismatch that is not there.
+ * workers that read the record before a commit and the event after it
+ * would report a seq mismatch that is not there. Asked together, the ends
+ * leave that to a commit landing within the milliseconds of the asks.
  * The command's thread.
  */
 #include "recovery/reconcile.h"

@@ -71,12 +71,13 @@ forge_recovery_code_t forge_topic_marks(const forge_config_t *cfg,
                                         int32_t *count,
                                         forge_recovery_error_t *err);
 
-/* The marks of n topics at one moment (as near as the brokers allow):
- * one consumer asks partition p of every topic before partition p + 1, so
- * a transaction that wrote to several topics' partition p (a launch's
- * record and its status event share a key, hence a partition number) is
- * inside every mark or outside every one, but for the round trip between
- * two asks. marks[i] new (counts[i] of them) for topics[i]. */
+/* The marks of n topics asked together: one consumer asks partition p
+ * of every topic before partition p + 1. A transaction that wrote to
+ * several of them and commits while they are asked can fall inside some
+ * marks and outside others: a window of the asks' round trips
+ * (milliseconds), where reading one topic to its end and then the next
+ * leaves a whole scan's (seconds). marks[i] new (counts[i] of them) for
+ * topics[i]. */
 forge_recovery_code_t
 forge_topics_marks(const forge_config_t *cfg, const char *const *topics,
                    size_t n, int timeout_ms, forge_scan_marks_t **marks,
