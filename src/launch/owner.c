@@ -164,10 +164,12 @@ static void release_request(forge_entry_t *e)
 
 /* ---- the open list (owner.h: forge_owner_each) ------------------------ */
 
+/* Settled: nothing left to do for it, a sweep for late jobs included (the
+ * record's flag: a restored entry is put before its sweep is timed). */
 static bool settled(const forge_entry_t *e)
 {
     return forge_state_is_terminal(e->rec->state) && e->rec->cleaned &&
-           !e->sweep_at_ms;
+           !e->rec->sweep_due;
 }
 
 static bool is_open(const forge_owner_t *o, const forge_entry_t *e)
