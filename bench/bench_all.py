@@ -95,7 +95,8 @@ def submits(args):
     raw_n, raw_1 = r["raw_n"]["rate"], r["raw_1"]["rate"]
     budget = default_budget()
     rows = []
-    # the default budget caps the worker's requests (a submit is one): the
+    # the default budget caps the worker's requests (a submit is two: the
+    # POST and the release of the held job it made): the
     # target is the worker's own pace, without it
     # the ratio: the median of each round's own (a round runs raw N and
     # the worker back to back, under the same background load)
