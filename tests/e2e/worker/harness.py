@@ -207,6 +207,12 @@ class StatusReader:
         self.consumer.close()
 
 
+# Job states only a job that started reaches (a held job cancelled goes
+# PENDING -> CANCELLED).
+RAN = {"RUNNING", "COMPLETING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL",
+       "OUT_OF_MEMORY", "SUSPENDED"}
+
+
 def held(job):
     """A pending job on hold (priority 0): the worker submits every job so
     and releases its own at once; one nobody released cannot start."""
@@ -271,8 +277,15 @@ class SlurmWatch:
                            if j["comment"] == tag})
 
     def most_alive(self, launch_id, attempt=1):
+        """The most jobs of one attempt seen able to run at once; at least
+        1 once one of them ran (a short job released and ended between two
+        samples was only ever seen held, then ended)."""
+        tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
-            return self.max_live.get(f"forge:{launch_id}:{attempt}", 0)
+            ran = any(j["comment"] == tag and
+                      any(set(s) & RAN for s in j["states"])
+                      for j in self.jobs.values())
+            return max(self.max_live.get(tag, 0), 1 if ran else 0)
 
     def close(self):
         self.stopping = True
