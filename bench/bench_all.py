@@ -123,6 +123,17 @@ def submits(args):
                  f"connections: {rel:.0f}",
                  statistics.median(r["ratios"]["worker_unlimited_vs_release"]),
                  "-"))
+    # what any client that submits held can reach: the release is a
+    # second slurmctld RPC per job (no slurmrestd call releases several)
+    rows.append((f"raw POST + release/s, {c} keep-alive connections (the "
+                 f"most a held submit allows); ratio: median of the rounds' "
+                 f"own",
+                 f"{rel:.0f}",
+                 f"raw POSTs of the same bodies, {c} keep-alive "
+                 f"connections: {raw_n:.0f}",
+                 statistics.median(
+                     x / y for x, y in zip(r["raw_n_release"]["rates"],
+                                           r["raw_n"]["rates"])), "-"))
     rows.append((f"submits/s, 1 worker, no budget", f"{w:.0f}",
                  f"raw POSTs, 1 keep-alive connection: {raw_1:.0f}",
                  w / raw_1, "-"))

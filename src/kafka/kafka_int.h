@@ -74,7 +74,10 @@ rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);
 void forge_kafka_rewind(forge_kafka_t *k);
 void forge_kafka_forget_committed(forge_kafka_t *k);
 
-/* The producer (producer.c). */
+/* The producer (producer.c). forge_kafka_producer_conf: its configuration
+ * (new, the caller's; NULL with err set when refused). */
+rd_kafka_conf_t *forge_kafka_producer_conf(const forge_config_t *cfg,
+                                           forge_error_t *err);
 forge_rc_t forge_kafka_producer_new(forge_kafka_t *k, int init_ms,
                                     volatile sig_atomic_t *stop,
                                     forge_error_t *err);
