@@ -20,7 +20,12 @@
  *
  * Commit policy: after each short batch (at most BATCH_MESSAGES messages or
  * BATCH_MS), one transaction carries the events, the state records and the
- * offsets of the requests handled. Slurm sits outside the transaction: a
+ * offsets of the requests handled. Outcomes alone (a submit's result, a poll
+ * tick's transitions: no request taken, no work waiting on the commit)
+ * gather up to OUTCOME_COMMIT_MS first, so a burst of results from the
+ * Slurm threads makes a few transactions, not one per loop step: the broker,
+ * on the machine slurmctld may share, does less. Slurm sits outside the
+ * transaction: a
  * submit is posted only after the transaction recording its intent
  * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
  * the job's tag (submit.c). On an aborted transaction the loop drops its
@@ -46,15 +51,17 @@
 #include "core/testpoint.h"
 #include "core/util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH_MESSAGES 200
-#define BATCH_MS       50
-#define RETRY_BASE_MS  2000
-#define RETRY_MAX_MS   60000
+#define BATCH_MESSAGES    200
+#define BATCH_MS          50
+#define OUTCOME_COMMIT_MS 100
+#define RETRY_BASE_MS     2000
+#define RETRY_MAX_MS      60000
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -215,6 +222,7 @@ static void on_message(worker_t *w, const forge_kafka_message_t *m)
         on_cancel(w, &p->request->cancel);
     forge_prepared_destroy(p);
     w->kafka_ops->mark_done(w->kafka, m->partition, m->offset);
+    w->commit_now = true;
 }
 
 /* ---- results from the threads ------------------------------------------- */
@@ -540,6 +548,10 @@ static forge_kafka_outcome_t commit(worker_t *w)
     size_t n;
     int32_t *parts;
 
+    /* waiting for the producer: every step tries again (kafka.h) */
+    w->commit_now = out == FORGE_KAFKA_WAITING;
+    w->outcomes_since_ms = 0;
+
     if (out == FORGE_KAFKA_COMMITTED) {
         post_deferred(w);
     } else if (out == FORGE_KAFKA_WAITING) {
@@ -625,6 +637,21 @@ static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
 /* ---- the loop
  * ---------------------------------------------------------------- */
 
+/* Milliseconds until the outcomes written so far must commit (the top
+ * comment's cadence): 0 now (a request taken, work waiting on the commit,
+ * or they waited long enough), INT_MAX while nothing waits. */
+static int commit_due_in(const worker_t *w)
+{
+    long long left;
+
+    if (w->commit_now || w->deferred)
+        return 0;
+    if (!w->outcomes_since_ms)
+        return INT_MAX;
+    left = w->outcomes_since_ms + w->outcome_commit_ms - forge_clock_ms();
+    return left > 0 ? (int)left : 0;
+}
+
 static void consume_batch(worker_t *w, int timeout_ms)
 {
     long long until = forge_clock_ms() + BATCH_MS;
@@ -692,6 +719,7 @@ forge_loop_t *forge_loop_new(const forge_config_t *cfg,
     w->sealer = sealer;
     w->owner = forge_owner_new();
     w->ended = forge_ended_new();
+    w->outcome_commit_ms = OUTCOME_COMMIT_MS;
     return w;
 }
 
@@ -723,13 +751,19 @@ void forge_loop_step(forge_loop_t *w)
 {
     forge_health_beat();
     FORGE_TESTPOINT_LOOP_STALL();
-    consume_batch(w, 100);
+    consume_batch(w, commit_due_in(w) < 100 ? commit_due_in(w) : 100);
     on_results(w);
     if (forge_clock_ms() >= w->next_poll_ms)
         tick(w);
-    commit(w);
+    if (commit_due_in(w) == 0)
+        commit(w);
     forge_worker_retry_restores(w);
     report_ready(w);
+}
+
+void forge_loop_set_outcome_commit_ms(forge_loop_t *l, int ms)
+{
+    l->outcome_commit_ms = ms;
 }
 
 void forge_loop_tick_now(forge_loop_t *l)

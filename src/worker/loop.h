@@ -94,6 +94,9 @@ void forge_loop_set_kafka(forge_loop_t *l, const forge_loop_kafka_ops_t *ops,
 /* One pass: a batch of requests, the pools' results, the poll tick when
  * due, the commit, restores waiting for a pass. */
 void forge_loop_step(forge_loop_t *l);
+/* How long outcomes alone wait to commit (loop.c's commit policy; 0: at
+ * once, as the unit tests drive it). */
+void forge_loop_set_outcome_commit_ms(forge_loop_t *l, int ms);
 /* The next step runs the poll tick whatever the interval (the unit tests
  * drive the tick with it, not with the clock). */
 void forge_loop_tick_now(forge_loop_t *l);

@@ -6,6 +6,7 @@
  * deferred work that may only start once they commit. Loop thread only.
  */
 #include "launch/events.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "ops/observe.h"
@@ -65,6 +66,8 @@ int forge_worker_produce_json(worker_t *w, const char *topic, int32_t partition,
         forge_kafka_event_record(topic, partition, key, text, strlen(text));
     int rc = w->kafka_ops->produce(w->kafka, &r, &err);
 
+    if (!w->outcomes_since_ms)
+        w->outcomes_since_ms = forge_clock_ms();
     if (rc)
         forge_log_error("%s", err.message);
     free(text);
@@ -82,6 +85,7 @@ int forge_worker_write_record(worker_t *w, const forge_entry_t *e)
         forge_log_error("the record of %s cannot be sealed: %s",
                         e->rec->launch_id, err.message);
         w->kafka_ops->fail_txn(w->kafka);
+        w->commit_now = true; /* the abort, and the rewind, at once */
         return -1;
     }
     return forge_worker_produce_json(w, w->cfg->topic_state, e->partition,

@@ -41,7 +41,13 @@ typedef struct worker {
     forge_owner_t *owner;
     size_t archives_out;    /* ARCHIVE items deferred or posted */
     forge_work_t *deferred; /* posted once the transaction commits */
-    forge_ended_t *ended;   /* ends the ticks saw, kept across rewinds */
+    /* the commit cadence (loop.c): commit_now, a request taken since the
+     * last commit or the producer waiting; outcomes_since_ms, when the
+     * oldest outcome not yet committed was written (0: none) */
+    bool commit_now;
+    long long outcomes_since_ms;
+    int outcome_commit_ms;
+    forge_ended_t *ended; /* ends the ticks saw, kept across rewinds */
     bool poll_in_flight;
     /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
     long long poll_posted_ms; /* when the tick in flight was posted */

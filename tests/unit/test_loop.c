@@ -73,6 +73,7 @@ static void fx_init(void)
     cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
     load_sealer();
     loop = forge_loop_new(cfg, cat, NULL, sealer);
+    forge_loop_set_outcome_commit_ms(loop, 0); /* each step commits */
     pools = fake_pools_new();
     forge_loop_set_pools(loop, &fake_pool_ops, pools);
     h = forge_loop_handlers(loop);
@@ -501,6 +502,33 @@ Test(loop, a_fatal_commit_ends_the_loop)
 
 /* The producer waits for the broker (nothing committed), then aborts once
  * it is back: the request is taken again, and submitted once. */
+/* Outcomes alone gather for the cadence (fewer transactions under a burst
+ * of results); a request taken commits at once, with whatever waited. */
+Test(loop, outcomes_alone_wait_their_cadence_a_request_commits_at_once)
+{
+    assign(0);
+    forge_loop_set_outcome_commit_ms(loop, 300);
+    send_launch(0, "L1", 1);
+    step();
+    expect_states("L1", "ACCEPTED");
+    submit_done("L1", FORGE_WORK_SUBMIT, 7, FORGE_SLURM_OK);
+    step();
+    expect_states("L1", "ACCEPTED"); /* SUBMITTED written, not committed */
+    forge_clock_sleep_ms(350);
+    step();
+    expect_states("L1", "ACCEPTED SUBMITTED");
+
+    send_launch(0, "L2", 1);
+    step();
+    submit_done("L2", FORGE_WORK_SUBMIT, 8, FORGE_SLURM_OK);
+    step();
+    expect_states("L2", "ACCEPTED");
+    send_launch(0, "L3", 1);
+    step(); /* L3's request takes L2's SUBMITTED along */
+    expect_states("L2", "ACCEPTED SUBMITTED");
+    expect_states("L3", "ACCEPTED");
+}
+
 Test(loop, a_waiting_producer_then_an_abort_takes_the_request_again)
 {
     assign(0);
