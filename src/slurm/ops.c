@@ -522,6 +522,18 @@ static void take_warnings(const json_t *json, char *out, size_t cap)
     }
 }
 
+/* Slurm's refusal of a change (ESLURM_*, 2000-2999: "Invalid partition
+ * name specified") is HTTP 4xx from 26.05 but HTTP 500 before (24.11, seen
+ * with v0.0.41 and v0.0.42): still "Slurm said no", never retried. */
+static forge_slurm_status_t slurm_said_no(forge_slurm_status_t st,
+                                          const forge_slurm_result_t *res)
+{
+    return st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
+                   res->slurm_error < 3000
+               ? FORGE_SLURM_REJECTED
+               : st;
+}
+
 forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
                                         const json_t *body,
                                         forge_slurm_submit_t *out,
@@ -539,12 +551,7 @@ forge_slurm_status_t forge_slurm_submit(forge_slurm_client_t *c,
         out->floor_job_id = c->newest_job_id;
     st = forge_slurm_call(c, "POST", path, text, FORGE_SLURM_RETRY_NEVER, &json,
                           res);
-    /* Slurm's refusal (ESLURM_*, 2000-2999: "Invalid partition name
-     * specified") is HTTP 422 from 26.05 but HTTP 500 before (24.11, seen
-     * with v0.0.41 and v0.0.42): still "Slurm said no", never retried. */
-    if (st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
-        res->slurm_error < 3000)
-        st = res->status = FORGE_SLURM_REJECTED;
+    st = res->status = slurm_said_no(st, res);
     if (st == FORGE_SLURM_OK) {
         take_warnings(json, out->warnings, sizeof(out->warnings));
         if (forge_slurm_number(json_object_get(json, "job_id"), &v) && v > 0) {
@@ -660,13 +667,9 @@ forge_slurm_status_t forge_slurm_release(forge_slurm_client_t *c,
     st = forge_slurm_call(c, "POST", path, "{\"hold\":false}",
                           FORGE_SLURM_RETRY_READ, &json, res);
     c->act_as = NULL;
-    /* Slurm's refusal: HTTP 500 before 26.05, 4xx from it */
-    if ((st == FORGE_SLURM_SERVER || st == FORGE_SLURM_REJECTED) &&
-        res->slurm_error == 2017)
-        st = FORGE_SLURM_NOT_FOUND;
-    else if (st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
-             res->slurm_error < 3000)
-        st = FORGE_SLURM_REJECTED;
+    st = slurm_said_no(st, res);
+    if (st == FORGE_SLURM_REJECTED && res->slurm_error == 2017)
+        st = FORGE_SLURM_NOT_FOUND; /* ESLURM_INVALID_JOB_ID */
     res->status = st;
     json_decref(json);
     free(path);

@@ -23,13 +23,13 @@
  * offsets of the requests handled. Outcomes alone (a submit's result, a poll
  * tick's transitions: no request taken, no work waiting on the commit)
  * gather up to OUTCOME_COMMIT_MS first, so a burst of results from the
- * Slurm threads makes a few transactions, not one per loop step: the broker,
- * on the machine slurmctld may share, does less. Slurm sits outside the
- * transaction: a
- * submit is posted only after the transaction recording its intent
- * (ACCEPTED) committed, and a submit whose outcome is unknown is settled by
- * the job's tag (submit.c). On an aborted transaction the loop drops its
- * in-memory state and restores every owned partition from the state topic.
+ * Slurm threads makes a few transactions, not one per loop step: the
+ * broker, on the machine slurmctld may share, does less. Slurm sits
+ * outside the transaction: a submit is posted only after the transaction
+ * recording its intent (ACCEPTED) committed, and a submit whose outcome is
+ * unknown is settled by the job's tag (submit.c). On an aborted transaction the
+ * loop drops its in-memory state and restores every owned partition from the
+ * state topic.
  *
  * Ownership of work already posted (generation.h has the whole story): a
  * restore begins a new generation of the partition, a revoke ends it, and
@@ -637,19 +637,23 @@ static void on_revoked(void *ctx, const int32_t *parts, size_t n, bool lost)
 /* ---- the loop
  * ---------------------------------------------------------------- */
 
-/* Milliseconds until the outcomes written so far must commit (the top
- * comment's cadence): 0 now (a request taken, work waiting on the commit,
- * or they waited long enough), INT_MAX while nothing waits. */
-static int commit_due_in(const worker_t *w)
+/* Milliseconds until the outcomes written so far have waited long enough
+ * (the top comment's cadence): 0 now, INT_MAX while none waits. */
+static int outcomes_due_in(const worker_t *w)
 {
     long long left;
 
-    if (w->commit_now || w->deferred)
-        return 0;
     if (!w->outcomes_since_ms)
         return INT_MAX;
     left = w->outcomes_since_ms + w->outcome_commit_ms - forge_clock_ms();
     return left > 0 ? (int)left : 0;
+}
+
+/* Whether the step commits: a request taken, work waiting on the commit,
+ * the producer waiting (each step tries again), or outcomes due. */
+static bool commit_due(const worker_t *w)
+{
+    return w->commit_now || w->deferred || outcomes_due_in(w) == 0;
 }
 
 static void consume_batch(worker_t *w, int timeout_ms)
@@ -751,11 +755,11 @@ void forge_loop_step(forge_loop_t *w)
 {
     forge_health_beat();
     FORGE_TESTPOINT_LOOP_STALL();
-    consume_batch(w, commit_due_in(w) < 100 ? commit_due_in(w) : 100);
+    consume_batch(w, outcomes_due_in(w) < 100 ? outcomes_due_in(w) : 100);
     on_results(w);
     if (forge_clock_ms() >= w->next_poll_ms)
         tick(w);
-    if (commit_due_in(w) == 0)
+    if (commit_due(w))
         commit(w);
     forge_worker_retry_restores(w);
     report_ready(w);

@@ -374,8 +374,9 @@ static void cancel_tagged(submitter_t *s, forge_work_t *w,
         st = forge_slurm_cancel(client_of(s, w), j->job_id, NULL, res);
         if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
             w->status = st;
-        forge_log_info("cancelled job %u left by an interrupted submit of %s",
-                       j->job_id, w->launch_id);
+        forge_log_info("cancelled job %u left by an interrupted submit of "
+                       "%s (%s)",
+                       j->job_id, w->launch_id, work_names[w->kind]);
     }
 }
 

@@ -70,7 +70,7 @@ def assert_swept_once(reader, slurm, lid, late, sweeper):
                SWEEP_S + 30)
     assert reader.states(lid)[-1] == "RUNNING", reader.states(lid)
     assert sweeper.logged(f"cancelled job {late} left by an interrupted "
-                          "submit")
+                          f"submit of {lid} (sweep for late jobs)")
     done = reader.wait_terminal(lid, timeout=120)
     events = reader.of(lid)
     assert done["data"]["state"] == "SUCCEEDED", reader.states(lid)
