@@ -17,6 +17,7 @@
  * never adopted nor cancelled.
  */
 #include "recovery/reconcile.h"
+#include "render/render.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "slurm/verdict.h"
@@ -24,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TAG_PREFIX "forge:"
 
 uint32_t forge_recon_leader(const forge_slurm_job_t *j)
 {
@@ -46,7 +45,8 @@ static int by_leader(const void *a, const void *b)
 /* "<id>:<attempt>" of a tag, or NULL when comment is not one. */
 static char *tag_key(const char *comment)
 {
-    const char *id = comment + strlen(TAG_PREFIX), *colon = strrchr(id, ':');
+    const char *id = comment + strlen(FORGE_JOB_TAG_PREFIX),
+               *colon = strrchr(id, ':');
     char *end;
     long attempt;
 
@@ -83,8 +83,8 @@ forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c, const char *staging,
     forge_slurm_job_list_t all = {NULL, 0};
     forge_slurm_result_t res = {0};
 
-    if (forge_slurm_find_by_comment_prefix(c, TAG_PREFIX, &all, &res) !=
-        FORGE_SLURM_OK)
+    if (forge_slurm_find_by_comment_prefix(c, FORGE_JOB_TAG_PREFIX, &all,
+                                           &res) != FORGE_SLURM_OK)
         return forge_error_set(err, FORGE_EIO, "FORGE_SLURM_REST_URL",
                                "GET jobs: %s", res.message);
     for (size_t i = 0; i < all.count; i++) {

@@ -146,7 +146,7 @@ char *forge_render_job_comment(const char *launch_id, int attempt)
 {
     forge_buf_t b = FORGE_BUF_INIT;
 
-    forge_buf_puts(&b, "forge:");
+    forge_buf_puts(&b, FORGE_JOB_TAG_PREFIX);
     forge_buf_puts(&b, launch_id);
     forge_buf_putc(&b, ':');
     forge_buf_put_long(&b, attempt);

@@ -67,7 +67,9 @@ forge_rc_t forge_render_payload(const forge_launch_t *launch,
                                 forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* "forge-<launch_id>-<attempt>" and "forge:<launch_id>:<attempt>" (new):
- * how the worker finds its jobs again. */
+ * how the worker finds its jobs again. Every tag begins with
+ * FORGE_JOB_TAG_PREFIX. */
+#define FORGE_JOB_TAG_PREFIX "forge:"
 char *forge_render_job_name(const char *launch_id, int attempt);
 char *forge_render_job_comment(const char *launch_id, int attempt);
 

@@ -34,7 +34,7 @@
 #include "render/render.h"
 #include "render/staging.h"
 #include "request/prepare.h"
-#include "slurm/state.h"
+#include "worker/listing.h"
 #include "worker/work.h"
 
 #include <stdlib.h>
@@ -47,6 +47,7 @@ typedef struct submitter {
     const forge_generations_t *generations; /* NULL: nothing checked */
     size_t lane_count;
     forge_slurm_client_t **clients; /* one per lane */
+    forge_listing_t *listing;       /* shared by the lanes (listing.h) */
 } submitter_t;
 
 /* FNV-1a of the launch id: the same on every thread and in every run. */
@@ -142,14 +143,15 @@ void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
 
 /* ---- submit ------------------------------------------------------------ */
 
-/* Jobs carrying this launch's comment tag that are still alive. */
+/* The jobs carrying w's comment tag, in a listing of slurmctld's jobs
+ * begun after w was made (listing.h). */
 static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
-                                        forge_slurm_job_list_t *jobs,
+                                        forge_tagged_job_t **jobs, size_t *n,
                                         forge_slurm_result_t *res)
 {
     char *comment = forge_render_job_comment(w->launch_id, w->attempt);
-    forge_slurm_status_t st =
-        forge_slurm_find_by_comment(client_of(s, w), comment, jobs, res);
+    forge_slurm_status_t st = forge_listing_find(
+        s->listing, client_of(s, w), comment, w->made_ns, jobs, n, res);
 
     free(comment);
     return st;
@@ -346,30 +348,17 @@ static void do_submit(submitter_t *s, forge_work_t *w)
     }
 }
 
-/* Whether j may still start or run (an ended one needs no cancel). */
-static bool live_job(const forge_slurm_job_t *j)
-{
-    forge_slurm_state_set_t set =
-        forge_slurm_state_parse((const char *const *)j->state, j->state_count);
-
-    return (set.base & (FORGE_SLURM_PENDING | FORGE_SLURM_RUNNING |
-                        FORGE_SLURM_SUSPENDED)) ||
-           !set.base;
-}
-
 /* The live jobs cancelled in turn while w may act, up to the first failure
  * (w->status), but those of job `keep` (a het job's components too). */
 static void cancel_tagged(submitter_t *s, forge_work_t *w,
-                          const forge_slurm_job_list_t *jobs, uint32_t keep,
-                          forge_slurm_result_t *res)
+                          const forge_tagged_job_t *jobs, size_t n,
+                          uint32_t keep, forge_slurm_result_t *res)
 {
     for (size_t i = 0;
-         w->status == FORGE_SLURM_OK && i < jobs->count && may_act(s, w, false);
-         i++) {
-        const forge_slurm_job_t *j = &jobs->jobs[i];
+         w->status == FORGE_SLURM_OK && i < n && may_act(s, w, false); i++) {
+        const forge_tagged_job_t *j = &jobs[i];
         forge_slurm_status_t st;
-        if (!live_job(j) ||
-            (keep && (j->het_job_id ? j->het_job_id : j->job_id) == keep))
+        if (!j->live || (keep && j->leader == keep))
             continue;
         st = forge_slurm_cancel(client_of(s, w), j->job_id, NULL, res);
         if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
@@ -384,13 +373,14 @@ static void cancel_tagged(submitter_t *s, forge_work_t *w,
  * w->status OK when none is left. */
 static void sweep_tagged(submitter_t *s, forge_work_t *w, uint32_t keep)
 {
-    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_tagged_job_t *jobs = NULL;
+    size_t n = 0;
     forge_slurm_result_t res = {0};
 
-    w->status = find_tagged(s, w, &jobs, &res);
+    w->status = find_tagged(s, w, &jobs, &n, &res);
     if (w->status == FORGE_SLURM_OK)
-        cancel_tagged(s, w, &jobs, keep, &res);
-    forge_slurm_job_list_clear(&jobs);
+        cancel_tagged(s, w, jobs, n, keep, &res);
+    free(jobs);
     if (w->status != FORGE_SLURM_OK)
         forge_work_say(w, "%s", res.message);
 }
@@ -492,6 +482,7 @@ static void destroy(void *ctx)
     for (size_t i = 0; i < s->lane_count; i++)
         forge_slurm_client_destroy(s->clients[i]);
     free(s->clients);
+    forge_listing_destroy(s->listing);
     free(s);
 }
 
@@ -516,6 +507,7 @@ forge_rc_t forge_submit_start(const forge_config_t *cfg,
     s->tenants = tenants;
     s->generations = generations;
     s->clients = forge_xcalloc(lanes, sizeof(*s->clients));
+    s->listing = forge_listing_new();
     forge_slurm_options_from_config(cfg, &opts);
     for (; s->lane_count < lanes; s->lane_count++)
         if ((rc = forge_slurm_client_new(&opts, &s->clients[s->lane_count],

@@ -7,6 +7,7 @@
  * touched by whoever owns it at the time (work.h).
  */
 #include "worker/work.h"
+#include "core/clock.h"
 #include "core/util.h"
 #include "render/render.h"
 
@@ -26,6 +27,7 @@ forge_work_t *forge_work_new(forge_work_kind_t kind, const char *launch_id,
     w->attempt = attempt;
     w->partition = partition;
     w->generation = generation;
+    w->made_ns = forge_clock_ns();
     if (kind <= FORGE_WORK_CLEAN_CANCEL)
         atomic_init(&w->submit.withdraw, false);
     return w;

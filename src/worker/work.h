@@ -154,6 +154,7 @@ typedef struct forge_work {
     /* the launch's partition, and the generation it was made in */
     int32_t partition;
     uint64_t generation;
+    long long made_ns; /* when it was made (core/clock.h: listing.h) */
     /* results */
     forge_work_refusal_t refused; /* the Slurm thread's kinds */
     /* How the Slurm thread's kinds and the poll went; FORGE_SLURM_OK for

@@ -535,6 +535,63 @@ Test(lanes, a_launchs_work_never_overtakes_itself)
     free_list(done);
 }
 
+/* GETs of target (exact, its query aside). */
+static size_t gets_of(const char *target)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < support_http_count(srv); i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        n += !strcmp(r.method, "GET") &&
+             !strncmp(r.target, target, strlen(target)) &&
+             (!r.target[strlen(target)] || r.target[strlen(target)] == '?');
+        support_http_request_clear(&r);
+    }
+    return n;
+}
+
+/* The cleans of many launches at once (a worker restoring its interrupted
+ * submits) look their tags up in one listing of slurmctld's jobs, not one
+ * each: the lanes wait for the one in flight. Work made after a listing
+ * was asked for is never answered from it. */
+Test(lanes, cleans_at_once_share_one_listing_of_slurmctlds_jobs)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *done, *made[12];
+    char id[3];
+
+    support_http_push(srv, "/slurm/v0.0.43/jobs", 200,
+                      "{" META ", \"errors\": [], \"warnings\": [], "
+                      "\"jobs\": [{\"job_id\": 9, \"comment\": "
+                      "\"forge:A3:1\", \"job_state\": [\"PENDING\"]}, "
+                      "{\"job_id\": 8, \"comment\": \"forge:A5:1\", "
+                      "\"job_state\": [\"COMPLETED\"]}, "
+                      "{\"job_id\": 7, \"comment\": \"other\", "
+                      "\"job_state\": [\"RUNNING\"]}]}",
+                      300);        /* the other lanes' cleans come meanwhile */
+    for (int i = 0; i < 12; i++) { /* all made before the listing */
+        snprintf(id, sizeof(id), "A%d", i % 10);
+        id[0] = (char)('A' + i / 10);
+        made[i] = work_in(FORGE_WORK_CLEAN_CANCEL, id, 0, gen);
+    }
+    for (int i = 0; i < 12; i++)
+        forge_pool_post(slurm, made[i]);
+    done = settle(12);
+    cr_assert_eq(gets_of("/slurm/v0.0.43/jobs"), 1, "%zu listings",
+                 gets_of("/slurm/v0.0.43/jobs"));
+    cr_assert_eq(seen("DELETE", ""), 1, "A3's pending job alone");
+    for (forge_work_t *w = done; w; w = w->next)
+        cr_assert_eq(w->status, FORGE_SLURM_OK, "%s: %s", w->launch_id,
+                     w->message);
+    free_list(done);
+
+    forge_pool_post(slurm, work_in(FORGE_WORK_CLEAN_CANCEL, "A3", 0, gen));
+    free_list(settle(1));
+    cr_assert_eq(gets_of("/slurm/v0.0.43/jobs"), 2,
+                 "a listing older than "
+                 "the work was used");
+}
+
 Test(lanes, launches_of_other_lanes_are_submitted_side_by_side)
 {
     uint64_t gen = forge_generation_begin(gens, 0);
