@@ -222,13 +222,6 @@ forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
                                                 forge_slurm_job_list_t *out,
                                                 forge_slurm_result_t *res);
 
-/* Jobs whose comment is exactly `comment` (one full listing: for the rare
- * interrupted submit, never for a poll tick). */
-forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
-                                                 const char *comment,
-                                                 forge_slurm_job_list_t *out,
-                                                 forge_slurm_result_t *res);
-
 /*
  * The jobs a submit with this comment may have made, when its outcome is
  * unknown (TIMED_OUT), in a number of calls bounded by what slurmctld holds
@@ -236,7 +229,7 @@ forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
  * size: slurmctld hands out job ids in increasing order, so such a job's id
  * is above the floor. One `GET jobs/state` (every job's id and state, a few
  * dozen bytes each), then the details of each job above the floor. The
- * whole listing (forge_slurm_find_by_comment) instead, when any doubt is
+ * whole listing, its comments compared, instead, when any doubt is
  * left: no floor (0); the floor's own job no longer in jobs/state (it
  * ended and aged out, or slurmctld lost it: its ids may have started
  * again); more than FORGE_SLURM_FIND_CANDIDATES jobs above the floor; or
@@ -255,7 +248,8 @@ forge_slurm_status_t forge_slurm_find_submitted(forge_slurm_client_t *c,
                                                 forge_slurm_result_t *res);
 
 /* Jobs whose comment starts with prefix ("forge:": every job the worker
- * made, for `forge-worker reconcile`), from the same one listing. */
+ * made, for `forge-worker reconcile` and the Slurm lanes' shared listing,
+ * worker/listing.h), from one whole listing (never for a poll tick). */
 forge_slurm_status_t
 forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
                                    forge_slurm_job_list_t *out,

@@ -233,14 +233,6 @@ static forge_slurm_status_t find_comment(forge_slurm_client_t *c,
     return st;
 }
 
-forge_slurm_status_t forge_slurm_find_by_comment(forge_slurm_client_t *c,
-                                                 const char *comment,
-                                                 forge_slurm_job_list_t *out,
-                                                 forge_slurm_result_t *res)
-{
-    return find_comment(c, comment, false, out, res);
-}
-
 forge_slurm_status_t
 forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
                                    forge_slurm_job_list_t *out,
