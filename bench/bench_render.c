@@ -20,7 +20,7 @@
  *
  *   build/bench/bench_render [seconds-per-measure]
  */
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 
 #include <jansson.h>
 #include <stdio.h>

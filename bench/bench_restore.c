@@ -34,10 +34,10 @@
  * A benchmark helper, not a test: it never fails on speed.
  */
 #include "core/clock.h"
-#include "launch/held.h"
-#include "launch/launch.h"
-#include "launch/owner.h"
-#include "launch/seal.h"
+#include "record/held.h"
+#include "record/launch.h"
+#include "record/owner.h"
+#include "record/seal.h"
 
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>

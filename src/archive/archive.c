@@ -13,7 +13,7 @@
  */
 #include "archive/archive.h"
 #include "core/buf.h"
-#include "launch/events.h"
+#include "record/events.h"
 #include "core/log.h"
 #include "core/redact.h"
 #include "render/paths.h"

@@ -24,7 +24,7 @@
  * archive too (0640): the job's user may read it, another tenant may not.
  *
  * Slow on purpose: it reads and compresses whole logs. The worker runs it on
- * its file threads (worker/archive_work.h), never on the consume loop.
+ * its file threads (loop/archive_work.h), never on the consume loop.
  * Thread-safe: no shared state.
  */
 #ifndef FORGE_ARCHIVE_H

@@ -4,7 +4,7 @@
  * open-addressed array sized once: a poll tick's lookups of 100,000 jobs
  * each cost O(1) and no allocation. The poller keeps its change
  * signatures in one (poller.c) and finds the states jobs/state gave each
- * job through another; the loop finds each launch's poll item (poll.c).
+ * job through another; the loop finds each launch's poll item (tick.c).
  * Not thread-safe: one owner at a time.
  */
 #ifndef FORGE_IDMAP_H

@@ -2,7 +2,7 @@
 /*
  * secrets.h - the process's registry of secrets that no text it writes may
  * show: JWTs read from a file (slurm/auth.c), the ingest token and
- * secret_env values of every launch the worker holds (launch/owner.c).
+ * secret_env values of every launch the worker holds (record/owner.c).
  * Log lines (log.h) and archive tails (archive.h) ask it where registered
  * secrets stand in their text, as redaction runs (redact.h).
  *

@@ -169,7 +169,7 @@ bool forge_testpoint_restore_fail(void)
     forge_log_warn("test point: restore %ld fails on purpose", failed);
     return true;
 }
-/* Called once per restore (worker/restore.c), on the loop's thread. */
+/* Called once per restore (loop/restore.c), on the loop's thread. */
 bool forge_testpoint_restore_stalls(int timeout_ms)
 {
     static long seen;

@@ -49,7 +49,8 @@
  *                                  loop stops at the top of its pass (it
  *                                  looks again every 100 ms), as a loop
  *                                  stuck in a call would: its heartbeat
- *                                  ages and /healthz turns 503 (ops/health.h)
+ *                                  ages and /healthz turns 503
+ * (observe/health.h)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, its id not yet recorded).

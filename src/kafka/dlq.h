@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 #include "kafka/kafka.h"
-#include "launch/launch.h"
+#include "record/launch.h"
 
 #include <stddef.h>
 

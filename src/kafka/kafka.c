@@ -12,8 +12,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "ops/kafka_stats.h"
-#include "ops/observe.h"
+#include "observe/kafka_stats.h"
+#include "observe/observe.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

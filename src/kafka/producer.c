@@ -32,7 +32,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "kafka/kafka_guard.h"
-#include "ops/health.h"
+#include "observe/health.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,7 +23,7 @@
  *     retriable for at most min(M/8, 30 s) (`abort_ms`);
  *   - then the consumer is rewound to the committed offsets: at most
  *     min(M/16, 10 s) to read them and as long to seek (`rewind_ms`).
- * The caller gets ABORTED and rewinds its memory (worker/restore.c), as
+ * The caller gets ABORTED and rewinds its memory (loop/restore.c), as
  * after any abortable error: what did not commit is done again. An abort
  * librdkafka refuses or cannot finish in its budget (the coordinator
  * unreachable throughout, or a commit still flushing) costs the producer:
@@ -36,7 +36,7 @@
 #include "core/log.h"
 #include "core/testpoint.h"
 #include "kafka/kafka_guard.h"
-#include "ops/observe.h"
+#include "observe/observe.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
 #include "core/log.h"
 #include "core/secrets.h"
 #include "core/util.h"
-#include "ops/observe.h"
+#include "observe/observe.h"
 
 #include <jwt.h>
 #include <stdlib.h>

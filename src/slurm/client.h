@@ -249,7 +249,7 @@ forge_slurm_status_t forge_slurm_find_submitted(forge_slurm_client_t *c,
 
 /* Jobs whose comment starts with prefix ("forge:": every job the worker
  * made, for `forge-worker reconcile` and the Slurm lanes' shared listing,
- * worker/listing.h), from one whole listing (never for a poll tick). */
+ * loop/listing.h), from one whole listing (never for a poll tick). */
 forge_slurm_status_t
 forge_slurm_find_by_comment_prefix(forge_slurm_client_t *c, const char *prefix,
                                    forge_slurm_job_list_t *out,

@@ -41,7 +41,7 @@
 #include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
-#include "ops/observe.h"
+#include "observe/observe.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #define FORGE_SLURM_VERDICT_H
 
 #include "slurm/client.h"
-#include "slurm/state.h"
+#include "slurm/job_state.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -11,7 +11,7 @@ makes, with kubernetes-validate pinned in tests/e2e/worker/requirements.txt):
    written for this project from KEDA's documented spec);
 3. what the worker needs of them: non-root, read-only root filesystem, the
    token and key from a Secret, a grace period above the drain bound
-   (src/worker/worker.h), probes on /healthz and /readyz at the listener's
+   (worker/compose.h), probes on /healthz and /readyz at the listener's
    port, the ConfigMap holding every variable of the env example, KEDA's
    trigger on the ConfigMap's group and topic, never more replicas than
    partitions;
@@ -110,7 +110,7 @@ def validate_keda(docs):
 
 
 def drain_bound_s():
-    with open(os.path.join(TOP, "src", "worker", "worker.h")) as f:
+    with open(os.path.join(TOP, "src", "loop", "loop.h")) as f:
         text = f.read()
     settle = int(re.search(r"#define FORGE_WORKER_SETTLE_MS\s+(\d+)",
                            text).group(1))

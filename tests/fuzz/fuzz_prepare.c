@@ -36,7 +36,7 @@
  * scripts/fuzz. Temporary files go under $TMPDIR (default /tmp).
  */
 #include "render/paths.h"
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "render/render.h"
 #include "core/util.h"
 

@@ -4,7 +4,7 @@
  */
 #include "support_slurm.h"
 
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "request/series.h"
 #include "slurm/verdict.h"
 #include "render/staging.h"

@@ -25,7 +25,7 @@
 #define FORGE_TEST_SUPPORT_SLURM_H
 
 #include "core/config.h"
-#include "launch/state.h"
+#include "record/state.h"
 #include "slurm/client.h"
 
 #include <jansson.h>

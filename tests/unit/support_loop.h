@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * support_loop.h - fakes for the consume loop's two seams (worker/loop.h),
+ * support_loop.h - fakes for the consume loop's two seams (loop/loop.h),
  * for tests/unit/test_loop.c: the one place the loop runs without a
  * broker and without slurmrestd. A fake here because a unit test cannot
  * make the real ones abort a transaction, lose a partition or answer a
@@ -23,7 +23,7 @@
 #ifndef FORGE_SUPPORT_LOOP_H
 #define FORGE_SUPPORT_LOOP_H
 
-#include "worker/loop.h"
+#include "loop/loop.h"
 
 #include <jansson.h>
 #include <stdbool.h>

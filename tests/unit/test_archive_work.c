@@ -8,8 +8,8 @@
  * cleanup refused through a planted link is final (FORGE_EUNSAFE_PATH).
  */
 #include "core/util.h"
-#include "worker/archive_work.h"
-#include "worker/work.h"
+#include "loop/archive_work.h"
+#include "loop/work.h"
 
 #include "support_storage.h"
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_ended.c - the ends of jobs the loop saw (src/worker/ended.c): found
+ * test_ended.c - the ends of jobs the loop saw (src/loop/ended.c): found
  * by job id while young enough, the latest end of a job found first, the
  * oldest dropped by age and by count, the Slurm object referenced.
  */
-#include "worker/ended.h"
+#include "loop/ended.h"
 
 #include <criterion/criterion.h>
 

@@ -5,7 +5,7 @@
  * schemas/status-changed.v1.json (checked with a real JSON Schema
  * validator, tests/schema/validate.py).
  */
-#include "launch/events.h"
+#include "record/events.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_health.c - the verdicts behind /healthz and /readyz
- * (src/ops/health.c), from the facts the worker publishes: live while the
+ * (src/observe/health.c), from the facts the worker publishes: live while the
  * loop's heartbeat is younger than its bound (and before the first pass,
  * and while draining); ready only when assigned, every owned partition
  * restored, the producer usable and slurmrestd answered within its bound;
  * a standby owning nothing is ready and says so.
  */
 #include "core/clock.h"
-#include "ops/health.h"
+#include "observe/health.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

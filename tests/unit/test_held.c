@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_held.c - what the launch table keeps of a request (launch/held.h):
+ * test_held.c - what the launch table keeps of a request (record/held.h):
  * read without validation from the bytes of a request the worker stored,
  * it must be what the validating parse gives (the labels events carry, the
  * secrets registered for redaction, in the same order), bare or as a
  * CloudEvent, with its pools' names and tenant; and the kept form
  * (forge_held_to_json) read back the same.
  */
-#include "launch/held.h"
+#include "record/held.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

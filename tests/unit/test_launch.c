@@ -7,7 +7,7 @@
  * records with a clear request still read (and sealed when written
  * again), and a sealed request that does not open loses nothing else.
  */
-#include "launch/launch.h"
+#include "record/launch.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>

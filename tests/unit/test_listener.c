@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_listener.c - the HTTP listener (src/ops/listener.c) over a real
+ * test_listener.c - the HTTP listener (src/observe/listener.c) over a real
  * socket, asked with libcurl: /healthz and /readyz answer 200 or 503 with
  * the health verdict's JSON, /metrics the text format 0.0.4 with its
  * content type, anything else 404, a method other than GET or HEAD 405;
@@ -8,9 +8,9 @@
  * use is not (a restart may find it free).
  */
 #include "core/config.h"
-#include "ops/health.h"
-#include "ops/listener.h"
-#include "ops/observe.h"
+#include "observe/health.h"
+#include "observe/listener.h"
+#include "observe/observe.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>

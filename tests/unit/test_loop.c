@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_loop.c - the consume loop (worker/loop.h) driven through its two
+ * test_loop.c - the consume loop (loop/loop.h) driven through its two
  * seams with fakes (support_loop.h: Kafka in memory, pools whose work the
  * test carries out): a partition restored before its requests are taken,
  * an aborted transaction rewinding the records and what is re-derived
@@ -12,10 +12,10 @@
  */
 #include "core/clock.h"
 #include "core/util.h"
-#include "launch/events.h"
-#include "launch/launch.h"
-#include "worker/loop.h"
-#include "worker/worker.h"
+#include "record/events.h"
+#include "record/launch.h"
+#include "loop/loop.h"
+#include "compose.h"
 
 #include "support_loop.h"
 #include "support_storage.h"

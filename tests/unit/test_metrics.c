@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_metrics.c - the registry and its exposition (src/ops/metrics.c):
+ * test_metrics.c - the registry and its exposition (src/observe/metrics.c):
  * counters, gauges and histograms with labels in the Prometheus text
  * format 0.0.4 (HELP and TYPE lines, escaped label values, cumulative
  * buckets, _sum and _count), a reset family, updates from several threads
@@ -8,7 +8,7 @@
  * prometheus package, installed by scripts/setup.d/apt.sh).
  */
 #include "support_text.h"
-#include "ops/metrics.h"
+#include "observe/metrics.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_notify.c - systemd's notification protocol (src/ops/notify.c) and
- * what the worker sends through it (src/ops/health.c): each test binds a
+ * test_notify.c - systemd's notification protocol (src/observe/notify.c) and
+ * what the worker sends through it (src/observe/health.c): each test binds a
  * Unix datagram socket, as systemd does, names it in NOTIFY_SOCKET (a path,
  * or an abstract name with '@') and reads the datagrams the worker sent:
  * READY=1 once, the first time the loop is ready; WATCHDOG=1 from the
@@ -9,8 +9,8 @@
  * STOPPING=1 on drain.
  */
 #include "core/clock.h"
-#include "ops/health.h"
-#include "ops/notify.h"
+#include "observe/health.h"
+#include "observe/notify.h"
 
 #include <criterion/criterion.h>
 #include <poll.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_observe.c - the worker's metrics (src/ops/observe.c) and the
- * consumer lag read from librdkafka's statistics (src/ops/kafka_stats.c):
+ * test_observe.c - the worker's metrics (src/observe/observe.c) and the
+ * consumer lag read from librdkafka's statistics (src/observe/kafka_stats.c):
  * what a transaction carried counts once it commits and never when it
  * aborts; slurmrestd requests by operation (read from the URL) and code;
  * seconds to the JWT's expiry from its exp claim; the live launches of the
@@ -10,9 +10,9 @@
  */
 #include "support_text.h"
 #include "core/config.h"
-#include "ops/health.h"
-#include "ops/kafka_stats.h"
-#include "ops/observe.h"
+#include "observe/health.h"
+#include "observe/kafka_stats.h"
+#include "observe/observe.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_owner.c - the launch table (src/launch/owner.c) and the secrets of the
+ * test_owner.c - the launch table (src/record/owner.c) and the secrets of the
  * requests it holds: registered for redaction (log.h) when a request enters
  * (accepted or restored), unregistered when it leaves (a newer attempt, a
  * revoked partition, the table destroyed) or is dropped (archived, or
@@ -10,7 +10,7 @@
  * partitions' generations the runners check (generation.h).
  */
 #include "core/log.h"
-#include "launch/owner.h"
+#include "record/owner.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -19,8 +19,8 @@
  * (the failures they catch take 30 s and more).
  */
 #include "core/buf.h"
-#include "worker/poller.h"
-#include "worker/work.h"
+#include "loop/poller.h"
+#include "loop/work.h"
 #include "core/util.h"
 
 #include "support_http.h"

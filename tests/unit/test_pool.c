@@ -17,7 +17,7 @@
  * so what the pool holds at each moment is known without timing.
  */
 #include "core/util.h"
-#include "worker/pool.h"
+#include "loop/pool.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>

@@ -6,7 +6,7 @@
  * came back, seqs that disagree, a request the group has not consumed.
  */
 #include "core/util.h"
-#include "recovery/reconcile.h"
+#include "admin/reconcile.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  *
  * FORGE_UPDATE_GOLDEN=1 rewrites the expected files (review the diff!).
  */
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "render/render.h"
 #include "render/shell.h"
 #include "core/util.h"

@@ -26,7 +26,7 @@
  * (/tmp/forge-cred-*).
  */
 #include "core/buf.h"
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "render/render.h"
 #include "core/util.h"
 

@@ -26,7 +26,7 @@
  *
  * FORGE_KEEP_HOSTILE=1 keeps the temporary folders (/tmp/forge-hostile-*).
  */
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "render/render.h"
 #include "core/util.h"
 

@@ -5,7 +5,7 @@
  * checks, unknown fields, cancel requests, and salvaging a launch_id from a
  * refused message.
  */
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "request/request.h"
 #include "request/request_check.h"
 

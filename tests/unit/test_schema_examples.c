@@ -9,7 +9,7 @@
  * by it: they are the Python side's alone.
  */
 #include "core/buf.h"
-#include "request/prepare.h"
+#include "prepare/prepare.h"
 #include "request/tenants.h"
 #include "core/util.h"
 

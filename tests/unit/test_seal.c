@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_seal.c - the state keys and AES-256-GCM sealing (src/launch/seal.c): a
+ * test_seal.c - the state keys and AES-256-GCM sealing (src/record/seal.c): a
  * round trip, the key id, a fresh IV per seal, what must not open (another
  * aad, a tampered IV, ciphertext or tag, an unknown key id, a malformed
  * value), rotation (the previous key opens, the current one seals), and the
  * key files refused at start (mode, size, kind), each naming its variable.
  */
-#include "launch/seal.h"
+#include "record/seal.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>

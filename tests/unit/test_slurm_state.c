@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_slurm_state.c - src/slurm/state.c against docs/CONTRACT.md section 3:
- * every Slurm base state alone, every flag alone and with the bases it
+ * test_slurm_state.c - src/slurm/job_state.c against docs/CONTRACT.md section
+ * 3: every Slurm base state alone, every flag alone and with the bases it
  * meets, exit codes and signals, cancel attribution, unknown names, the
  * same sets in every order, and het job aggregation.
  */
-#include "slurm/state.h"
+#include "slurm/job_state.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

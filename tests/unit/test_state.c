@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_state.c - src/launch/state.c against docs/CONTRACT.md
+ * test_state.c - src/record/state.c against docs/CONTRACT.md
  * section 3: every (from, to) pair of the 11 states checked against a matrix
  * written out here (a second, independent statement of the contract), the
  * terminal states, and the names.
  */
-#include "launch/state.h"
+#include "record/state.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

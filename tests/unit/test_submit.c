@@ -22,10 +22,10 @@
  */
 #include "core/clock.h"
 #include "core/util.h"
-#include "launch/generation.h"
-#include "request/prepare.h"
-#include "worker/submit.h"
-#include "worker/work.h"
+#include "record/generation.h"
+#include "prepare/prepare.h"
+#include "loop/submit.h"
+#include "loop/work.h"
 
 #include "support_http.h"
 #include "support_storage.h"

@@ -178,7 +178,7 @@ Test(worker_cli, the_state_key_is_required_and_checked_by_run)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* FORGE_HTTP_LISTEN (src/ops/listener.c): an address that cannot be had
+/* FORGE_HTTP_LISTEN (src/observe/listener.c): an address that cannot be had
  * stops run with 78 naming it; a port in use with 1 (a restart may find
  * it free); both before anything talks to Slurm or Kafka. */
 Test(worker_cli, a_listener_address_it_cannot_have_stops_run)

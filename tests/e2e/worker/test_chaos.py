@@ -283,7 +283,7 @@ def test_a_broker_outage_longer_than_slurm_remembers_an_end(stack, slurm,
     cannot be initialised again waits for the broker; before, it exited 1),
     and the launch must end as Slurm ended it, once: its end was seen during
     the outage, and is not forgotten when the records rewind
-    (worker/ended.h; before, the job was "not found" by then and the launch
+    (loop/ended.h; before, the job was "not found" by then and the launch
     ended LOST). An outage longer than the session loses the partitions:
     nobody watches their jobs meanwhile, and on a site without accounting a
     job slurmctld forgot by then ends LOST (README, Polling)."""

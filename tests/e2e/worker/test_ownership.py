@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 Work for a partition that is no longer the worker's never reaches Slurm
-(issue 11, src/launch/generation.h): submits queued in a worker's Slurm pool
+(issue 11, src/record/generation.h): submits queued in a worker's Slurm pool
 when its partitions move to another worker (the group throws it out), or
 when an aborted transaction rewinds its memory, are dropped right before
 their POST; a submit whose launch is cancelled after it was posted is
@@ -15,7 +15,7 @@ until the test lets go: the submit has reached Slurm while the worker
 still waits, and the next items wait in the worker's Slurm pool behind it
 (fault injection the real slurmrestd cannot do; every answer is the real
 one). A worker submits on FORGE_SLURM_MAX_CONNECTIONS connections at once,
-any free one taking the next launch (src/worker/submit.c): the workers
+any free one taking the next launch (src/loop/submit.c): the workers
 here have one, so each launch waits behind the one before.
 """
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Restores never keep the loop from polling its group (src/worker/loop.c,
+Restores never keep the loop from polling its group (src/loop/loop.c,
 restore_each): one restore takes at most min(M/8, 60 s) of the consumer's
 max.poll.interval.ms M, restores in a row at most M/4; a partition whose turn
 comes after that waits, paused, for the loop's next pass. Before, each

@@ -26,7 +26,7 @@ from harness import (PARTITIONS, StatusReader, Topics, Worker, launch,
 from slurm_proxy import SlurmProxy
 
 HELD = 150
-DRAIN_S = 45  # FORGE_WORKER_DRAIN_MS (src/worker/worker.h)
+DRAIN_S = 45  # FORGE_WORKER_DRAIN_MS (worker/compose.h)
 
 
 @pytest.fixture(scope="module")

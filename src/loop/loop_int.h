@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * loop_int.h - what the loop's files share (loop.c: the loop,
+ * requests, partitions; publish.c: events and records into the
+ * transaction; tick.c: a poll tick's items, and its answer onto the
+ * records; finish.c: archive and cleanup after a terminal state;
+ * restore.c: partitions read back from the state topic). All of
+ * it runs on the consume loop's thread (see loop.c).
+ */
+#ifndef FORGE_LOOP_INT_H
+#define FORGE_LOOP_INT_H
+
+#include "kafka/kafka.h"
+#include "record/owner.h"
+#include "record/state.h"
+#include "loop/loop.h"
+#include "loop/work.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Archive items out at once (deferred or on the archiver's threads); more
+ * finished launches wait in their records until a slot frees: back-pressure
+ * without dropping anything. */
+#define FORGE_ARCHIVE_THREADS 2
+#define FORGE_ARCHIVE_SLOTS   4
+
+#include "loop/ended.h"
+
+struct forge_loop {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    const forge_tenants_t *tenants; /* NULL: no tenants */
+    const forge_sealer_t *sealer;   /* the state records' requests */
+    /* the seams (loop.h): Kafka, and the pools by lane */
+    const forge_loop_kafka_ops_t *kafka_ops;
+    void *kafka;
+    const forge_loop_pool_ops_t *pool_ops;
+    void *pools;
+    forge_owner_t *owner;
+    size_t archives_out;    /* ARCHIVE items deferred or posted */
+    forge_work_t *deferred; /* posted once the transaction commits */
+    /* the commit cadence (loop.c): commit_now, a request taken since the
+     * last commit or the producer waiting; outcomes_since_ms, when the
+     * oldest outcome not yet committed was written (0: none) */
+    bool commit_now;
+    long long outcomes_since_ms;
+    int outcome_commit_ms;
+    forge_ended_t *ended; /* ends the ticks saw, kept across rewinds */
+    bool poll_in_flight;
+    /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
+    long long poll_posted_ms; /* when the tick in flight was posted */
+    unsigned long poll_epoch; /* + 1 at every restore (work.h: epoch) */
+    long long next_poll_ms;
+    bool joined;   /* the group has assigned this worker at least once */
+    int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
+    bool drained;  /* shutting down: the drain already waited */
+    bool fatal;
+};
+
+typedef struct forge_change {
+    forge_state_t to;
+    const char *reason;
+    const json_t *slurm;
+    const forge_error_t *error;
+} change_t;
+
+/* Work posted once the current transaction commits (stolen). */
+void forge_loop_defer(forge_loop_t *w, forge_work_t *work);
+
+/* A new work item of `kind` for e's launch, its payload from e's record
+ * (the request bytes copied, or the job id). */
+forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
+                                  const forge_entry_t *e);
+
+/* The entry a work item is for, if this worker still has that attempt in
+ * the generation of its partition the work was made in (generation.h):
+ * an entry rebuilt since (a revoke and re-assign, an aborted transaction's
+ * rewind) never takes a result of work posted before. */
+forge_entry_t *forge_loop_entry_of(forge_loop_t *w, const forge_work_t *work);
+
+/* A work item leaving without a result (dropped): its slot freed, its
+ * entry no longer busy. */
+void forge_loop_discard(forge_loop_t *w, forge_work_t *work);
+
+/* o (stolen) as compact JSON into topic (partition -1: the partitioner's),
+ * keyed by key, in the current transaction; a failure is logged (and the
+ * transaction then aborts: kafka.h). */
+int forge_loop_produce_json(forge_loop_t *w, const char *topic,
+                            int32_t partition, const char *key, json_t *o);
+
+/* e's record into the state topic (same partition as its requests). */
+int forge_loop_write_record(forge_loop_t *w, const forge_entry_t *e);
+
+/* One status event for a legal move of e, with e's record (store) or
+ * without (an unstored REJECTED). 0 also when the move is not legal
+ * (nothing is said). */
+int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
+                             const change_t *c, bool store);
+
+/* REJECTED for an attempt that conflicts with a live one: an event, but no
+ * record (the live attempt's record stays the launch's). */
+void forge_loop_publish_unstored(forge_loop_t *w, const char *launch_id,
+                                 int attempt, int32_t partition,
+                                 const forge_error_t *error);
+
+/* Restores partitions in turn (restore.c), as many as fit one pass of the
+ * loop; the rest wait, paused, for forge_loop_retry_restores. */
+void forge_loop_restore_each(forge_loop_t *w, const int32_t *parts, size_t n);
+
+/* Restores that failed, once their backoff has passed, and those that
+ * waited for a pass; as many as fit this one. */
+void forge_loop_retry_restores(forge_loop_t *w);
+
+/* The live job of r into a poll tick (tick.c), with what r knows of it. */
+void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r);
+
+/* A poll tick's answer (tick.c): each launch's outcome onto its
+ * record, or nothing when the tick failed. */
+void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick);
+
+/* After a terminal state (finish.c): from the poll tick's scan, and
+ * the archiver's results. */
+void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now);
+void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work);
+
+#endif

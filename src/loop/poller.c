@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * poller.c - a poll tick's slurmrestd side (poller.h): jobs/state calls of
+ * 256 jobs each (slurm/ops.c), then a details call for each job whose
+ * states changed since the poller last saw it and no longer map to the
+ * state its record holds, and an accounting call for each job jobs/state
+ * no longer knows. What it saw is its change cache (the signatures,
+ * hashed by job id: core/idmap.h): the poller's own memory, forgotten when
+ * the loop's records rewind (work.h: forge_work_poll_t.epoch). A job it
+ * has no memory of (after a restore) costs no details call either while
+ * its states still map to its record's state. A tick of N jobs costs
+ * O(N): one sort, hash lookups, no allocation per unchanged job.
+ *
+ * Threads and ownership: everything here runs on the pool's one thread,
+ * which owns the slurmrestd client and the change cache; a stop (the
+ * loop's thread, forge_pool_interrupt) sets `stopping`, an atomic the tick
+ * reads between two calls, and interrupts the client's call under way
+ * (forge_slurm_client_interrupt).
+ */
+#include "loop/poller.h"
+#include "core/buf.h"
+#include "core/idmap.h"
+#include "core/util.h"
+#include "slurm/verdict.h"
+#include "loop/work.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct poller {
+    forge_slurm_client_t *client;
+    atomic_bool stopping;
+    /* The change cache: job id -> the signature of the states the last
+     * tick saw (a 64-bit hash), for the jobs of that tick only. */
+    forge_idmap_t seen;
+    unsigned long sig_epoch; /* the loop's generation `seen` belongs to */
+} poller_t;
+
+/* What jobs/state said of one tick's jobs: the entries sorted by job id
+ * (then het offset), and each id's first entry. */
+typedef struct states_index {
+    forge_slurm_job_list_t *list;
+    forge_idmap_t first;        /* job id -> index of its first entry */
+    forge_slurm_job_t *scratch; /* one item's entries (borrowed copies) */
+    size_t scratch_cap;
+} states_index_t;
+
+/* ---- what jobs/state said of one job --------------------------------------
+ */
+
+static int by_id_then_offset(const void *a, const void *b)
+{
+    const forge_slurm_job_t *x = a, *y = b;
+
+    if (x->job_id != y->job_id)
+        return x->job_id < y->job_id ? -1 : 1;
+    return x->het_offset - y->het_offset;
+}
+
+static void index_states(states_index_t *ix, forge_slurm_job_list_t *list)
+{
+    memset(ix, 0, sizeof(*ix));
+    ix->list = list;
+    if (list->count > 1)
+        qsort(list->jobs, list->count, sizeof(*list->jobs), by_id_then_offset);
+    forge_idmap_init(&ix->first, list->count);
+    for (size_t i = list->count; i-- > 0;) /* the first of each id wins */
+        forge_idmap_put(&ix->first, list->jobs[i].job_id, i);
+}
+
+static void index_clear(states_index_t *ix)
+{
+    forge_idmap_clear(&ix->first);
+    free(ix->scratch);
+}
+
+/* Appends the entries of job id `id` to out (ix->scratch). */
+static void entries_of(states_index_t *ix, uint32_t id, size_t *n)
+{
+    uint64_t at;
+
+    if (!forge_idmap_get(&ix->first, id, &at))
+        return;
+    for (size_t i = (size_t)at;
+         i < ix->list->count && ix->list->jobs[i].job_id == id; i++) {
+        if (*n == ix->scratch_cap) {
+            ix->scratch_cap = ix->scratch_cap ? 2 * ix->scratch_cap : 8;
+            ix->scratch = forge_xrealloc(ix->scratch, ix->scratch_cap *
+                                                          sizeof(*ix->scratch));
+        }
+        ix->scratch[(*n)++] = ix->list->jobs[i]; /* borrowed, never freed */
+    }
+}
+
+/* The item's entries (its leader's, then each other known component's),
+ * borrowed from the index: valid until the next call. */
+static forge_slurm_job_list_t item_entries(states_index_t *ix,
+                                           const forge_poll_item_t *it)
+{
+    size_t n = 0;
+
+    entries_of(ix, it->job_id, &n);
+    for (size_t c = 0; it->component_ids && c < it->component_count; c++)
+        if (it->component_ids[c] != it->job_id)
+            entries_of(ix, it->component_ids[c], &n);
+    return (forge_slurm_job_list_t){ix->scratch, n};
+}
+
+/* FNV-1a, one byte at a time. */
+static uint64_t fnv_byte(uint64_t h, unsigned char c)
+{
+    return (h ^ c) * 1099511628211ull;
+}
+
+/* The entries' ids and states, hashed (64 bits: a collision that hides a
+ * change is one in 2^64 per tick and job). */
+static uint64_t signature(const forge_slurm_job_list_t *e)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (size_t i = 0; i < e->count; i++) {
+        for (int b = 0; b < 32; b += 8)
+            h = fnv_byte(h, (unsigned char)(e->jobs[i].job_id >> b));
+        for (size_t s = 0; s < e->jobs[i].state_count; s++) {
+            for (const char *c = e->jobs[i].state[s]; *c; c++)
+                h = fnv_byte(h, (unsigned char)*c);
+            h = fnv_byte(h, ',');
+        }
+        h = fnv_byte(h, ';');
+    }
+    return h;
+}
+
+/* The Slurm states of the entries ("<id>:<state>,...;" per job): what the
+ * record keeps (launch.h: slurm_states). */
+static char *states_text(const forge_slurm_job_list_t *e)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    for (size_t i = 0; i < e->count; i++) {
+        forge_buf_printf(&b, "%u:", e->jobs[i].job_id);
+        for (size_t s = 0; s < e->jobs[i].state_count; s++)
+            forge_buf_printf(&b, "%s,", e->jobs[i].state[s]);
+        forge_buf_putc(&b, ';');
+    }
+    return forge_buf_take(&b);
+}
+
+/* True when the states alone say the job has not moved: they map to the
+ * live state its record holds, and name no component the record does not
+ * know. Details would only tell what is published on a move (nodes,
+ * reason, exit code), so none are asked. */
+static bool still_where_it_was(const forge_slurm_job_list_t *e,
+                               const forge_poll_item_t *it)
+{
+    int exit_code;
+    forge_slurm_verdict_t v;
+
+    if (e->count > (it->component_count ? it->component_count : 1))
+        return false; /* components to learn: details */
+    v = forge_slurm_verdict(e, 0, &exit_code);
+    return v.state != FORGE_STATE_NONE && !forge_state_is_terminal(v.state) &&
+           v.state == it->state;
+}
+
+/* ---- a tick ------------------------------------------------------------ */
+
+/* One item whose ids were missing from jobs/state: accounting decides. */
+static void poll_absent(poller_t *p, forge_poll_item_t *it)
+{
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st =
+        forge_slurm_job_accounting(p->client, it->job_id, &it->jobs, &res);
+
+    if (st == FORGE_SLURM_OK)
+        it->outcome = FORGE_POLL_CHANGED;
+    else if (st == FORGE_SLURM_NOT_FOUND)
+        it->outcome = FORGE_POLL_ABSENT;
+    /* else UNANSWERED: an error is never a verdict */
+}
+
+/* One item present in jobs/state (its entries e): details only when its
+ * states changed since the last tick and say it may have moved. What it
+ * saw goes into `now` (the next tick's memory); a failed details call
+ * leaves nothing there, so the next tick looks again. */
+static void poll_present(poller_t *p, forge_poll_item_t *it,
+                         const forge_slurm_job_list_t *e, forge_idmap_t *now)
+{
+    forge_slurm_result_t res = {0};
+    uint64_t sig = signature(e), before;
+    bool changed =
+        !forge_idmap_get(&p->seen, it->job_id, &before) || before != sig;
+
+    if (!changed || still_where_it_was(e, it)) {
+        it->outcome = FORGE_POLL_UNCHANGED;
+        forge_idmap_put(now, it->job_id, sig);
+    } else if (forge_slurm_job_details(p->client, it->job_id, &it->jobs,
+                                       &res) == FORGE_SLURM_OK) {
+        it->outcome = FORGE_POLL_CHANGED;
+        it->states = states_text(e);
+        forge_idmap_put(now, it->job_id, sig);
+    } /* else asked again at the next tick */
+}
+
+/* Each item against the states jobs/state gave, a stop seen between two
+ * calls. False when stopped. */
+static bool poll_items(poller_t *p, forge_work_t *w, states_index_t *ix,
+                       forge_idmap_t *now)
+{
+    forge_work_poll_t *tick = &w->poll;
+
+    for (size_t i = 0; i < tick->item_count; i++) {
+        forge_poll_item_t *it = &tick->items[i];
+        forge_slurm_job_list_t e;
+        if (atomic_load(&p->stopping)) {
+            w->status = FORGE_SLURM_TRANSPORT;
+            forge_work_say(w,
+                           "stopped after %zu of %zu jobs: the worker is "
+                           "stopping",
+                           i, tick->item_count);
+            return false;
+        }
+        e = item_entries(ix, it);
+        if (!e.count)
+            poll_absent(p, it);
+        else
+            poll_present(p, it, &e, now);
+    }
+    return true;
+}
+
+/* ceil(N/256) jobs/state calls for every job, then a details or
+ * accounting call for each job that changed or went missing. The cache
+ * then holds what this tick saw of its jobs, and nothing else. */
+static void do_poll(poller_t *p, forge_work_t *w)
+{
+    forge_work_poll_t *tick = &w->poll;
+    uint32_t *ids = forge_xcalloc(tick->item_count + 1, sizeof(uint32_t));
+    forge_slurm_job_list_t states = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_idmap_t now;
+    states_index_t ix;
+
+    if (tick->epoch != p->sig_epoch) { /* the records rewound: forget */
+        forge_idmap_clear(&p->seen);
+        p->sig_epoch = tick->epoch;
+    }
+    for (size_t i = 0; i < tick->item_count; i++)
+        ids[i] = tick->items[i].job_id;
+    w->status =
+        forge_slurm_job_states(p->client, ids, tick->item_count, &states, &res);
+    forge_work_say(w, "%s", res.message);
+    if (w->status == FORGE_SLURM_OK) {
+        forge_idmap_init(&now, tick->item_count);
+        index_states(&ix, &states);
+        if (!poll_items(p, w, &ix, &now)) /* the tick changes nothing */
+            forge_idmap_clear(&now);
+        forge_idmap_clear(&p->seen);
+        p->seen = now;
+        index_clear(&ix);
+    }
+    forge_slurm_job_list_clear(&states);
+    free(ids);
+}
+
+/* ---- the pool's handlers ------------------------------------------------ */
+
+static void run(void *ctx, void *item)
+{
+    forge_work_t *w = item;
+
+    if (w->kind == FORGE_WORK_POLL) {
+        do_poll(ctx, w);
+        return;
+    }
+    w->status = FORGE_SLURM_REJECTED; /* not the poller's: a bug */
+    forge_work_say(w, "work of kind %d posted to the poller", (int)w->kind);
+}
+
+static void interrupt(void *ctx)
+{
+    poller_t *p = ctx;
+
+    atomic_store(&p->stopping, true);
+    forge_slurm_client_interrupt(p->client); /* the call under way */
+}
+
+static void destroy(void *ctx)
+{
+    poller_t *p = ctx;
+
+    forge_idmap_clear(&p->seen);
+    forge_slurm_client_destroy(p->client);
+    free(p);
+}
+
+static const forge_pool_handlers_t handlers = {run, forge_work_drop, interrupt,
+                                               destroy};
+
+forge_rc_t forge_poller_start(const forge_config_t *cfg, forge_pool_t **out,
+                              forge_error_t *err)
+{
+    poller_t *p = forge_xcalloc(1, sizeof(*p));
+    forge_slurm_options_t opts;
+    forge_rc_t rc;
+
+    *out = NULL;
+    atomic_init(&p->stopping, false);
+    forge_slurm_options_from_config(cfg, &opts);
+    if ((rc = forge_slurm_client_new(&opts, &p->client, err))) {
+        free(p);
+        return rc;
+    }
+    return forge_pool_start("poller", 1, &handlers, p, out, err);
+}

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * submit.c - the Slurm threads (submit.h): a submit (stage, POST held;
+ * adopt by the comment tag when the outcome is unknown; release; the
+ * request as the loop prepared it, or, for a restored intent or a retry,
+ * prepared here), the clean of an interrupted or cancelled submit, the
+ * sweep for late jobs some time after it, a cancel; and, before each step of
+ * them that changes something outside the worker, whether the work may
+ * still take it (may_act).
+ *
+ * Lanes: the pool has FORGE_SLURM_MAX_CONNECTIONS threads (pool.h), each
+ * with its own slurmrestd client (its own keep-alive connection, by its
+ * seat). A launch's work is keyed by its launch_id's hash, so everything
+ * of one launch (submit, clean, cancel) runs in the order posted and never
+ * at once, while other launches are submitted side by side on whichever
+ * threads are free (a burst spreads over every connection). The cluster's
+ * request budget (slurm/budget.h) is shared by the lanes and the poller.
+ *
+ * Threads and ownership: everything here runs on the pool's threads, each
+ * the only user of its lane's client, but for
+ * forge_slurm_client_interrupt, which a stop calls from the loop's thread.
+ * The work item is its lane thread's while it runs (work.h); the loop's
+ * thread only sets its `withdraw` flag (an atomic, through
+ * forge_submit_withdraw under the pool's lock). Ownership of launches
+ * (generation.h) is asked with atomics, never the loop's lock or tables:
+ * the loop may have moved on (a revoke, a rewind) while the item waited in
+ * the inbox or sat in a slow call. What is refused there is dropped, and
+ * said so.
+ */
+#include "loop/submit.h"
+#include "core/log.h"
+#include "core/testpoint.h"
+#include "core/util.h"
+#include "render/render.h"
+#include "render/staging.h"
+#include "prepare/prepare.h"
+#include "loop/listing.h"
+#include "loop/work.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct submitter {
+    const forge_config_t *cfg;
+    const forge_series_catalog_t *catalog;
+    const forge_tenants_t *tenants;         /* NULL: none */
+    const forge_generations_t *generations; /* NULL: nothing checked */
+    size_t lane_count;
+    forge_slurm_client_t **clients; /* one per lane */
+    forge_listing_t *listing;       /* shared by the lanes (listing.h) */
+} submitter_t;
+
+/* FNV-1a of the launch id: the same on every thread and in every run. */
+size_t forge_submit_lane(const char *launch_id, size_t lanes)
+{
+    uint32_t h = 2166136261u;
+
+    for (const char *c = launch_id ? launch_id : ""; *c; c++)
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    return lanes ? h % lanes : 0;
+}
+
+/* The client of the pool thread running w: only ever used by it. */
+static forge_slurm_client_t *client_of(const submitter_t *s,
+                                       const forge_work_t *w)
+{
+    (void)w;
+    return s->clients[forge_pool_seat() % s->lane_count];
+}
+
+/* ---- ownership and intent --------------------------------------------- */
+
+/* The work may_act is asked about, as the log names it. */
+static const char *const work_names[] = {
+    [FORGE_WORK_SUBMIT] = "submit",
+    [FORGE_WORK_CLEAN_SUBMIT] = "clean and resubmit",
+    [FORGE_WORK_CLEAN_CANCEL] = "clean of a cancelled intent",
+    [FORGE_WORK_CANCEL] = "cancel",
+    [FORGE_WORK_SWEEP] = "sweep for late jobs",
+};
+
+/* Not once w's partition's generation has passed (FORGE_WORK_STALE: the
+ * loop drops it). */
+static bool still_held(submitter_t *s, forge_work_t *w)
+{
+    forge_log_field_t f[] = {{"launch_id", w->launch_id}};
+
+    if (!s->generations ||
+        forge_generation_current(s->generations, w->partition, w->generation))
+        return true;
+    w->refused = FORGE_WORK_STALE;
+    forge_log_fields(FORGE_LOG_INFO, f, 1,
+                     "%s of %s dropped before Slurm: partition %d is no "
+                     "longer held in the generation it was made in "
+                     "(it moved, or an aborted transaction rewound it)",
+                     work_names[w->kind], w->launch_id, (int)w->partition);
+    return false;
+}
+
+/* Right before a step that changes something outside the worker (the
+ * staging folder, a POST, a cancel): may w still take it? Not once its
+ * generation has passed, nor, for a submit (`submitting`), once its
+ * launch was withdrawn (FORGE_WORK_WITHDRAWN). Each refusal is logged
+ * once. */
+static bool may_act(submitter_t *s, forge_work_t *w, bool submitting)
+{
+    forge_log_field_t f[] = {{"launch_id", w->launch_id}};
+
+    if (w->refused != FORGE_WORK_DONE || !still_held(s, w))
+        return false;
+    if (!submitting || !atomic_load(&w->submit.withdraw))
+        return true;
+    w->refused = FORGE_WORK_WITHDRAWN;
+    forge_log_fields(FORGE_LOG_INFO, f, 1,
+                     "submit of %s withdrawn before its POST: the "
+                     "launch was cancelled",
+                     w->launch_id);
+    return false;
+}
+
+typedef struct withdrawal {
+    const char *launch_id;
+    int attempt;
+} withdrawal_t;
+
+static void withdraw_one(void *ctx, void *item)
+{
+    const withdrawal_t *d = ctx;
+    forge_work_t *w = item;
+
+    if ((w->kind == FORGE_WORK_SUBMIT || w->kind == FORGE_WORK_CLEAN_SUBMIT) &&
+        w->attempt == d->attempt && !strcmp(w->launch_id, d->launch_id))
+        atomic_store(&w->submit.withdraw, true);
+}
+
+void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
+                           int attempt)
+{
+    withdrawal_t d = {launch_id, attempt};
+
+    forge_pool_each_pending(slurm, withdraw_one, &d);
+}
+
+/* ---- submit ------------------------------------------------------------ */
+
+/* The jobs carrying w's comment tag, in a listing of slurmctld's jobs
+ * begun after w was made (listing.h). */
+static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
+                                        forge_tagged_job_t **jobs, size_t *n,
+                                        forge_slurm_result_t *res)
+{
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    forge_slurm_status_t st = forge_listing_find(
+        s->listing, client_of(s, w), comment, w->made_ns, jobs, n, res);
+
+    free(comment);
+    return st;
+}
+
+static void single_component(forge_work_submit_t *sub)
+{
+    sub->component_ids = forge_xcalloc(1, sizeof(uint32_t));
+    sub->component_ids[0] = sub->job_id;
+    sub->component_count = 1;
+}
+
+/* The leader and component ids of the new het job (details). False when
+ * the details cannot be had. */
+static bool learn_components(submitter_t *s, forge_work_t *w)
+{
+    forge_work_submit_t *sub = &w->submit;
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    bool learnt = false;
+
+    if (forge_slurm_job_details(client_of(s, w), sub->job_id, &jobs, &res) ==
+            FORGE_SLURM_OK &&
+        jobs.count > 0) {
+        sub->component_ids = forge_xcalloc(jobs.count, sizeof(uint32_t));
+        for (size_t i = 0; i < jobs.count; i++)
+            sub->component_ids[i] = jobs.jobs[i].job_id;
+        sub->component_count = jobs.count;
+        learnt = true;
+    } else {
+        forge_work_say(w, "the components of het job %u: %s", sub->job_id,
+                       res.message);
+    }
+    forge_slurm_job_list_clear(&jobs);
+    return learnt;
+}
+
+/* Every component of the new job released from the hold it was submitted
+ * with (render.c), one by one: slurmrestd releases the record it is
+ * given, never a het job's other components. Until then it cannot start,
+ * so a POST that reaches slurmctld after its worker gave up on it (killed
+ * while slurmrestd held the request through a slurmctld outage) leaves a
+ * held job the launch's next owner never releases: never a second start. */
+static bool release(submitter_t *s, forge_work_t *w, const char *user)
+{
+    forge_work_submit_t *sub = &w->submit;
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st = FORGE_SLURM_OK;
+
+    for (size_t i = 0; i < sub->component_count && st == FORGE_SLURM_OK; i++)
+        st = forge_slurm_release(client_of(s, w), user, sub->component_ids[i],
+                                 &res);
+    if (st != FORGE_SLURM_OK)
+        forge_work_say(w, "release of job %u: %s", sub->job_id, res.message);
+    return st == FORGE_SLURM_OK;
+}
+
+/* A job made but not released: cancelled as far as it can be, and the
+ * submit failed, to be retried (the clean before the retry cancels what
+ * its tag still finds). */
+static void give_up_held(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_result_t res = {0};
+
+    forge_log_warn("job %u of %s left held (%s): cancelled, the launch is "
+                   "submitted again later",
+                   w->submit.job_id, w->launch_id, w->message);
+    (void)forge_slurm_cancel(client_of(s, w), w->submit.job_id, NULL, &res);
+    free(w->submit.component_ids);
+    w->submit.component_ids = NULL;
+    w->submit.component_count = 0;
+    w->submit.job_id = 0;
+    w->status = FORGE_SLURM_SERVER; /* retried, never taken as a refusal */
+}
+
+/* Outcome unknown, right after the POST: the tag says whether the job
+ * exists, looked up among the jobs above the POST's floor (client.h:
+ * forge_slurm_find_submitted; the whole list when in doubt). */
+static bool adopt_tagged(submitter_t *s, forge_work_t *w, uint32_t floor)
+{
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    bool found = false;
+
+    if (forge_slurm_find_submitted(client_of(s, w), comment, floor, &jobs,
+                                   &res) == FORGE_SLURM_OK &&
+        jobs.count > 0) {
+        w->submit.job_id = jobs.jobs[0].het_job_id ? jobs.jobs[0].het_job_id
+                                                   : jobs.jobs[0].job_id;
+        found = true;
+    }
+    forge_slurm_job_list_clear(&jobs);
+    free(comment);
+    return found;
+}
+
+/* Refused before Slurm saw it: final (work.h's `code`). */
+static bool refuse(forge_work_t *w, const forge_error_t *err)
+{
+    w->status = FORGE_SLURM_REJECTED;
+    w->code = err->code;
+    forge_work_say(w, "%s", err->message);
+    return false;
+}
+
+/* w's request parsed, checked and rendered, unless the loop did it when it
+ * took the request (work.h: prepared): a restored intent, a retry. False
+ * (w's result says why) when it cannot be. */
+static bool prepared(submitter_t *s, forge_work_t *w)
+{
+    forge_error_t err = {0};
+    forge_prepared_t *p = NULL;
+    const forge_tenant_t *tenant = NULL;
+
+    if (w->submit.prepared)
+        return true;
+    if (forge_prepare(w->submit.request, w->submit.request_len, s->cfg,
+                      s->catalog, &p, &err) ||
+        (!p->payload &&
+         forge_error_set(&err, FORGE_ESCHEMA, "$", "not a launch")) ||
+        forge_tenant_of(s->tenants, p->request, &tenant, &err)) {
+        forge_prepared_destroy(p);
+        return refuse(w, &err);
+    }
+    forge_work_take_prepared(w, p, &p->request->launch, tenant);
+    forge_prepared_destroy(p);
+    return true;
+}
+
+/* Its staging folder written, in one pass (staging.h): false (w's result
+ * says why) when it cannot be. */
+static bool stage(submitter_t *s, forge_work_t *w)
+{
+    const forge_work_prepared_t *p = w->submit.prepared;
+    forge_staging_files_t files = {p->script, NULL, 0};
+    forge_error_t err = {0};
+    forge_fs_owner_t owner;
+
+    if (p->has_credentials) {
+        files.credentials = p->credentials.data;
+        files.credentials_len = p->credentials.len;
+    }
+    /* a tenant's owner is known without the storage; none: the root's */
+    if (p->tenant && forge_staging_owner(s->cfg, p->tenant, &owner, &err))
+        return refuse(w, &err);
+    if (forge_staging_write(s->cfg, w->launch_id, w->attempt,
+                            p->tenant ? &owner : NULL, &files, &err)) {
+        /* Something planted on the storage: refused, not retried forever.
+         * Anything else (I/O) is retried later. */
+        bool unsafe = err.code == FORGE_EUNSAFE_PATH;
+        w->status = unsafe ? FORGE_SLURM_REJECTED : FORGE_SLURM_TRANSPORT;
+        w->code = unsafe ? err.code : FORGE_OK;
+        forge_work_say(w, "%s", err.message);
+        return false;
+    }
+    return true;
+}
+
+/* The POST, and what it made: the job and its components, released. */
+static void post(submitter_t *s, forge_work_t *w)
+{
+    const forge_work_prepared_t *p = w->submit.prepared;
+    const char *user = p->tenant ? p->tenant->slurm_user : NULL;
+    forge_slurm_result_t res = {0};
+    forge_slurm_submit_t sub;
+
+    w->status =
+        forge_slurm_submit_as(client_of(s, w), user, p->payload, &sub, &res);
+    forge_work_say(w, "%s", res.message);
+    if (w->status == FORGE_SLURM_OK) {
+        FORGE_TESTPOINT_CRASH("submit.after");
+        w->submit.job_id = sub.job_id;
+    } else if (w->status != FORGE_SLURM_REJECTED &&
+               w->status != FORGE_SLURM_AUTH &&
+               adopt_tagged(s, w, sub.floor_job_id)) {
+        w->status = FORGE_SLURM_OK; /* it did reach Slurm */
+    }
+    if (w->status != FORGE_SLURM_OK)
+        return;
+    if (p->pool_count == 1)
+        single_component(&w->submit);
+    if ((p->pool_count > 1 && !learn_components(s, w)) || !release(s, w, user))
+        give_up_held(s, w);
+}
+
+static void do_submit(submitter_t *s, forge_work_t *w)
+{
+    if (may_act(s, w, true) && prepared(s, w) && stage(s, w)) {
+        FORGE_TESTPOINT_CRASH("submit.before");
+        /* refused now: its staging folder goes with the launch's cleanup */
+        if (may_act(s, w, true))
+            post(s, w);
+    }
+}
+
+/* The live jobs cancelled in turn while w may act, up to the first failure
+ * (w->status), but those of job `keep` (a het job's components too). */
+static void cancel_tagged(submitter_t *s, forge_work_t *w,
+                          const forge_tagged_job_t *jobs, size_t n,
+                          uint32_t keep, forge_slurm_result_t *res)
+{
+    for (size_t i = 0;
+         w->status == FORGE_SLURM_OK && i < n && may_act(s, w, false); i++) {
+        const forge_tagged_job_t *j = &jobs[i];
+        forge_slurm_status_t st;
+        if (!j->live || (keep && j->leader == keep))
+            continue;
+        st = forge_slurm_cancel(client_of(s, w), j->job_id, NULL, res);
+        if (st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND)
+            w->status = st;
+        forge_log_info("cancelled job %u left by an interrupted submit of "
+                       "%s (%s)",
+                       j->job_id, w->launch_id, work_names[w->kind]);
+    }
+}
+
+/* Every live job w's tag finds cancelled, but job `keep` (0: none).
+ * w->status OK when none is left. */
+static void sweep_tagged(submitter_t *s, forge_work_t *w, uint32_t keep)
+{
+    forge_tagged_job_t *jobs = NULL;
+    size_t n = 0;
+    forge_slurm_result_t res = {0};
+
+    w->status = find_tagged(s, w, &jobs, &n, &res);
+    if (w->status == FORGE_SLURM_OK)
+        cancel_tagged(s, w, jobs, n, keep, &res);
+    free(jobs);
+    if (w->status != FORGE_SLURM_OK)
+        forge_work_say(w, "%s", res.message);
+}
+
+/* An intent without a job id (restored after a crash, or a submit whose
+ * outcome was unknown): whatever job its tag finds is cancelled and its
+ * staging folder removed. w->status OK when nothing of it is left. */
+static void clean_intent(submitter_t *s, forge_work_t *w)
+{
+    forge_error_t err = {0};
+
+    if (!may_act(s, w, false))
+        return;
+    sweep_tagged(s, w, 0);
+    if (w->status != FORGE_SLURM_OK)
+        return;
+    if (may_act(s, w, false) &&
+        forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
+        forge_log_warn("%s", err.message);
+}
+
+/* Then submitted afresh: never two live jobs. Withdrawn meanwhile: cleaned
+ * all the same, and nothing submitted (do_submit says so). */
+static void do_clean_submit(submitter_t *s, forge_work_t *w)
+{
+    clean_intent(s, w);
+    if (w->status != FORGE_SLURM_OK || !may_act(s, w, true))
+        return;
+    if (!w->submit.request) { /* its sealed request did not open */
+        w->status = FORGE_SLURM_REJECTED;
+        forge_work_say(w, "no request to submit");
+        return;
+    }
+    do_submit(s, w);
+}
+
+/* Some time after an interrupted submit's clean: a POST slurmrestd
+ * delivered late made a job nobody released (post()); it goes, the
+ * launch's own job (w->cancel.job_id) stays. */
+static void do_sweep(submitter_t *s, forge_work_t *w)
+{
+    if (may_act(s, w, false))
+        sweep_tagged(s, w, w->cancel.job_id);
+}
+
+static void do_cancel(submitter_t *s, forge_work_t *w)
+{
+    forge_slurm_result_t res = {0};
+
+    if (!may_act(s, w, false))
+        return;
+    w->status =
+        forge_slurm_cancel(client_of(s, w), w->cancel.job_id, NULL, &res);
+    forge_work_say(w, "%s", res.message);
+}
+
+/* ---- the pool's handlers ------------------------------------------------ */
+
+static void (*const steps[FORGE_WORK__COUNT])(submitter_t *, forge_work_t *) = {
+    [FORGE_WORK_SUBMIT] = do_submit,
+    [FORGE_WORK_CLEAN_SUBMIT] = do_clean_submit,
+    [FORGE_WORK_CLEAN_CANCEL] = clean_intent,
+    [FORGE_WORK_CANCEL] = do_cancel,
+    [FORGE_WORK_SWEEP] = do_sweep,
+};
+
+static void run(void *ctx, void *item)
+{
+    forge_work_t *w = item;
+
+    if (steps[w->kind]) {
+        steps[w->kind](ctx, w);
+        return;
+    }
+    w->status = FORGE_SLURM_REJECTED; /* not the Slurm thread's: a bug */
+    forge_work_say(w, "work of kind %d posted to the Slurm thread",
+                   (int)w->kind);
+}
+
+/* The key of a piece of work: its launch's (pool.h). */
+static size_t lane(void *ctx, const void *item)
+{
+    (void)ctx;
+    return forge_submit_lane(((const forge_work_t *)item)->launch_id, SIZE_MAX);
+}
+
+static void interrupt(void *ctx)
+{
+    submitter_t *s = ctx;
+
+    for (size_t i = 0; i < s->lane_count; i++)
+        forge_slurm_client_interrupt(s->clients[i]); /* the calls under way */
+}
+
+static void destroy(void *ctx)
+{
+    submitter_t *s = ctx;
+
+    for (size_t i = 0; i < s->lane_count; i++)
+        forge_slurm_client_destroy(s->clients[i]);
+    free(s->clients);
+    forge_listing_destroy(s->listing);
+    free(s);
+}
+
+static const forge_pool_handlers_t handlers = {run, forge_work_drop, interrupt,
+                                               destroy};
+
+forge_rc_t forge_submit_start(const forge_config_t *cfg,
+                              const forge_series_catalog_t *catalog,
+                              const forge_tenants_t *tenants,
+                              const forge_generations_t *generations,
+                              forge_pool_t **out, forge_error_t *err)
+{
+    submitter_t *s = forge_xcalloc(1, sizeof(*s));
+    size_t lanes =
+        cfg->slurm_max_connections > 0 ? (size_t)cfg->slurm_max_connections : 1;
+    forge_slurm_options_t opts;
+    forge_rc_t rc;
+
+    *out = NULL;
+    s->cfg = cfg;
+    s->catalog = catalog;
+    s->tenants = tenants;
+    s->generations = generations;
+    s->clients = forge_xcalloc(lanes, sizeof(*s->clients));
+    s->listing = forge_listing_new();
+    forge_slurm_options_from_config(cfg, &opts);
+    for (; s->lane_count < lanes; s->lane_count++)
+        if ((rc = forge_slurm_client_new(&opts, &s->clients[s->lane_count],
+                                         err))) {
+            destroy(s);
+            return rc;
+        }
+    return forge_pool_start_lanes("slurm", lanes, &handlers, lane, s, out, err);
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tick.c - a poll tick on the loop's side: each live job added to it from
+ * its record (loop.c builds and posts the tick; the poller thread,
+ * poller.c, asks Slurm), then its answer onto the launches' records: a
+ * changed job's details mapped to the platform's state (slurm/verdict.h)
+ * and published when it moved, a missing one waited for then LOST, and
+ * the Slurm states the record's state was derived from kept in the record
+ * (launch.h: slurm_states). An item is numbers only (work.h): the answer
+ * finds each launch by its job id, and a steady tick (nothing changed,
+ * nothing missing) touches no record. Loop thread only.
+ */
+#include "core/clock.h"
+#include "core/idmap.h"
+#include "record/events.h"
+#include "core/log.h"
+#include "slurm/verdict.h"
+#include "core/util.h"
+#include "observe/observe.h"
+#include "loop/loop_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether r's job has components beyond its leader. */
+static bool has_components(const forge_launch_record_t *r)
+{
+    return r->component_count > 1 ||
+           (r->component_count == 1 && r->component_ids[0] != r->job_id);
+}
+
+void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r)
+{
+    forge_work_poll_t *p = &tick->poll;
+    forge_poll_item_t *it;
+
+    if (p->item_count == p->item_cap) {
+        p->item_cap = p->item_cap ? 2 * p->item_cap : 64;
+        p->items = forge_xrealloc(p->items, p->item_cap * sizeof(*it));
+    }
+    it = &p->items[p->item_count++];
+    memset(it, 0, sizeof(*it));
+    it->job_id = r->job_id;
+    it->state = r->state;
+    it->missing = r->missing_since_ms != 0;
+    it->component_count = r->component_count ? (uint32_t)r->component_count : 1;
+    if (has_components(r)) { /* a het job: rare, copied */
+        it->component_ids = forge_xcalloc(r->component_count, sizeof(uint32_t));
+        memcpy(it->component_ids, r->component_ids,
+               r->component_count * sizeof(uint32_t));
+    }
+}
+
+static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
+{
+    if (l->count <= e->rec->component_count)
+        return;
+    free(e->rec->component_ids);
+    e->rec->component_ids = forge_xcalloc(l->count, sizeof(uint32_t));
+    for (size_t i = 0; i < l->count; i++)
+        e->rec->component_ids[i] = l->jobs[i].job_id;
+    e->rec->component_count = l->count;
+}
+
+/*
+ * The Slurm states a poll saw (stolen from it) go into e's record when the
+ * record's state is what they map to (to: the verdict), for workers that
+ * read them (CONTRACT section 1: slurm_states; this one's poller judges by
+ * the record's state instead). They are written with the record's next
+ * write: the state change itself, or, for a record that held none yet,
+ * now, once; a change of flags alone waits for the next write. True when
+ * the record must be written for them.
+ */
+static bool remember_states(forge_entry_t *e, forge_poll_item_t *it,
+                            forge_state_t to, bool moves)
+{
+    bool first = !e->rec->slurm_states;
+
+    if (!it->states || to == FORGE_STATE_NONE ||
+        (!moves && to != e->rec->state))
+        return false;
+    free(e->rec->slurm_states);
+    e->rec->slurm_states = it->states;
+    it->states = NULL;
+    return first && !moves;
+}
+
+static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
+                            forge_poll_item_t *it)
+{
+    forge_slurm_move_t m =
+        forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
+    json_t *slurm = forge_slurm_verdict_json(&it->jobs);
+    change_t c = {m.to, m.reason, slurm, NULL};
+
+    learn_components(e, &it->jobs);
+    e->rec->missing_since_ms = 0;
+    if (remember_states(e, it, m.to, m.moves))
+        forge_loop_write_record(w, e);
+    if (m.moves && forge_state_is_terminal(m.to))
+        forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm,
+                        forge_clock_ms());
+    if (m.moves)
+        forge_loop_publish_event(w, e, &c, true);
+    json_decref(slurm);
+}
+
+/* A job slurmctld no longer knows whose end a tick saw before the records
+ * rewound (ended.h): it ends as seen. True when it did. */
+static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
+{
+    const forge_ended_job_t *end =
+        forge_ended_find(w->ended, job_id, forge_clock_ms());
+    change_t c;
+
+    if (!end || !forge_state_transition_legal(e->rec->state, end->state))
+        return false;
+    c = (change_t){end->state, end->reason, end->slurm, NULL};
+    forge_log_info("job %u is gone from slurmctld; its end was seen before "
+                   "the records rewound: %s",
+                   (unsigned)job_id, forge_state_name(end->state));
+    e->rec->missing_since_ms = 0;
+    forge_loop_publish_event(w, e, &c, true);
+    return true;
+}
+
+static void on_poll_item(forge_loop_t *w, forge_entry_t *e,
+                         forge_poll_item_t *it, long long now)
+{
+    if (it->outcome == FORGE_POLL_CHANGED) {
+        on_poll_changed(w, e, it);
+    } else if (it->outcome == FORGE_POLL_ABSENT) {
+        /* Missing is never "finished" (unless its end was seen): wait out
+         * the grace, then LOST. */
+        if (ended_as_seen(w, e, it->job_id))
+            return;
+        if (!e->rec->missing_since_ms) {
+            e->rec->missing_since_ms = now;
+            forge_loop_write_record(w, e);
+        } else if (forge_slurm_lost(now - e->rec->missing_since_ms,
+                                    w->cfg->lost_grace_s)) {
+            change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL,
+                          NULL};
+            forge_loop_publish_event(w, e, &c, true);
+        }
+    } else if (it->outcome == FORGE_POLL_UNCHANGED &&
+               e->rec->missing_since_ms) {
+        e->rec->missing_since_ms = 0;
+        forge_loop_write_record(w, e);
+    }
+}
+
+/* Whether the loop has anything to do with the item: a change, a job
+ * missing, or one that was missing and is back. */
+static bool needs_loop(const forge_poll_item_t *it)
+{
+    return it->outcome == FORGE_POLL_CHANGED ||
+           it->outcome == FORGE_POLL_ABSENT ||
+           (it->outcome == FORGE_POLL_UNCHANGED && it->missing);
+}
+
+typedef struct answered {
+    forge_loop_t *w;
+    forge_work_t *tick;
+    forge_idmap_t by_job; /* job id -> index of its item */
+    long long now;
+} answered_t;
+
+/* Each owned live launch whose job the tick answered for, with its item
+ * (found by the job id: the item holds no launch id). */
+static void answer_entry(void *ctx, forge_entry_t *e)
+{
+    answered_t *a = ctx;
+    uint64_t i;
+
+    if (!e->rec->job_id || forge_state_is_terminal(e->rec->state) ||
+        !forge_owner_owns(a->w->owner, e->partition) ||
+        !forge_idmap_get(&a->by_job, e->rec->job_id, &i))
+        return;
+    on_poll_item(a->w, e, &a->tick->poll.items[i], a->now);
+}
+
+/* The tick's answer onto the records. A steady tick (nothing changed,
+ * nothing missing) costs one pass over its items; otherwise the launches
+ * are walked once, each finding its item by job id. */
+static size_t apply_answer(forge_loop_t *w, forge_work_t *tick, long long now)
+{
+    answered_t a = {w, tick, {0}, now};
+    size_t count = 0;
+
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        count += needs_loop(&tick->poll.items[i]);
+    if (!count)
+        return 0;
+    forge_idmap_init(&a.by_job, count);
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        if (needs_loop(&tick->poll.items[i]))
+            forge_idmap_put(&a.by_job, tick->poll.items[i].job_id, i);
+    forge_owner_each(w->owner, answer_entry, &a);
+    forge_idmap_clear(&a.by_job);
+    return count;
+}
+
+void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
+{
+    /* wall time: missing_since_ms is kept in the record (core/clock.h) */
+    long long now = forge_event_now_ms();
+    size_t changed = 0;
+
+    w->poll_in_flight = false;
+    forge_observe_tick_done(forge_clock_ms() - w->poll_posted_ms);
+    if (tick->status == FORGE_SLURM_OK) {
+        for (size_t i = 0; i < tick->poll.item_count; i++)
+            changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
+        apply_answer(w, tick, now);
+    }
+    if (tick->status != FORGE_SLURM_OK)
+        forge_log_warn("poll tick: %s (%s): nothing changes", tick->message,
+                       forge_slurm_status_name(tick->status));
+    else /* the bench reads it (bench/bench_restart.py) */
+        forge_log_debug("poll tick answered: %zu live jobs, %zu changed, "
+                        "in %lld ms",
+                        tick->poll.item_count, changed,
+                        forge_clock_ms() - w->poll_posted_ms);
+}

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * held.c - a request's labels, secrets, pools' names and tenant in one
+ * allocation (held.h): the struct, then the labels' array, then the
+ * secrets' and the pools' pointers, then every string, each
+ * NUL-terminated. Built in two passes over the same list of strings: one
+ * to size the block, one to fill it. From a stored request's bytes, a
+ * scan finds them (held_scan, on core/jscan.h) and jansson reads what the
+ * scan gives up on.
+ */
+#include "record/held.h"
+#include "core/jscan.h"
+#include "core/util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef forge_jscan_text_t text_t;
+
+/* A list of borrowed strings: the first few in place (a request's labels,
+ * secrets and pools are few: no allocation for them per record read). */
+#define TEXTS_IN_PLACE 8
+typedef struct texts {
+    text_t *items; /* in_place, or allocated once they outgrow it */
+    size_t n, size;
+    text_t in_place[TEXTS_IN_PLACE];
+} texts_t;
+
+/* The strings to keep: labels as key/value pairs, secrets, pools' names,
+ * the tenant (p NULL: none). */
+typedef struct wanted {
+    texts_t labels; /* 2 per label */
+    texts_t secrets;
+    texts_t pools;
+    text_t tenant;
+} wanted_t;
+
+static text_t text_of(const char *s)
+{
+    return (text_t){s ? s : "", s ? strlen(s) : 0};
+}
+
+static void add(texts_t *l, text_t t)
+{
+    if (!l->size) {
+        l->items = l->in_place;
+        l->size = TEXTS_IN_PLACE;
+    } else if (l->n == l->size) {
+        text_t *more = forge_xmalloc(2 * l->size * sizeof(*more));
+        memcpy(more, l->items, l->n * sizeof(*more));
+        if (l->items != l->in_place)
+            free(l->items);
+        l->items = more;
+        l->size *= 2;
+    }
+    l->items[l->n++] = t;
+}
+
+static void texts_clear(texts_t *l)
+{
+    if (l->items != l->in_place)
+        free(l->items);
+    l->items = NULL;
+    l->n = l->size = 0;
+}
+
+static void wanted_clear(wanted_t *w)
+{
+    texts_clear(&w->labels);
+    texts_clear(&w->secrets);
+    texts_clear(&w->pools);
+}
+
+static char *put_text(char **at, text_t t)
+{
+    char *out = *at;
+
+    memcpy(out, t.p, t.n);
+    out[t.n] = '\0';
+    *at += t.n + 1;
+    return out;
+}
+
+static size_t texts_size(const texts_t *l)
+{
+    size_t size = 0;
+
+    for (size_t i = 0; i < l->n; i++)
+        size += l->items[i].n + 1;
+    return size;
+}
+
+static void put_list(char **at, const texts_t *l, const char **out)
+{
+    for (size_t i = 0; i < l->n; i++)
+        out[i] = put_text(at, l->items[i]);
+}
+
+static forge_held_t *build(const wanted_t *w)
+{
+    size_t nlabels = w->labels.n / 2;
+    size_t size = sizeof(forge_held_t) + nlabels * sizeof(forge_kv_t) +
+                  (w->secrets.n + w->pools.n) * sizeof(char *) +
+                  texts_size(&w->labels) + texts_size(&w->secrets) +
+                  texts_size(&w->pools) + (w->tenant.p ? w->tenant.n + 1 : 0);
+    forge_held_t *h = forge_xmalloc(size);
+    forge_kv_t *labels = (forge_kv_t *)(h + 1);
+    const char **secrets = (const char **)(labels + nlabels);
+    const char **pools = secrets + w->secrets.n;
+    char *at = (char *)(pools + w->pools.n);
+
+    for (size_t i = 0; i < nlabels; i++) {
+        labels[i].key = put_text(&at, w->labels.items[2 * i]);
+        labels[i].value = put_text(&at, w->labels.items[2 * i + 1]);
+    }
+    put_list(&at, &w->secrets, secrets);
+    put_list(&at, &w->pools, pools);
+    *h = (forge_held_t){labels,
+                        nlabels,
+                        secrets,
+                        w->secrets.n,
+                        pools,
+                        w->pools.n,
+                        w->tenant.p ? put_text(&at, w->tenant) : NULL};
+    return h;
+}
+
+static void collect_secret(void *ctx, const char *secret)
+{
+    add(&((wanted_t *)ctx)->secrets, text_of(secret));
+}
+
+forge_held_t *forge_held_of_request(const forge_request_t *req)
+{
+    wanted_t w = {0};
+    forge_held_t *h;
+
+    if (!req || req->kind != FORGE_REQUEST_LAUNCH)
+        return NULL;
+    for (size_t i = 0; i < req->launch.label_count; i++) {
+        add(&w.labels, text_of(req->launch.labels[i].key));
+        add(&w.labels, text_of(req->launch.labels[i].value));
+    }
+    forge_request_each_secret(req, collect_secret, &w);
+    for (size_t i = 0; i < req->launch.pool_count; i++)
+        add(&w.pools, text_of(req->launch.pools[i].name));
+    if (req->launch.tenant)
+        w.tenant = text_of(req->launch.tenant);
+    h = build(&w);
+    wanted_clear(&w);
+    return h;
+}
+
+forge_held_t *forge_held_copy(const forge_held_t *h)
+{
+    wanted_t w = {0};
+    forge_held_t *c;
+
+    if (!h)
+        return NULL;
+    for (size_t i = 0; i < h->label_count; i++) {
+        add(&w.labels, text_of(h->labels[i].key));
+        add(&w.labels, text_of(h->labels[i].value));
+    }
+    for (size_t i = 0; i < h->secret_count; i++)
+        add(&w.secrets, text_of(h->secrets[i]));
+    for (size_t i = 0; i < h->pool_count; i++)
+        add(&w.pools, text_of(h->pools[i]));
+    if (h->tenant)
+        w.tenant = text_of(h->tenant);
+    c = build(&w);
+    wanted_clear(&w);
+    return c;
+}
+
+char *forge_held_to_json(const forge_held_t *h, size_t *len)
+{
+    json_t *o = json_object(), *labels = json_object(),
+           *secrets = json_object(), *pools = json_array();
+    char key[24], *text;
+
+    for (size_t i = 0; i < h->label_count; i++)
+        json_object_set_new(labels, h->labels[i].key,
+                            json_string(h->labels[i].value));
+    for (size_t i = 0; i < h->secret_count; i++) {
+        snprintf(key, sizeof(key), "%zu", i + 1);
+        json_object_set_new(secrets, key, json_string(h->secrets[i]));
+    }
+    for (size_t i = 0; i < h->pool_count; i++)
+        json_array_append_new(pools, json_pack("{s:s}", "name", h->pools[i]));
+    json_object_set_new(o, "labels", labels);
+    json_object_set_new(o, "secret_env", secrets);
+    json_object_set_new(o, "pools", pools);
+    if (h->tenant)
+        json_object_set_new(o, "tenant", json_string(h->tenant));
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    *len = strlen(text);
+    return text;
+}
+
+/* ---- read from the bytes: a scan, or jansson --------------------------- */
+
+/* String values of object o: pairs (labels) or values (secrets). */
+static void json_strings(json_t *o, bool pairs, texts_t *list)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(o, key, v)
+    {
+        if (!json_is_string(v))
+            continue;
+        if (pairs)
+            add(list, text_of(key));
+        add(list, (text_t){json_string_value(v), json_string_length(v)});
+    }
+}
+
+static forge_held_t *held_of_json(const char *buf, size_t len)
+{
+    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, NULL), *body, *v;
+    wanted_t w = {0};
+    size_t i;
+    forge_held_t *h;
+
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return NULL;
+    }
+    body = json_object_get(root, "specversion") ? json_object_get(root, "data")
+                                                : root;
+    json_strings(json_object_get(body, "labels"), true, &w.labels);
+    v = json_object_get(json_object_get(body, "ingest"), "token");
+    if (json_is_string(v))
+        add(&w.secrets, (text_t){json_string_value(v), json_string_length(v)});
+    json_strings(json_object_get(body, "secret_env"), false, &w.secrets);
+    json_array_foreach(json_object_get(body, "pools"), i, v)
+    {
+        json_t *name = json_object_get(v, "name");
+        if (json_is_string(name))
+            add(&w.pools,
+                (text_t){json_string_value(name), json_string_length(name)});
+    }
+    v = json_object_get(body, "tenant");
+    if (json_is_string(v))
+        w.tenant = (text_t){json_string_value(v), json_string_length(v)};
+    h = build(&w);
+    wanted_clear(&w);
+    json_decref(root);
+    return h;
+}
+
+/*
+ * The scan: reads the request's JSON only as far as to find the few
+ * values held, borrowing them from the buffer, and skips the rest (the
+ * bytes authenticated: they are what the worker validated and sealed).
+ * It gives up (false) on what would need more than a scan to read the
+ * same as jansson: an escape in a key or a value it keeps, a key it looks
+ * for given twice (jansson keeps the last), nesting deeper than
+ * FORGE_JSCAN_DEPTH. Then held_of_json decides.
+ */
+typedef forge_jscan_t scan_t;
+
+/* A kept string's value: no escape (its raw text is then its value). */
+static bool kept_string(scan_t *s, text_t *t)
+{
+    bool escaped;
+
+    return forge_jscan_string(s, t, &escaped) && !escaped;
+}
+
+/* The values of one object (labels, secret_env): strings kept, the rest
+ * skipped; a label's key twice gives up. */
+typedef struct strings {
+    texts_t *list;
+    bool pairs;
+} strings_t;
+
+static bool string_member(void *ctx, text_t key, bool escaped, scan_t *s,
+                          int depth)
+{
+    strings_t *st = ctx;
+    text_t value;
+
+    if (forge_jscan_peek(s) != '"')
+        return forge_jscan_skip(s, depth);
+    if (escaped || !kept_string(s, &value))
+        return false;
+    for (size_t i = 0; st->pairs && i < st->list->n; i += 2)
+        if (st->list->items[i].n == key.n &&
+            !memcmp(st->list->items[i].p, key.p, key.n))
+            return false;
+    if (st->pairs)
+        add(st->list, key);
+    add(st->list, value);
+    return true;
+}
+
+/* Where the body's members are, as found at one level. */
+typedef struct found {
+    const char *labels, *secret_env, *ingest, *data, *pools, *tenant;
+    bool specversion;
+} found_t;
+
+static bool find_member(void *ctx, text_t key, bool escaped, scan_t *s,
+                        int depth)
+{
+    found_t *f = ctx;
+    const char **at = forge_jscan_is(key, "labels")       ? &f->labels
+                      : forge_jscan_is(key, "secret_env") ? &f->secret_env
+                      : forge_jscan_is(key, "ingest")     ? &f->ingest
+                      : forge_jscan_is(key, "data")       ? &f->data
+                      : forge_jscan_is(key, "pools")      ? &f->pools
+                      : forge_jscan_is(key, "tenant")     ? &f->tenant
+                                                          : NULL;
+
+    if (escaped)
+        return false;
+    if (forge_jscan_is(key, "specversion")) {
+        if (f->specversion)
+            return false;
+        f->specversion = true;
+    }
+    forge_jscan_ws(s);
+    if (at) {
+        if (*at)
+            return false;
+        *at = s->p;
+    }
+    return forge_jscan_skip(s, depth);
+}
+
+/* One member named `name` whose string value is kept (others skipped). */
+typedef struct named {
+    const char *name;
+    text_t value; /* p NULL: not found */
+} named_t;
+
+static bool named_member(void *ctx, text_t key, bool escaped, scan_t *s,
+                         int depth)
+{
+    named_t *n = ctx;
+
+    if (escaped)
+        return false;
+    if (!forge_jscan_is(key, n->name) || forge_jscan_peek(s) != '"')
+        return forge_jscan_skip(s, depth);
+    return !n->value.p && kept_string(s, &n->value);
+}
+
+/* Scans the object at `at` (NULL: absent; not an object: nothing). */
+static bool scan_object(const char *at, const char *end,
+                        forge_jscan_member_fn fn, void *ctx)
+{
+    scan_t s = {at, end};
+
+    if (!at || at >= end || *at != '{')
+        return true;
+    return forge_jscan_members(&s, 1, fn, ctx);
+}
+
+/* The pools' names: each element of the array at `at` that is an object
+ * with a string "name" (others skipped; not an array: none). */
+static bool scan_pools(const char *at, const char *end, texts_t *pools)
+{
+    scan_t s = {at, end};
+
+    if (!at || at >= end || *at != '[')
+        return true;
+    s.p++;
+    if (forge_jscan_eat(&s, ']'))
+        return true;
+    do {
+        named_t name = {"name", {0}};
+        if (forge_jscan_peek(&s) != '{') {
+            if (!forge_jscan_skip(&s, 2))
+                return false;
+            continue;
+        }
+        if (!forge_jscan_members(&s, 2, named_member, &name))
+            return false;
+        if (name.value.p)
+            add(pools, name.value);
+    } while (forge_jscan_eat(&s, ','));
+    return forge_jscan_eat(&s, ']');
+}
+
+static bool held_scan(const char *buf, size_t len, wanted_t *w)
+{
+    const char *end = buf + len;
+    scan_t s = {buf, end};
+    found_t root = {0}, data = {0}, *body = &root;
+    named_t token = {"token", {0}};
+    strings_t labels = {&w->labels, true}, secrets = {&w->secrets, false};
+    scan_t tenant;
+
+    if (!forge_jscan_members(&s, 0, find_member, &root) ||
+        (forge_jscan_ws(&s), s.p != end))
+        return false;
+    if (root.specversion) {
+        body = &data;
+        if (!scan_object(root.data, end, find_member, &data))
+            return false;
+    }
+    if (!scan_object(body->labels, end, string_member, &labels) ||
+        !scan_object(body->ingest, end, named_member, &token))
+        return false;
+    if (token.value.p)
+        add(&w->secrets, token.value);
+    if (!scan_object(body->secret_env, end, string_member, &secrets) ||
+        !scan_pools(body->pools, end, &w->pools))
+        return false;
+    tenant = (scan_t){body->tenant, end};
+    return !body->tenant || *body->tenant != '"' ||
+           kept_string(&tenant, &w->tenant);
+}
+
+forge_held_t *forge_held_of_trusted(const char *buf, size_t len)
+{
+    wanted_t w = {0};
+    forge_held_t *h;
+
+    if (held_scan(buf, len, &w)) {
+        h = build(&w);
+    } else {
+        wanted_clear(&w);
+        w = (wanted_t){0};
+        h = held_of_json(buf, len);
+    }
+    wanted_clear(&w);
+    return h;
+}
+
+void forge_held_each_secret(const forge_held_t *h,
+                            void (*fn)(void *ctx, const char *secret),
+                            void *ctx)
+{
+    for (size_t i = 0; h && i < h->secret_count; i++)
+        fn(ctx, h->secrets[i]);
+}
+
+void forge_held_free(forge_held_t *h)
+{
+    for (size_t i = 0; h && i < h->secret_count; i++)
+        explicit_bzero((char *)h->secrets[i], strlen(h->secrets[i]));
+    free(h);
+}

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * launch.c - launch records: state machine steps, digest, and the JSON
+ * form kept in the state topic (launch.h). The encoding carries a version
+ * ("v": 1) so a later worker can read records an older one wrote; the
+ * request goes in sealed (seal.h), old records' clear requests are read.
+ */
+#include "record/launch.h"
+#include "core/jscan.h"
+#include "core/util.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RECORD_VERSION  1
+#define SEAL_AAD_PREFIX "forge-state/v1/"
+
+forge_launch_record_t *forge_launch_record_new(const char *launch_id,
+                                               int attempt, const char *request,
+                                               size_t request_len)
+{
+    forge_launch_record_t *r = forge_xcalloc(1, sizeof(*r));
+
+    r->launch_id = forge_xstrdup(launch_id);
+    r->attempt = attempt;
+    if (request) {
+        r->request = forge_xstrndup(request, request_len);
+        r->request_len = request_len;
+    }
+    forge_sha256_hex(request ? request : "", request ? request_len : 0,
+                     r->digest);
+    return r;
+}
+
+void forge_launch_record_free(forge_launch_record_t *r)
+{
+    if (!r)
+        return;
+    free(r->launch_id);
+    forge_launch_drop_request(r);
+    free(r->component_ids);
+    free(r->slurm_states);
+    free(r);
+}
+
+void forge_launch_drop_request(forge_launch_record_t *r)
+{
+    free(r->request);
+    r->request = NULL;
+    r->request_len = 0;
+    r->request_was_sealed = false;
+    json_decref(r->request_sealed);
+    r->request_sealed = NULL;
+    free(r->request_error);
+    r->request_error = NULL;
+}
+
+void forge_launch_compact(forge_launch_record_t *r)
+{
+    if (!r->request)
+        return;
+    explicit_bzero(r->request, r->request_len);
+    free(r->request);
+    r->request = NULL;
+    r->request_len = 0;
+}
+
+char *forge_launch_seal_aad(const char *launch_id, int attempt)
+{
+    size_t n = sizeof(SEAL_AAD_PREFIX) + strlen(launch_id) + 16;
+    char *aad = forge_xmalloc(n);
+
+    snprintf(aad, n, SEAL_AAD_PREFIX "%s/%d", launch_id, attempt);
+    return aad;
+}
+
+forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
+                                long long now_ms)
+{
+    if (!forge_state_transition_legal(r->state, to))
+        return FORGE_EINVAL;
+    r->state = to;
+    r->seq++;
+    r->updated_at_ms = now_ms;
+    if (to == FORGE_STATE_ACCEPTED)
+        r->accepted_at_ms = now_ms;
+    return FORGE_OK;
+}
+
+/* What the record's sealed value holds: the whole request until its job
+ * id is recorded, then only what is still needed of it (held.h: kept, or
+ * made from the request's bytes). The text to seal (*copy when it was
+ * made here: it holds secrets, the caller wipes it), or NULL: nothing to
+ * seal now. */
+static const char *to_seal(const forge_launch_record_t *r,
+                           const forge_held_t *kept, size_t *len, char **copy)
+{
+    forge_held_t *made = NULL;
+
+    *copy = NULL;
+    if (r->job_id && (kept || r->request)) {
+        if (!kept)
+            kept = made = forge_held_of_trusted(r->request, r->request_len);
+        if (kept)
+            *copy = forge_held_to_json(kept, len);
+        forge_held_free(made);
+        return *copy;
+    }
+    *len = r->request_len;
+    return r->request;
+}
+
+/* The request as the record carries it: sealed now (whole, or reduced to
+ * what is kept), sealed as it was read (it could not be opened), or none.
+ * *out new; NULL for none. */
+static forge_rc_t sealed_request(const forge_launch_record_t *r,
+                                 const forge_held_t *kept,
+                                 const forge_sealer_t *s, json_t **out,
+                                 forge_error_t *err)
+{
+    char *aad, *copy;
+    size_t len = 0;
+    const char *text = to_seal(r, kept, &len, &copy);
+    forge_rc_t rc;
+
+    *out = NULL;
+    if (!text) {
+        *out = json_incref(r->request_sealed);
+        return FORGE_OK;
+    }
+    if (!s) {
+        rc = forge_error_set(err, FORGE_EINVAL, "$.request",
+                             "a request is never stored unsealed");
+    } else {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+        rc = forge_seal(s, aad, text, len, out, err);
+        free(aad);
+    }
+    if (copy) {
+        explicit_bzero(copy, len);
+        free(copy);
+    }
+    return rc;
+}
+
+bool forge_launch_decided(const forge_launch_record_t *r, int attempt)
+{
+    return r->attempt >= attempt || r->refused_attempt >= attempt;
+}
+
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
+                                      const forge_sealer_t *s, json_t **out,
+                                      forge_error_t *err)
+{
+    return forge_launch_record_encode_kept(r, NULL, s, out, err);
+}
+
+forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
+                                           const forge_held_t *kept,
+                                           const forge_sealer_t *s,
+                                           json_t **out, forge_error_t *err)
+{
+    json_t *ids, *sealed = NULL;
+    forge_rc_t rc;
+
+    *out = NULL;
+    if ((rc = sealed_request(r, kept, s, &sealed, err)))
+        return rc;
+    ids = json_array();
+    for (size_t i = 0; i < r->component_count; i++)
+        json_array_append_new(ids, json_integer(r->component_ids[i]));
+    *out = json_pack(
+        "{s:i, s:s, s:i, s:s, s:I, s:s, s:n, s:I, s:o, s:b, s:b, s:I, s:I, "
+        "s:I, s:b}",
+        "v", RECORD_VERSION, "launch_id", r->launch_id, "attempt", r->attempt,
+        "state", forge_state_name(r->state) ? forge_state_name(r->state) : "",
+        "seq", (json_int_t)r->seq, "digest", r->digest, "request", "job_id",
+        (json_int_t)r->job_id, "components", ids, "cancel_requested",
+        r->cancel_requested, "archived", r->archived, "accepted_at_ms",
+        (json_int_t)r->accepted_at_ms, "updated_at_ms",
+        (json_int_t)r->updated_at_ms, "missing_since_ms",
+        (json_int_t)r->missing_since_ms, "cleaned", r->cleaned);
+    if (sealed)
+        json_object_set_new(*out, "request_sealed", sealed);
+    if (r->slurm_states)
+        json_object_set_new(*out, "slurm_states", json_string(r->slurm_states));
+    if (r->refused_attempt > 0) /* optional: older records have none */
+        json_object_set_new(*out, "refused_attempt",
+                            json_integer(r->refused_attempt));
+    if (r->sweep_due) /* optional: absent when false */
+        json_object_set_new(*out, "sweep_due", json_true());
+    return FORGE_OK;
+}
+
+/* The record's request: sealed (opened with s, or kept with the reason it
+ * did not open), or in clear (a record from before sealing), or none. */
+static void read_request(forge_launch_record_t *r, json_t *clear,
+                         json_t *sealed, const forge_sealer_t *s)
+{
+    forge_error_t why = {0};
+    char *aad;
+
+    if (sealed && !json_is_null(sealed)) {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+        if (forge_unseal(s, aad, sealed, &r->request, &r->request_len, &why)) {
+            if (json_is_object(sealed)) /* else nothing worth keeping */
+                r->request_sealed = json_incref(sealed);
+            r->request_error = forge_xmalloc(sizeof(why));
+            *r->request_error = why;
+        } else {
+            r->request_was_sealed = true;
+        }
+        free(aad);
+    } else if (json_is_string(clear)) {
+        r->request_len = json_string_length(clear);
+        r->request = forge_xstrndup(json_string_value(clear), r->request_len);
+    }
+}
+
+static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
+                       const forge_sealer_t *s, forge_error_t *err)
+{
+    json_t *request = NULL, *ids = NULL, *v;
+    const char *id = NULL, *state = NULL, *digest = NULL;
+    json_int_t version = 0, seq = 0, job = 0, acc = 0, upd = 0, miss = 0;
+    int attempt = 0, cancel = 0, archived = 0;
+    json_error_t jerr;
+    size_t i;
+
+    if (json_unpack_ex(o, &jerr, 0,
+                       "{s:I, s:s, s:i, s:s, s:I, s:s, s:o, s:I, s:o, s:b, "
+                       "s:b, s:I, s:I, s:I}",
+                       "v", &version, "launch_id", &id, "attempt", &attempt,
+                       "state", &state, "seq", &seq, "digest", &digest,
+                       "request", &request, "job_id", &job, "components", &ids,
+                       "cancel_requested", &cancel, "archived", &archived,
+                       "accepted_at_ms", &acc, "updated_at_ms", &upd,
+                       "missing_since_ms", &miss) != 0 ||
+        version != RECORD_VERSION || strlen(digest) != 64 ||
+        !json_is_array(ids) ||
+        (!json_is_string(request) && !json_is_null(request)))
+        return forge_error_set(err, FORGE_ESCHEMA, "$",
+                               "not a version-%d launch record: %s",
+                               RECORD_VERSION, jerr.text);
+    r->launch_id = forge_xstrdup(id);
+    r->attempt = attempt;
+    r->state = forge_state_from_name(state);
+    r->seq = (long)seq;
+    memcpy(r->digest, digest, 65);
+    read_request(r, request, json_object_get(o, "request_sealed"), s);
+    r->job_id = (uint32_t)job;
+    r->component_ids =
+        forge_xcalloc(json_array_size(ids) + 1, sizeof(uint32_t));
+    json_array_foreach(ids, i, v) r->component_ids[r->component_count++] =
+        (uint32_t)json_integer_value(v);
+    r->cancel_requested = cancel;
+    r->archived = archived;
+    r->accepted_at_ms = acc;
+    r->updated_at_ms = upd;
+    r->missing_since_ms = miss;
+    r->cleaned = json_is_true(json_object_get(o, "cleaned")); /* optional */
+    v = json_object_get(o, "slurm_states");                   /* optional */
+    if (json_is_string(v))
+        r->slurm_states = forge_xstrdup(json_string_value(v));
+    v = json_object_get(o, "refused_attempt"); /* optional */
+    if (json_is_integer(v) && json_integer_value(v) > 0 &&
+        json_integer_value(v) <= INT_MAX)
+        r->refused_attempt = (int)json_integer_value(v);
+    r->sweep_due = json_is_true(json_object_get(o, "sweep_due")); /* optional */
+    return FORGE_OK;
+}
+
+/* ---- decoding, the fast path ------------------------------------------
+ *
+ * A restore decodes every record of its partitions, and a general JSON
+ * parse (a tree, a hash table per object, every string copied, the sealed
+ * request's long base64 text among them) was most of its time. Records as
+ * this worker writes them are simple: one object of known keys whose
+ * values are integers, booleans, null, plain strings (no escape, no byte
+ * outside printable ASCII), a list of integers and the sealed request's
+ * object of three strings. fast_scan reads exactly that shape through the
+ * scanner of core/jscan.h, borrowing the strings from the buffer; anything else
+ * (an unknown or repeated key, an escape, a request in clear, a number that is
+ * not a plain integer, trailing text) gives up, and the general path (fill)
+ * decides, so both paths agree on every record: test_launch.c checks them
+ * against each other. */
+
+enum {
+    K_V,
+    K_ID,
+    K_ATTEMPT,
+    K_STATE,
+    K_SEQ,
+    K_DIGEST,
+    K_REQUEST,
+    K_JOB,
+    K_COMPONENTS,
+    K_CANCEL,
+    K_ARCHIVED,
+    K_ACCEPTED,
+    K_UPDATED,
+    K_MISSING,
+    K_CLEANED,
+    K_SEALED,
+    K_STATES,
+    K_REFUSED,
+    K_SWEEP,
+    K__COUNT
+};
+#define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
+
+typedef enum { T_INT, T_STR, T_BOOL, T_NULL, T_IDS, T_SEALED } kind_t;
+
+#define KEY(name, kind)                                                        \
+    {                                                                          \
+        name, sizeof(name) - 1, kind                                           \
+    }
+static const struct {
+    const char *name;
+    size_t len;
+    kind_t kind;
+} fast_keys[K__COUNT] = {
+    KEY("v", T_INT),
+    KEY("launch_id", T_STR),
+    KEY("attempt", T_INT),
+    KEY("state", T_STR),
+    KEY("seq", T_INT),
+    KEY("digest", T_STR),
+    KEY("request", T_NULL),
+    KEY("job_id", T_INT),
+    KEY("components", T_IDS),
+    KEY("cancel_requested", T_BOOL),
+    KEY("archived", T_BOOL),
+    KEY("accepted_at_ms", T_INT),
+    KEY("updated_at_ms", T_INT),
+    KEY("missing_since_ms", T_INT),
+    KEY("cleaned", T_BOOL),
+    KEY("request_sealed", T_SEALED),
+    KEY("slurm_states", T_STR),
+    KEY("refused_attempt", T_INT),
+    KEY("sweep_due", T_BOOL),
+};
+
+typedef struct fast {
+    forge_jscan_t s;
+    unsigned seen;
+    long long num[K__COUNT]; /* integers and booleans */
+    const char *str[K__COUNT];
+    size_t str_len[K__COUNT];
+    bool sealed; /* request_sealed is an object (not null) */
+    forge_sealed_parts_t parts;
+    uint32_t *ids;
+    size_t id_count, id_size;
+} fast_t;
+
+static bool fast_string(fast_t *f, const char **s, size_t *n)
+{
+    forge_jscan_text_t t;
+
+    if (!forge_jscan_plain(&f->s, &t))
+        return false;
+    *s = t.p;
+    *n = t.n;
+    return true;
+}
+
+static bool fast_ids(fast_t *f)
+{
+    long long v;
+
+    if (!forge_jscan_eat(&f->s, '['))
+        return false;
+    if (forge_jscan_eat(&f->s, ']'))
+        return true;
+    do {
+        if (!forge_jscan_int(&f->s, &v))
+            return false;
+        if (f->id_count == f->id_size) {
+            f->id_size = f->id_size ? 2 * f->id_size : 4;
+            f->ids = forge_xrealloc(f->ids, f->id_size * sizeof(*f->ids));
+        }
+        f->ids[f->id_count++] = (uint32_t)v;
+    } while (forge_jscan_eat(&f->s, ','));
+    return forge_jscan_eat(&f->s, ']');
+}
+
+/* {"kid", "iv", "ct"} strings, each once, in any order; or null. */
+static bool fast_sealed(fast_t *f)
+{
+    const char *key, **s[3] = {&f->parts.kid, &f->parts.iv, &f->parts.ct};
+    size_t n, *len[3] = {&f->parts.kid_len, &f->parts.iv_len, &f->parts.ct_len};
+    static const char *const names[3] = {"kid", "iv", "ct"};
+    unsigned seen = 0;
+
+    if (forge_jscan_word(&f->s, "null"))
+        return true;
+    if (!forge_jscan_eat(&f->s, '{'))
+        return false;
+    do {
+        int k = -1;
+        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
+            return false;
+        for (int i = 0; i < 3; i++)
+            if (strlen(names[i]) == n && !memcmp(names[i], key, n))
+                k = i;
+        if (k < 0 || seen & (1u << k) || !fast_string(f, s[k], len[k]))
+            return false;
+        seen |= 1u << k;
+    } while (forge_jscan_eat(&f->s, ','));
+    f->sealed = true;
+    return seen == 7 && forge_jscan_eat(&f->s, '}');
+}
+
+static bool fast_value(fast_t *f, int k)
+{
+    switch (fast_keys[k].kind) {
+    case T_INT:
+        return forge_jscan_int(&f->s, &f->num[k]);
+    case T_STR:
+        return fast_string(f, &f->str[k], &f->str_len[k]);
+    case T_BOOL:
+        if (forge_jscan_word(&f->s, "true"))
+            return (f->num[k] = 1);
+        return forge_jscan_word(&f->s, "false");
+    case T_NULL:
+        return forge_jscan_word(&f->s, "null");
+    case T_IDS:
+        return fast_ids(f);
+    case T_SEALED:
+        return fast_sealed(f);
+    }
+    return false;
+}
+
+static bool fast_scan(fast_t *f)
+{
+    const char *key;
+    size_t n;
+
+    if (!forge_jscan_eat(&f->s, '{'))
+        return false;
+    do {
+        int k = -1;
+        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
+            return false;
+        for (int i = 0; i < K__COUNT && k < 0; i++)
+            if (fast_keys[i].len == n && !memcmp(fast_keys[i].name, key, n))
+                k = i;
+        if (k < 0 || f->seen & (1u << k) || !fast_value(f, k))
+            return false;
+        f->seen |= 1u << k;
+    } while (forge_jscan_eat(&f->s, ','));
+    if (!forge_jscan_eat(&f->s, '}') || (f->seen & K_REQUIRED) != K_REQUIRED)
+        return false;
+    forge_jscan_ws(&f->s); /* trailing whitespace, and nothing else */
+    return f->s.p == f->s.end && f->num[K_V] == RECORD_VERSION &&
+           f->str_len[K_DIGEST] == 64 && f->str_len[K_STATE] < 32;
+}
+
+/* "forge-state/v1/<id>/<attempt>" into room (long enough: the caller
+ * checked), as forge_launch_seal_aad writes it, without printf. */
+static void aad_into(char *room, const char *id, int attempt)
+{
+    char digits[12];
+    size_t n = 0, at = sizeof(SEAL_AAD_PREFIX) - 1, len = strlen(id);
+    unsigned v = attempt < 0 ? 0u - (unsigned)attempt : (unsigned)attempt;
+
+    memcpy(room, SEAL_AAD_PREFIX, at);
+    memcpy(room + at, id, len);
+    at += len;
+    room[at++] = '/';
+    if (attempt < 0)
+        room[at++] = '-';
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        room[at++] = digits[--n];
+    room[at] = '\0';
+}
+
+/* The request of a record the fast path read: sealed (opened with s, or
+ * kept with the reason it did not open), or none; as read_request. */
+static void fast_request(forge_launch_record_t *r, const fast_t *f,
+                         const forge_sealer_t *s)
+{
+    const forge_sealed_parts_t *v = &f->parts;
+    forge_error_t why = {0};
+    char room[128], *aad;
+
+    if (!f->sealed)
+        return;
+    /* on the stack when it fits (one record per call, at restore) */
+    if (sizeof(SEAL_AAD_PREFIX) + strlen(r->launch_id) + 12 <= sizeof(room)) {
+        aad = room;
+        aad_into(room, r->launch_id, r->attempt);
+    } else {
+        aad = forge_launch_seal_aad(r->launch_id, r->attempt);
+    }
+    if (forge_unseal_parts(s, aad, v, &r->request, &r->request_len, &why)) {
+        r->request_sealed =
+            json_pack("{s:s%, s:s%, s:s%}", "kid", v->kid, v->kid_len, "iv",
+                      v->iv, v->iv_len, "ct", v->ct, v->ct_len);
+        r->request_error = forge_xmalloc(sizeof(why));
+        *r->request_error = why;
+    } else {
+        r->request_was_sealed = true;
+    }
+    if (aad != room)
+        free(aad);
+}
+
+/* The record from what fast_scan read, as fill makes it. */
+static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
+{
+    forge_launch_record_t *r = forge_xcalloc(1, sizeof(*r));
+    char state[32];
+
+    r->launch_id = forge_xstrndup(f->str[K_ID], f->str_len[K_ID]);
+    r->attempt = (int)f->num[K_ATTEMPT];
+    memcpy(state, f->str[K_STATE], f->str_len[K_STATE]);
+    state[f->str_len[K_STATE]] = '\0';
+    r->state = forge_state_from_name(state);
+    r->seq = (long)f->num[K_SEQ];
+    memcpy(r->digest, f->str[K_DIGEST], 64);
+    r->digest[64] = '\0';
+    fast_request(r, f, s);
+    r->job_id = (uint32_t)f->num[K_JOB];
+    r->component_ids = forge_xcalloc(f->id_count + 1, sizeof(uint32_t));
+    if (f->id_count)
+        memcpy(r->component_ids, f->ids, f->id_count * sizeof(uint32_t));
+    r->component_count = f->id_count;
+    r->cancel_requested = f->num[K_CANCEL];
+    r->archived = f->num[K_ARCHIVED];
+    r->accepted_at_ms = f->num[K_ACCEPTED];
+    r->updated_at_ms = f->num[K_UPDATED];
+    r->missing_since_ms = f->num[K_MISSING];
+    r->cleaned = f->num[K_CLEANED];
+    if (f->seen & (1u << K_STATES))
+        r->slurm_states =
+            forge_xstrndup(f->str[K_STATES], f->str_len[K_STATES]);
+    if (f->seen & (1u << K_REFUSED) && f->num[K_REFUSED] > 0 &&
+        f->num[K_REFUSED] <= INT_MAX)
+        r->refused_attempt = (int)f->num[K_REFUSED];
+    r->sweep_due = f->num[K_SWEEP] != 0;
+    return r;
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
+                                      const forge_sealer_t *s,
+                                      forge_launch_record_t **out,
+                                      forge_error_t *err)
+{
+    fast_t f = {.s = {buf, buf + len}};
+    bool fast = fast_scan(&f);
+
+    *out = fast ? fast_record(&f, s) : NULL;
+    free(f.ids);
+    if (fast)
+        return FORGE_OK;
+    return forge_launch_record_decode_general(buf, len, s, out, err);
+}
+
+forge_rc_t forge_launch_record_decode_general(const char *buf, size_t len,
+                                              const forge_sealer_t *s,
+                                              forge_launch_record_t **out,
+                                              forge_error_t *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
+    forge_launch_record_t *r;
+    forge_rc_t rc;
+
+    *out = NULL;
+    if (!o)
+        return forge_error_set(err, FORGE_EINVALID_JSON, "$", "%s", jerr.text);
+    r = forge_xcalloc(1, sizeof(*r));
+    rc = fill(r, o, s, err);
+    json_decref(o);
+    if (rc) {
+        forge_launch_record_free(r);
+        return rc;
+    }
+    *out = r;
+    return FORGE_OK;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * launch.h - a launch's durable record: what the worker must know to carry
+ * on after a crash or a rebalance (docs/CONTRACT.md section 1: the state
+ * topic, keyed by launch_id, co-partitioned with the requests). One record
+ * per launch, for its latest attempt; the state machine's rules (legal
+ * transitions, seq +1 per event) are enforced here.
+ *
+ * The request itself is kept (as received) until the launch's job id is
+ * recorded, so a new owner can resubmit an interrupted submit without the
+ * requests topic. From then on only what is still needed of it is kept
+ * (held.h: its labels, secrets, pools' names and tenant, for events,
+ * redaction and the archive), until the launch is archived (or cleaned,
+ * when it has no logs). Both hold secrets (the ingest token, env and
+ * secret_env values), so the state topic only ever gets them sealed
+ * (seal.h), bound to the record's launch_id and attempt: "request": null,
+ * "request_sealed": {"kid", "iv", "ct"}, which opens to the whole request
+ * or, once a job id is recorded, to the request reduced to what is kept
+ * (forge_held_to_json: same shape, so whatever reads the one reads the
+ * other). Records written before sealing carry it in clear in "request";
+ * they are read as before and sealed on their next write. The version
+ * stays 1: the change is additive, and a worker that predates it reads a
+ * sealed record as one without its request.
+ *
+ * A sealed request that cannot be opened (a key this worker does not hold,
+ * or it does not authenticate) leaves the rest of the record intact: the
+ * request is NULL, request_error says why, and the sealed value is kept and
+ * written back as it was, so a worker with the right key can still open it.
+ *
+ * In memory (the launch table holds one record per launch: 100,000 of
+ * them at scale), a record keeps its request's bytes only while a submit
+ * may still need them (no job id yet), and nothing parsed of them (the
+ * table keeps the labels, secrets, pools and tenant apart: held.h). Once
+ * the job id is recorded the bytes go (forge_launch_compact): every
+ * record written from then on carries the kept form, sealed
+ * (forge_launch_record_encode_kept), and the archive is made from it. An
+ * aborted transaction loses nothing by it: the loop restores from the
+ * state topic, whose committed record of a launch without a job id still
+ * carries the whole request. Decoding takes a fast path for records
+ * shaped as this worker writes them (launch.c) and gives the general
+ * parse everything else.
+ *
+ * After a terminal state: archived (the logs event is out, in the same
+ * transaction as the record saying so), then cleaned (staging deleted).
+ *
+ * slurm_states (optional, additive like the sealed request): the job's
+ * Slurm states, as the poller writes them down (poller.c: "<job_id>:<state>,
+ * ...;" per job entry), that the record's state was derived from. A worker
+ * that restores the record takes them for what it last saw, so an
+ * unchanged job costs no details call; a record an aborted transaction
+ * rewound carries the states of its own, older state, so the job's
+ * present ones differ and are looked at again.
+ */
+#ifndef FORGE_LAUNCH_H
+#define FORGE_LAUNCH_H
+
+#include "core/error.h"
+#include "core/sha256.h"
+#include "record/held.h"
+#include "record/state.h"
+#include "record/seal.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct forge_launch_record {
+    char *launch_id;
+    int attempt;
+    forge_state_t state;
+    long seq; /* events published so far for (launch_id, attempt) */
+    char digest[FORGE_SHA256_HEX]; /* of the request bytes */
+    /* the request as received, or NULL; with a job id recorded: what the
+     * sealed value opened to (decoded), or NULL (forge_launch_compact) */
+    char *request;
+    size_t request_len;
+    json_t *request_sealed; /* could not be opened: kept as read, or NULL */
+    forge_error_t *request_error; /* why not (no secret in it), or NULL */
+    /* decoded: request was opened from a sealed value (it authenticated:
+     * the worker wrote it, after validating it), not read in clear */
+    bool request_was_sealed;
+    uint32_t job_id;         /* 0: intent recorded, no job id yet */
+    uint32_t *component_ids; /* het components, in het_offset order */
+    size_t component_count;
+    bool cancel_requested;
+    bool archived; /* the logs_archived event is published */
+    bool cleaned;  /* staging and scheduler logs deleted (or never made) */
+    long long accepted_at_ms;
+    long long updated_at_ms;
+    long long missing_since_ms; /* 0: Slurm knows the job */
+    char *slurm_states;         /* see above; NULL: none seen yet */
+    /* The highest later attempt refused while this one was live (0: none):
+     * that (launch_id, attempt) was decided REJECTED, so reading its
+     * request again (a replay, a resend) changes nothing. */
+    int refused_attempt;
+    /* The clean of an interrupted submit of this attempt ran: a POST of it
+     * slurmrestd still held may land later (held, never started), so the
+     * owner looks for the jobs the tag finds again and cancels those not
+     * the launch's (the worker's sweep), then drops the flag. */
+    bool sweep_due;
+} forge_launch_record_t;
+
+/* A new record in state NONE for (launch_id, attempt) and its request
+ * bytes (copied; digest computed). */
+forge_launch_record_t *forge_launch_record_new(const char *launch_id,
+                                               int attempt, const char *request,
+                                               size_t request_len);
+
+void forge_launch_record_free(forge_launch_record_t *r); /* NULL-safe */
+
+/* Whether a request for (r's launch_id, attempt) was decided already, so
+ * reading it again changes nothing: r's attempt or an earlier one, or one
+ * refused while r's ran (refused_attempt). */
+bool forge_launch_decided(const forge_launch_record_t *r, int attempt);
+
+/*
+ * Moves the record to `to` if the contract allows it (seq + 1, updated_at
+ * = now_ms). FORGE_EINVAL (and nothing changes) for an illegal move.
+ */
+forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
+                                long long now_ms) FORGE_WARN_UNUSED;
+
+/* Forgets the request (the logs are safe, or there are none): the next
+ * record written carries none, sealed or not. */
+void forge_launch_drop_request(forge_launch_record_t *r);
+
+/* The job id is recorded: the request's bytes are no longer needed
+ * (what is, the caller keeps: held.h), and are wiped and freed. */
+void forge_launch_compact(forge_launch_record_t *r);
+
+/* What a record's request is sealed for ("forge-state/v1/<id>/<attempt>"):
+ * the additional data that binds it to this launch and attempt. New. */
+char *forge_launch_seal_aad(const char *launch_id, int attempt);
+
+/*
+ * The record as the state topic's value (*out new), its request sealed by
+ * s: the whole request while it has no job id; with one, only what is
+ * kept of it (kept, or NULL: made from the request's bytes, if any).
+ * Never in clear: FORGE_EINVAL when there is a request and no s, and
+ * whatever forge_seal says when sealing fails (*out NULL then).
+ */
+forge_rc_t
+forge_launch_record_encode_kept(const forge_launch_record_t *r,
+                                const forge_held_t *kept,
+                                const forge_sealer_t *s, json_t **out,
+                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The same with kept NULL. */
+forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
+                                      const forge_sealer_t *s, json_t **out,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+/*
+ * A state topic value back into a record (*out new). A sealed request is
+ * opened with s (which may be NULL: then it cannot be); one that does not
+ * open is not an error of the record (see above).
+ */
+forge_rc_t forge_launch_record_decode(const char *buf, size_t len,
+                                      const forge_sealer_t *s,
+                                      forge_launch_record_t **out,
+                                      forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The same through a general JSON parse only (decode takes a fast path
+ * for records shaped as this worker writes them: launch.c); for the tests
+ * that hold the two paths to the same answers. */
+forge_rc_t forge_launch_record_decode_general(
+    const char *buf, size_t len, const forge_sealer_t *s,
+    forge_launch_record_t **out, forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * command.c - helpers shared by forge-worker's commands (command.h).
+ */
+#include "command.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/version.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static int config_failure(const forge_error_t *err)
+{
+    forge_log_field_t fields[] = {{"variable", err->field}};
+
+    forge_log_fields(FORGE_LOG_ERROR, fields, 1, "bad configuration: %s",
+                     err->message);
+    fprintf(stderr, "forge-worker: bad configuration: %s\n", err->message);
+    return CLI_EXIT_CONFIG;
+}
+
+int cli_load_config(unsigned needs, forge_config_t **out)
+{
+    forge_error_t err = {0};
+    forge_config_t *cfg = NULL;
+
+    *out = NULL;
+    if (forge_config_load(environ, &cfg, &err) ||
+        forge_config_require(cfg, needs, &err) ||
+        forge_version_check_runtime(&err)) {
+        forge_config_destroy(cfg);
+        return config_failure(&err);
+    }
+    forge_log_configure(cfg->log_level, cfg->log_format, 2, cfg->worker_id);
+    for (size_t i = 0; i < cfg->unknown_count; i++) {
+        forge_log_field_t f[] = {{"variable", cfg->unknown_vars[i]}};
+        forge_log_fields(FORGE_LOG_WARN, f, 1,
+                         "unknown FORGE_ variable ignored (a typo?)");
+    }
+    *out = cfg;
+    return 0;
+}
+
+int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_series_load(cfg->gpu_series_file, out, &err))
+        return config_failure(&err);
+    return 0;
+}
+
+int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
+{
+    forge_error_t err = {0};
+
+    *out = NULL;
+    if (cfg->tenants_file && forge_tenants_load(cfg->tenants_file, out, &err))
+        return config_failure(&err);
+    return 0;
+}
+
+int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_sealer_from_config(cfg, out, &err))
+        return config_failure(&err);
+    forge_log_info("state records sealed with key %s%s", forge_sealer_kid(*out),
+                   cfg->state_key_file_previous
+                       ? "; the previous key opens older ones"
+                       : "");
+    return 0;
+}
+
+int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
+{
+    FILE *f = strcmp(arg, "-") ? fopen(arg, "rb") : stdin;
+    int rc;
+
+    if (!f) {
+        fprintf(stderr, "forge-worker: cannot read %s: %s\n", arg,
+                strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    /* more than max is read as it is: the parser says what is wrong */
+    rc = forge_read_stream(f, max, out, len);
+    if (rc)
+        fprintf(stderr, "forge-worker: cannot read %s: %s\n", arg,
+                strerror(errno));
+    if (f != stdin)
+        fclose(f);
+    return rc ? CLI_EXIT_USAGE : 0;
+}
+
+/* ---- the recovery commands (launches, replay, reconcile) --------------- */
+
+/* The contract's exit code of each outcome (CONTRACT section 4). */
+static const int recovery_exit[FORGE_RECOVERY__COUNT] = {
+    [FORGE_RECOVERY_OK] = CLI_EXIT_OK,
+    [FORGE_RECOVERY_USAGE] = CLI_EXIT_INVALID,
+    [FORGE_RECOVERY_KAFKA_UNAVAILABLE] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_SLURM_UNAVAILABLE] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_GROUP_ACTIVE] = CLI_EXIT_TEMPFAIL,
+    [FORGE_RECOVERY_TOPIC_MISSING] = CLI_EXIT_UNAVAILABLE,
+    [FORGE_RECOVERY_OFFSETS_FILE] = CLI_EXIT_INVALID,
+    [FORGE_RECOVERY_CONFIG] = CLI_EXIT_CONFIG,
+};
+
+int cli_recovery_fail(const forge_admin_error_t *err)
+{
+    json_t *j =
+        json_pack("{s:s, s:s}", "error", forge_admin_code_name(err->code),
+                  "message", err->message);
+    char *text = json_dumps(j, JSON_COMPACT);
+
+    fprintf(stderr, "%s\n", text);
+    free(text);
+    json_decref(j);
+    return err->code < FORGE_RECOVERY__COUNT ? recovery_exit[err->code]
+                                             : CLI_EXIT_SOFTWARE;
+}
+
+static int recovery_config_failure(const forge_error_t *err)
+{
+    forge_admin_error_t rerr;
+
+    forge_admin_fail(&rerr, FORGE_RECOVERY_CONFIG, "%s", err->message);
+    return cli_recovery_fail(&rerr);
+}
+
+int cli_recovery_config(unsigned needs, forge_config_t **cfg)
+{
+    forge_error_t err = {0};
+
+    *cfg = NULL;
+    if (forge_config_load(environ, cfg, &err) ||
+        forge_config_require(*cfg, needs, &err) ||
+        forge_version_check_runtime(&err)) {
+        forge_config_destroy(*cfg);
+        *cfg = NULL;
+        return recovery_config_failure(&err);
+    }
+    forge_log_configure((*cfg)->log_level > FORGE_LOG_WARN ? (*cfg)->log_level
+                                                           : FORGE_LOG_WARN,
+                        (*cfg)->log_format, 2, (*cfg)->worker_id);
+    return 0;
+}
+
+int cli_recovery_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+{
+    forge_error_t err = {0};
+
+    if (forge_sealer_from_config(cfg, out, &err))
+        return recovery_config_failure(&err);
+    return 0;
+}
