@@ -170,37 +170,6 @@ static const forge_slurm_job_list_t *take_tag(planning_t *p, const char *id,
     return forge_recon_jobs_of(p->s, id, attempt);
 }
 
-static forge_launch_record_t *clone_record(const forge_launch_record_t *r)
-{
-    forge_launch_record_t *c = forge_launch_record_new(
-        r->launch_id, r->attempt, r->request, r->request_len);
-
-    memcpy(c->digest, r->digest, sizeof(c->digest));
-    c->state = r->state;
-    c->seq = r->seq;
-    c->request_was_sealed = r->request_was_sealed; /* whole, or kept */
-    c->request_sealed =
-        r->request_sealed ? json_deep_copy(r->request_sealed) : NULL;
-    if (r->request_error) {
-        c->request_error = forge_xmalloc(sizeof(*c->request_error));
-        *c->request_error = *r->request_error;
-    }
-    c->job_id = r->job_id;
-    c->component_count = r->component_count;
-    c->component_ids = forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
-    if (r->component_count)
-        memcpy(c->component_ids, r->component_ids,
-               r->component_count * sizeof(uint32_t));
-    c->cancel_requested = r->cancel_requested;
-    c->archived = r->archived;
-    c->cleaned = r->cleaned;
-    c->accepted_at_ms = r->accepted_at_ms;
-    c->updated_at_ms = r->updated_at_ms;
-    c->missing_since_ms = r->missing_since_ms;
-    c->slurm_states = forge_xstrdup(r->slurm_states);
-    return c;
-}
-
 /* ---- a launch with a record --------------------------------------------- */
 
 static bool seq_disagrees(const forge_recon_launch_t *l)
@@ -217,7 +186,7 @@ static void plan_live_record(planning_t *p, forge_recon_item_t *it,
     const forge_launch_record_t *r = it->launch->rec;
     forge_slurm_job_list_t v;
 
-    it->rec = clone_record(r);
+    it->rec = forge_launch_record_copy(r);
     v = pick_job(it, jobs, r->job_id);
     if (v.count) {
         bool adopted = forge_recon_leader(&v.jobs[0]) != r->job_id;

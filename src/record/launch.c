@@ -45,6 +45,30 @@ void forge_launch_record_free(forge_launch_record_t *r)
     free(r);
 }
 
+forge_launch_record_t *forge_launch_record_copy(const forge_launch_record_t *r)
+{
+    forge_launch_record_t *c = forge_xmalloc(sizeof(*c));
+
+    /* Every field by value first, so one added later is copied too; then
+     * each pointer the record owns gets its own copy. */
+    *c = *r;
+    c->launch_id = forge_xstrdup(r->launch_id);
+    c->request = r->request ? forge_xstrndup(r->request, r->request_len) : NULL;
+    c->request_sealed =
+        r->request_sealed ? json_deep_copy(r->request_sealed) : NULL;
+    c->request_error = NULL;
+    if (r->request_error) {
+        c->request_error = forge_xmalloc(sizeof(*c->request_error));
+        *c->request_error = *r->request_error;
+    }
+    c->component_ids = forge_xcalloc(r->component_count + 1, sizeof(uint32_t));
+    if (r->component_count)
+        memcpy(c->component_ids, r->component_ids,
+               r->component_count * sizeof(uint32_t));
+    c->slurm_states = forge_xstrdup(r->slurm_states);
+    return c;
+}
+
 void forge_launch_drop_request(forge_launch_record_t *r)
 {
     free(r->request);

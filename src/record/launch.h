@@ -109,6 +109,10 @@ forge_launch_record_t *forge_launch_record_new(const char *launch_id,
 
 void forge_launch_record_free(forge_launch_record_t *r); /* NULL-safe */
 
+/* A deep copy of r (new: forge_launch_record_free): every field, those
+ * added later too, and each thing r owns copied, never shared. */
+forge_launch_record_t *forge_launch_record_copy(const forge_launch_record_t *r);
+
 /* Whether a request for (r's launch_id, attempt) was decided already, so
  * reading it again changes nothing: r's attempt or an earlier one, or one
  * refused while r's ran (refused_attempt). */
