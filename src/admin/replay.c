@@ -31,9 +31,11 @@ static bool cancel_known(const forge_launch_table_t *t, const forge_cancel_t *c)
            forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested;
 }
 
-/* A launch, or a refused message naming one, changes nothing when its
- * record decided that attempt already (forge_launch_decided, as loop.c's
- * on_launch and on_invalid). */
+/* A launch changes nothing when its record decided that attempt already
+ * (forge_launch_decided, as loop.c's on_launch); an invalid message naming
+ * one, only when that attempt was refused (forge_launch_refused): for an
+ * attempt decided otherwise the worker sends it to the DLQ again, as it
+ * does a message naming no launch (loop.c on_invalid). */
 static void count_request(void *ctx, const forge_scan_record_t *r)
 {
     counting_t *c = ctx;
@@ -43,12 +45,13 @@ static void count_request(void *ctx, const forge_scan_record_t *r)
     const forge_launch_table_entry_t *e;
     char *id;
     int attempt = 1;
+    bool valid;
 
     part->requests++;
     if (!r->value)
         return; /* a tombstone on the requests topic: the worker skips it */
-    if (!forge_request_parse(r->value, r->value_len, &req, &err) &&
-        req->kind == FORGE_REQUEST_CANCEL) {
+    valid = !forge_request_parse(r->value, r->value_len, &req, &err);
+    if (valid && req->kind == FORGE_REQUEST_CANCEL) {
         part->known += cancel_known(c->table, &req->cancel);
         forge_request_destroy(req);
         return;
@@ -59,7 +62,13 @@ static void count_request(void *ctx, const forge_scan_record_t *r)
         return;
     }
     e = forge_launch_table_find(c->table, id);
-    part->known += e && forge_launch_decided(e->rec, attempt);
+    /* as the worker decides (loop.c on_invalid): a replayed refusal
+     * changes nothing, one for an attempt decided otherwise goes to the
+     * DLQ again */
+    if (e && (valid || forge_launch_refused(e->rec, attempt)))
+        part->known += forge_launch_decided(e->rec, attempt);
+    else if (e && forge_launch_decided(e->rec, attempt))
+        part->dlq++;
     free(id);
 }
 

@@ -65,8 +65,10 @@
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* A message no launch can be told from (why: what it lacks), or one for an
+ * attempt decided otherwise: its exact bytes to the DLQ, and a line. */
 static void to_dlq(forge_loop_t *w, const forge_kafka_message_t *m,
-                   const forge_error_t *error)
+                   const forge_error_t *error, const char *why)
 {
     forge_error_t err = {0};
     forge_dlq_record_t d;
@@ -76,12 +78,25 @@ static void to_dlq(forge_loop_t *w, const forge_kafka_message_t *m,
     if (w->kafka_ops->produce(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
     forge_observe_dlq();
-    forge_log_warn("message at %d/%lld has no usable launch_id: to the DLQ "
-                   "(%s)%s",
-                   (int)m->partition, (long long)m->offset, error->message,
+    forge_log_warn("message at %d/%lld %s: to the DLQ (%s)%s",
+                   (int)m->partition, (long long)m->offset, why, error->message,
                    d.record.value_len < m->value_len
                        ? "; its value is cut to FORGE_DLQ_MAX_BYTES"
                        : "");
+}
+
+/* A message that changes nothing (a replay, a resend, a cancel of nothing
+ * live) still leaves its line: where it was and why nothing moved. */
+static void unchanged(const forge_kafka_message_t *m, const char *launch_id,
+                      int attempt, const char *why)
+{
+    char at[48];
+    forge_log_field_t f[] = {{"launch_id", launch_id}, {"message", at}};
+
+    snprintf(at, sizeof(at), "%d/%lld", (int)m->partition,
+             (long long)m->offset);
+    forge_log_fields(FORGE_LOG_INFO, f, 2, "attempt %d: %s; nothing changes",
+                     attempt, why);
 }
 
 /* A later attempt arrived while e's runs: REJECTED, and remembered in e's
@@ -106,12 +121,17 @@ static void on_invalid(forge_loop_t *w, const forge_kafka_message_t *m,
                   error};
 
     if (!id) {
-        to_dlq(w, m, error);
+        to_dlq(w, m, error,
+               "names no launch_id and attempt the worker can use");
         return;
     }
     e = forge_owner_find(w->owner, id);
-    if (e && forge_launch_decided(e->rec, attempt)) {
-        /* a replay or a stale attempt: already decided */
+    if (e && forge_launch_refused(e->rec, attempt)) {
+        unchanged(m, id, attempt, "refused already (a replay or a resend)");
+    } else if (e && forge_launch_decided(e->rec, attempt)) {
+        /* its (launch, attempt) was decided otherwise: a second decision
+         * would be a second seq 1, so the message itself is kept */
+        to_dlq(w, m, error, "is invalid for an attempt decided already");
     } else if (e && !forge_state_is_terminal(e->rec->state)) {
         refuse_while_live(w, e, attempt, error);
     } else {
@@ -131,8 +151,11 @@ static void on_launch(forge_loop_t *w, const forge_kafka_message_t *m,
     change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL};
     forge_launch_record_t *rec;
 
-    if (e && forge_launch_decided(e->rec, l->attempt))
-        return; /* duplicate or replay: (launch_id, attempt) is known */
+    if (e && forge_launch_decided(e->rec, l->attempt)) {
+        unchanged(m, l->launch_id, l->attempt,
+                  "decided already (a replay or a resend)");
+        return;
+    }
     if (e && !forge_state_is_terminal(e->rec->state)) {
         forge_error_t err = {0};
         forge_error_set(&err, FORGE_ESCHEMA, "$.attempt",
@@ -175,14 +198,20 @@ static bool withdraw_submit(forge_loop_t *w, forge_entry_t *e)
     return false;
 }
 
-static void on_cancel(forge_loop_t *w, const forge_cancel_t *c)
+static void on_cancel(forge_loop_t *w, const forge_kafka_message_t *m,
+                      const forge_cancel_t *c)
 {
     forge_entry_t *e = forge_owner_find(w->owner, c->launch_id);
     change_t cancelled = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
 
     if (!e || (c->attempt && c->attempt != e->rec->attempt) ||
-        forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested)
-        return; /* unknown, another attempt, finished, or already asked */
+        forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested) {
+        unchanged(m, c->launch_id, c->attempt,
+                  !e ? "a cancel of a launch this worker does not know"
+                     : "a cancel of another attempt, an ended one, or one "
+                       "asked already");
+        return;
+    }
     e->rec->cancel_requested = true;
     /* A submit not sent yet never will be; one posted already is withdrawn
      * on the Slurm thread: it submits nothing unless it is past its POST. */
@@ -218,7 +247,7 @@ static void on_message(forge_loop_t *w, const forge_kafka_message_t *m)
     else if (p->request->kind == FORGE_REQUEST_LAUNCH)
         on_launch(w, m, p, tenant);
     else
-        on_cancel(w, &p->request->cancel);
+        on_cancel(w, m, &p->request->cancel);
     forge_prepared_destroy(p);
     w->kafka_ops->mark_done(w->kafka, m->partition, m->offset);
     w->commit_now = true;

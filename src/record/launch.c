@@ -174,6 +174,12 @@ bool forge_launch_decided(const forge_launch_record_t *r, int attempt)
     return r->attempt >= attempt || r->refused_attempt >= attempt;
 }
 
+bool forge_launch_refused(const forge_launch_record_t *r, int attempt)
+{
+    return (r->attempt == attempt && r->state == FORGE_STATE_REJECTED) ||
+           r->refused_attempt == attempt;
+}
+
 forge_rc_t forge_launch_record_encode(const forge_launch_record_t *r,
                                       const forge_sealer_t *s, json_t **out,
                                       forge_error_t *err)

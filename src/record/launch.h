@@ -118,6 +118,11 @@ forge_launch_record_t *forge_launch_record_copy(const forge_launch_record_t *r);
  * refused while r's ran (refused_attempt). */
 bool forge_launch_decided(const forge_launch_record_t *r, int attempt);
 
+/* Whether attempt was decided REJECTED: r's own attempt, REJECTED, or the
+ * later one refused while r's ran. An invalid request for it again is a
+ * replay of that refusal; one for an attempt decided otherwise is not. */
+bool forge_launch_refused(const forge_launch_record_t *r, int attempt);
+
 /*
  * Moves the record to `to` if the contract allows it (seq + 1, updated_at
  * = now_ms). FORGE_EINVAL (and nothing changes) for an illegal move.

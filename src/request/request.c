@@ -662,13 +662,17 @@ char *forge_request_salvage_id(const char *buf, size_t len, int *attempt)
     body =
         forge_jv_get(root, "specversion") ? forge_jv_get(root, "data") : root;
     id = forge_jv_str(forge_jv_get(body, "launch_id"));
-    if (id && forge_field_pattern_match(&pat_id64, id)) {
-        found = forge_xstrdup(id);
-        a = forge_jv_get(body, "attempt");
-        if (forge_jv_is_integer(a) && forge_jv_int(a) >= 1 &&
-            forge_jv_int(a) <= 1000000)
-            *attempt = (int)forge_jv_int(a);
+    a = forge_jv_get(body, "attempt");
+    if (!id || !forge_field_pattern_match(&pat_id64, id))
+        goto out;
+    if (a) { /* named, it must be one: "2" or 2.5 names no attempt */
+        if (!forge_jv_is_integer(a) || forge_jv_int(a) < 1 ||
+            forge_jv_int(a) > 1000000)
+            goto out;
+        *attempt = (int)forge_jv_int(a);
     }
+    found = forge_xstrdup(id);
+out:
     forge_jdoc_free(doc);
     return found;
 }

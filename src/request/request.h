@@ -133,8 +133,10 @@ void forge_request_destroy(forge_request_t *req); /* NULL-safe */
 
 /*
  * For a message that failed to parse: the launch_id (new) and attempt it
- * names, if it names a well-formed one, so the refusal can be published as
- * REJECTED; NULL when there is none (the message goes to the DLQ).
+ * names (1 when it names none), so the refusal can be published as
+ * REJECTED; NULL when it names no well-formed launch_id, or an attempt
+ * that is not an integer from 1 to 1000000 (a string "2", 2.5, 0): no
+ * (launch, attempt) can be told, and the message goes to the DLQ.
  */
 char *forge_request_salvage_id(const char *buf, size_t len, int *attempt);
 

@@ -680,6 +680,62 @@ Test(loop, an_attempt_refused_while_another_ran_stays_decided)
     forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, "L1"));
 }
 
+/* Invalid messages naming an ended launch (issue 25): an attempt of the
+ * wrong type names no attempt (once it fell back to 1, decided, and the
+ * message vanished: no event, no DLQ record, no line): to the DLQ; an
+ * invalid one for the attempt that ended (decided SUCCEEDED, not refused)
+ * too; one for the attempt refused while it ran changes nothing (a replay
+ * of that refusal); one for a higher attempt is REJECTED. */
+Test(loop, invalid_messages_for_a_decided_launch_leave_a_trace)
+{
+    const char *req = launch_req("L1", 1);
+    forge_launch_record_t *r =
+        forge_launch_record_new("L1", 1, req, strlen(req));
+    forge_error_t err = {0};
+    json_t *o = NULL;
+    char *text;
+    const char *dlq[] = {
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": \"2\"}",
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": 2.5}",
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": true}",
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": 1, "
+        "\"env\": 5}",
+        "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"env\": 5}"};
+
+    r->state = FORGE_STATE_SUCCEEDED;
+    r->seq = 5;
+    r->job_id = 7;
+    r->archived = r->cleaned = true;
+    r->refused_attempt = 2;
+    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
+                 "%s", err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    fake_kafka_put(kafka, cfg->topic_state, 0, "L1", text);
+    free(text);
+    json_decref(o);
+    forge_launch_record_free(r);
+
+    assign(0);
+    step();
+    for (size_t i = 0; i < sizeof(dlq) / sizeof(dlq[0]); i++)
+        fake_kafka_send(kafka, 0, "L1", dlq[i]);
+    fake_kafka_send(kafka, 0, "L1",
+                    "{\"kind\": \"launch\", \"launch_id\": \"L1\", "
+                    "\"attempt\": 2, \"env\": 5}"); /* refused already */
+    step();
+    expect_states("L1", "");
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_dlq, "L1"),
+                 sizeof(dlq) / sizeof(dlq[0]));
+    fake_kafka_send(kafka, 0, "L1",
+                    "{\"kind\": \"launch\", \"launch_id\": \"L1\", "
+                    "\"attempt\": 3, \"env\": 5}");
+    step();
+    expect_states("L1", "REJECTED");
+    cr_assert_eq(fake_kafka_count(kafka, cfg->topic_dlq, "L1"),
+                 sizeof(dlq) / sizeof(dlq[0]));
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM));
+}
+
 /* ---- cancels ----------------------------------------------------------------
  */
 

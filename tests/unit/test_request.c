@@ -335,8 +335,18 @@ Test(request, salvage_finds_the_launch_of_a_refused_message)
                       "\"attempt\": 4, \"command\": \"sh -c x\"}";
     const char ce[] = "{\"specversion\": \"1.0\", \"data\": {\"launch_id\": "
                       "\"L8\"}}";
-    const char *none[] = {"garbage", "{\"launch_id\": \"$(x)\"}", "[]",
-                          "{\"launch_id\": 5}"};
+    /* an attempt named but not one names no (launch, attempt): a string
+     * "2" once fell back to attempt 1, and for an ended launch the message
+     * vanished without a trace */
+    const char *none[] = {"garbage",
+                          "{\"launch_id\": \"$(x)\"}",
+                          "[]",
+                          "{\"launch_id\": 5}",
+                          "{\"launch_id\": \"L7\", \"attempt\": \"2\"}",
+                          "{\"launch_id\": \"L7\", \"attempt\": 2.5}",
+                          "{\"launch_id\": \"L7\", \"attempt\": 0}",
+                          "{\"launch_id\": \"L7\", \"attempt\": null}",
+                          "{\"launch_id\": \"L7\", \"attempt\": true}"};
     int attempt = 0;
     char *id = forge_request_salvage_id(ok, strlen(ok), &attempt);
 
@@ -347,7 +357,7 @@ Test(request, salvage_finds_the_launch_of_a_refused_message)
     cr_assert_str_eq(id, "L8");
     cr_assert_eq(attempt, 1);
     free(id);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
         cr_assert_null(
             forge_request_salvage_id(none[i], strlen(none[i]), &attempt), "%s",
             none[i]);
