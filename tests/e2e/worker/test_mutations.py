@@ -430,3 +430,89 @@ def test_mutations_each_end_rejected_dlq_or_launched_and_rss_stays_flat(fleet):
     topics.send(lid, launch(lid, ["true"]))
     done = reader.wait_terminal(lid)
     assert done["data"]["state"] == "SUCCEEDED", reader.states(lid)
+
+
+def test_wrong_types_in_the_id_fields_of_decided_launches_leave_a_trace(fleet):
+    """Issue 25: a request for a launch that has ended, whose `attempt` was
+    the string "2", produced no event, no DLQ record and no log line (it fell
+    back to attempt 1, decided, and was dropped). Each message naming a
+    decided launch now ends one visible way: the DLQ (with a warn line) when
+    its attempt cannot be told or was decided otherwise, REJECTED for a
+    higher attempt, an info line for a replay of what was decided."""
+    topics, worker, reader = fleet
+    ok, bad = unique_id("dec"), unique_id("decr")
+    topics.send(ok, launch(ok, ["true"]))
+    invalid = launch(bad, ["true"])
+    invalid["pools"][0]["gpus_per_node"] = "one"
+    topics.send(bad, invalid)
+    assert reader.wait_terminal(ok)["data"]["state"] == "SUCCEEDED"
+    assert reader.wait_terminal(bad)["data"]["state"] == "REJECTED"
+
+    def mutated(attempt, **extra):
+        req = launch(ok, ["true"])
+        if attempt is ...:
+            del req["attempt"]
+        else:
+            req["attempt"] = attempt
+        req.update(extra)
+        return json.dumps(req).encode()
+
+    to_dlq = {  # note: value
+        'attempt "2"': mutated("2"),
+        "attempt 2.5": mutated(2.5),
+        "attempt true": mutated(True),
+        "attempt null": mutated(None),
+        "attempt 0": mutated(0),
+        "attempt -1": mutated(-1),
+        'attempt "1"': mutated("1"),
+        "attempt [2]": mutated([2]),
+        "attempt 1, env of the wrong type": mutated(1, env=5),
+        "no attempt, env of the wrong type": mutated(..., env=5),
+        'CloudEvent, data.attempt "2"': json.dumps({
+            "specversion": "1.0", "type": "forge.launch.request",
+            "source": "e2e", "id": unique_id("ce"),
+            "data": json.loads(mutated("2"))}).encode(),
+    }
+    for value in to_dlq.values():
+        topics.send(ok, value)
+    topics.send(bad, json.dumps(invalid).encode())  # the refusal replayed
+    topics.send(ok, json.dumps(launch(ok, ["true"])).encode())  # a resend
+    higher = launch(ok, ["true"], attempt=3)
+    higher["env"] = 5
+    topics.send(ok, json.dumps(higher).encode())
+
+    wanted = {digest(v): note for note, v in to_dlq.items()}
+
+    def dlq_seen():
+        found = {}
+        for key, value, headers in topics.read_all(topics.dlq, timeout=2.0):
+            d = dlq_identity(value, headers)
+            if d in wanted:
+                assert key == ok.encode(), (key, wanted[d])
+                found[wanted[d]] = found.get(wanted[d], 0) + 1
+        return found if len(found) == len(wanted) else None
+
+    found = wait_until("each mutation of a decided launch in the DLQ",
+                       dlq_seen, 120, step=2)
+    assert all(n == 1 for n in found.values()), found
+    wait_until("attempt 3's REJECTED",
+               lambda: any(e["data"]["attempt"] == 3
+                           for e in reader.of(ok)), 60)
+    # nothing else for either launch: one terminal event per attempt
+    assert [(e["data"]["attempt"], e["data"]["state"])
+            for e in reader.of(ok)
+            if e["data"]["state"] in TERMINAL] == [(1, "SUCCEEDED"),
+                                                   (3, "REJECTED")]
+    assert reader.states(bad) == ["REJECTED"]
+
+    def logged(launch_id, text):
+        return any(line.get("launch_id") == launch_id and
+                   text in line.get("msg", "") for line in worker.lines())
+
+    wait_until("the replays' lines",
+               lambda: logged(bad, "refused already") and
+               logged(ok, "decided already"), 30)
+    dlq_lines = [line for line in worker.lines()
+                 if "to the DLQ" in line.get("msg", "")
+                 and line.get("level") == "warn"]
+    assert len(dlq_lines) >= len(to_dlq), dlq_lines[-len(to_dlq):]
