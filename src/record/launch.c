@@ -347,11 +347,13 @@ typedef enum { T_INT, T_STR, T_BOOL, T_NULL, T_IDS, T_SEALED } kind_t;
     {                                                                          \
         name, sizeof(name) - 1, kind                                           \
     }
-static const struct {
+typedef struct fast_key {
     const char *name;
     size_t len;
     kind_t kind;
-} fast_keys[K__COUNT] = {
+} fast_key_t;
+
+static const fast_key_t fast_keys[K__COUNT] = {
     KEY("v", T_INT),
     KEY("launch_id", T_STR),
     KEY("attempt", T_INT),
@@ -416,12 +418,32 @@ static bool fast_ids(fast_t *f)
     return forge_jscan_eat(&f->s, ']');
 }
 
+/* The next member's key ("name":) looked up in keys: its index, or -1
+ * (malformed, or a key not in keys: the fast reader gives up either way). */
+static int fast_key(fast_t *f, const fast_key_t *keys, int count)
+{
+    const char *key;
+    size_t n;
+
+    if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
+        return -1;
+    for (int i = 0; i < count; i++)
+        if (keys[i].len == n && !memcmp(keys[i].name, key, n))
+            return i;
+    return -1;
+}
+
+static const fast_key_t sealed_keys[3] = {
+    KEY("kid", T_STR),
+    KEY("iv", T_STR),
+    KEY("ct", T_STR),
+};
+
 /* {"kid", "iv", "ct"} strings, each once, in any order; or null. */
 static bool fast_sealed(fast_t *f)
 {
-    const char *key, **s[3] = {&f->parts.kid, &f->parts.iv, &f->parts.ct};
-    size_t n, *len[3] = {&f->parts.kid_len, &f->parts.iv_len, &f->parts.ct_len};
-    static const char *const names[3] = {"kid", "iv", "ct"};
+    const char **s[3] = {&f->parts.kid, &f->parts.iv, &f->parts.ct};
+    size_t *len[3] = {&f->parts.kid_len, &f->parts.iv_len, &f->parts.ct_len};
     unsigned seen = 0;
 
     if (forge_jscan_word(&f->s, "null"))
@@ -429,12 +451,7 @@ static bool fast_sealed(fast_t *f)
     if (!forge_jscan_eat(&f->s, '{'))
         return false;
     do {
-        int k = -1;
-        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
-            return false;
-        for (int i = 0; i < 3; i++)
-            if (strlen(names[i]) == n && !memcmp(names[i], key, n))
-                k = i;
+        int k = fast_key(f, sealed_keys, 3);
         if (k < 0 || seen & (1u << k) || !fast_string(f, s[k], len[k]))
             return false;
         seen |= 1u << k;
@@ -466,18 +483,10 @@ static bool fast_value(fast_t *f, int k)
 
 static bool fast_scan(fast_t *f)
 {
-    const char *key;
-    size_t n;
-
     if (!forge_jscan_eat(&f->s, '{'))
         return false;
     do {
-        int k = -1;
-        if (!fast_string(f, &key, &n) || !forge_jscan_eat(&f->s, ':'))
-            return false;
-        for (int i = 0; i < K__COUNT && k < 0; i++)
-            if (fast_keys[i].len == n && !memcmp(fast_keys[i].name, key, n))
-                k = i;
+        int k = fast_key(f, fast_keys, K__COUNT);
         if (k < 0 || f->seen & (1u << k) || !fast_value(f, k))
             return false;
         f->seen |= 1u << k;
