@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin/reconcile.h - `forge-worker reconcile`: the state topic held up
- * against what else knows the launches (docs/CONTRACT.md section 4, README
- * "Recovery"). The sources, one module each:
+ * against what else knows the launches (docs/CONTRACT.md section 4,
+ * docs/RECOVERY.md). The sources, one module each:
  *   reconcile_topics.c  the state topic (latest record per launch, from
  *                       launch_table.h), the requests topic (each launch's
  *                       request, cancels, whether the group consumed it:
@@ -15,7 +15,7 @@
  *                       is there, cancels;
  *   reconcile_plan.c    the verdict per launch (pure: unit-tested);
  *   reconcile_apply.c   --execute: through the workers' own group and a
- *                       transaction (README "Recovery" says why);
+ *                       transaction (docs/RECOVERY.md says why);
  *   reconcile_report.c  the report as JSON;
  *   reconcile_map.c     a string-keyed table the others share.
  * One thread (the command's).

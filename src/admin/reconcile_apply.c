@@ -4,8 +4,8 @@
  * (reconcile.h): the sources read, the plan made, and with --execute the
  * repair carried out the way a worker would carry it out.
  *
- * Why through the workers' own group and a transaction (README
- * "Recovery"): the state topic is written by the worker that owns a
+ * Why through the workers' own group and a transaction
+ * (docs/RECOVERY.md): the state topic is written by the worker that owns a
  * partition, in transactions that also carry the group's offsets, so the
  * broker refuses a worker the group has moved on from (KIP-447: the
  * offsets are sent with the group's generation). --execute acts only when

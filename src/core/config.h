@@ -139,6 +139,35 @@ forge_rc_t forge_config_require(const forge_config_t *cfg, unsigned needs,
 
 void forge_config_destroy(forge_config_t *cfg); /* NULL-safe */
 
+/*
+ * The table's rows as the documentation reads them (docs/CONFIGURATION.md is
+ * printed from them by tests/tools/config_doc.c: scripts/config-doc). Every
+ * string is static; NULL where a row has nothing to say.
+ */
+typedef struct forge_config_var {
+    const char *name;         /* "FORGE_POLL_INTERVAL_MS" */
+    const char *type;         /* "integer", "absolute path", "enum", ... */
+    const char *def;          /* the default as written, NULL: none */
+    const char *def_note;     /* a default derived from other values, or NULL */
+    const char *allowed;      /* what a value must be, in words */
+    long min, max;            /* an integer's range (type "integer") */
+    const char *const *names; /* an enum's values, NULL-terminated */
+    const char *doc;          /* what it changes: a sentence or two */
+    const char *since;        /* the commit (and issue) that added it */
+} forge_config_var_t;
+
+/* Row i of the table into *out; false past the last row. */
+bool forge_config_var(size_t i, forge_config_var_t *out);
+
+/* The prefix of FORGE_KAFKA_PROP_<name>, and the librdkafka properties it may
+ * not set (NULL-terminated): the worker sets them itself. */
+#define FORGE_KAFKA_PROP_PREFIX "FORGE_KAFKA_PROP_"
+const char *const *forge_config_owned_kafka_props(void);
+
+/* Prefixes of FORGE_* names that belong to the test stack and the test
+ * builds, never warned about (NULL-terminated). */
+const char *const *forge_config_foreign_prefixes(void);
+
 /* "v0.0.43" for FORGE_API_V0_0_43; NULL if out of range. */
 const char *forge_api_version_name(forge_api_version_t v);
 const char *forge_runtime_profile_name(forge_runtime_profile_t p);

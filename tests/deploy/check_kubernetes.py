@@ -130,7 +130,7 @@ def env_example_names():
 def known_variables():
     """Every variable of src/core/config.c's table."""
     with open(os.path.join(TOP, "src", "core", "config.c")) as f:
-        return set(re.findall(r'\{"(FORGE_[A-Z0-9_]+)"', f.read()))
+        return set(re.findall(r'\.name = "(FORGE_[A-Z0-9_]+)"', f.read()))
 
 
 def check_worker_needs(docs):

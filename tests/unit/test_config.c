@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static forge_config_t *load_ok(char *const *envp)
@@ -402,4 +403,29 @@ Test(config, require_names_the_missing_variable)
         }
         forge_config_destroy(cfg);
     }
+}
+
+/* The rows as docs/CONFIGURATION.md reads them: every variable the loader
+ * reads is described, with what the page needs, and an integer's default
+ * lies in its range. */
+Test(config, rows_describe_every_variable)
+{
+    forge_config_var_t v;
+    size_t n = 0;
+
+    for (; forge_config_var(n, &v); n++) {
+        cr_assert(v.name && !strncmp(v.name, "FORGE_", 6));
+        cr_assert(v.type && v.doc && *v.doc && v.since && *v.since, "%s",
+                  v.name);
+        if (!strcmp(v.type, "integer") && v.def) {
+            long d = strtol(v.def, NULL, 10);
+            cr_assert(d >= v.min && d <= v.max, "%s", v.name);
+        }
+        if (!strcmp(v.type, "enum"))
+            cr_assert(v.names && v.names[0], "%s", v.name);
+    }
+    cr_assert_geq(n, 40);
+    cr_assert(!forge_config_var(n, &v));
+    cr_assert_str_eq(forge_config_owned_kafka_props()[0], "bootstrap.servers");
+    cr_assert_str_eq(forge_config_foreign_prefixes()[0], "FORGE_STACK_");
 }
