@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Operating a fleet (src/observe/, README "Operating"): two workers with
+Operating a fleet (src/observe/, docs/OPERATING.md): two workers with
 listeners on FORGE_HTTP_LISTEN take launches while both are scraped.
 
 - /readyz is 503 while a worker's partitions restore (the first two restores

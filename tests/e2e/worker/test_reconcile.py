@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 test_reconcile.py - `forge-worker reconcile` on the real stack (issue 15,
-contract section 4, README "Recovery"): the state topic lost under 20 live
+contract section 4, docs/RECOVERY.md): the state topic lost under 20 live
 launches is rebuilt from the requests and status topics and Slurm, and the
 workers started afterwards carry every launch to its end once, with no
 Slurm job twice and seq contiguous; an orphan job (a forge tag, no record,
@@ -33,7 +33,7 @@ def own_storage(stack, tag):
     """A storage root of this scenario's own under the stack's: reconcile
     takes for its deployment's only the tagged jobs that run in its
     staging folder, so other scenarios' jobs on the shared Slurm are left
-    alone (README "Recovery")."""
+    alone (docs/RECOVERY.md)."""
     root = stack.env["FORGE_STORAGE_ROOT"]
     host = os.path.join(root, tag)
     images = os.path.join(host, "runtimes", "images")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Recovery commands against the real stack (CONTRACT §4, README "Recovery"):
+Recovery commands against the real stack (CONTRACT §4, docs/RECOVERY.md):
 
 - `launches --json` agrees with the status topic: each launch's record has
   the state and seq of its last committed status event;

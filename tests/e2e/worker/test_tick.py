@@ -13,7 +13,7 @@ cannot do; every answer given is the real one.
     restart (contract section 1);
   - SIGTERM in the middle of a long tick stops it between two calls;
   - SIGTERM while slurmrestd answers nothing exits in seconds, and with a
-    submit in flight within the drain's bound (README: "A worker leaving").
+    submit in flight within the drain's bound (docs/OPERATING.md: "A worker leaving").
 """
 
 import time
