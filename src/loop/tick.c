@@ -10,6 +10,7 @@
  * finds each launch by its job id, and a steady tick (nothing changed,
  * nothing missing) touches no record. Loop thread only.
  */
+#include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/idmap.h"
 #include "record/events.h"
@@ -204,7 +205,7 @@ static size_t apply_answer(forge_loop_t *w, forge_work_t *tick, long long now)
 void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
 {
     /* wall time: missing_since_ms is kept in the record (core/clock.h) */
-    long long now = forge_event_now_ms();
+    long long now = forge_timestamp_now_ms();
     size_t changed = 0;
 
     w->poll_in_flight = false;
