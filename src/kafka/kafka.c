@@ -9,11 +9,11 @@
  * Consumer errors are logged and consumption goes on.
  */
 #include "kafka/kafka_int.h"
+#include "core/hooks.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "observe/kafka_stats.h"
-#include "observe/observe.h"
+#include "kafka/kafka_stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,7 +47,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
             rd_kafka_error_destroy(e);
         rd_kafka_pause_partitions(rk, parts);
         forge_log_info("assigned %zu partition(s)", n);
-        forge_observe_rebalance("assigned");
+        forge_hooks()->rebalance("assigned");
         k->handlers.assigned(k->handlers.ctx, p, n);
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
@@ -58,12 +58,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
                 rd_kafka_error_destroy(e);
             k->in_txn = false;
             k->produce_failed = false;
-            forge_observe_txn(FORGE_OBSERVE_TXN_ABORTED);
+            forge_hooks()->txn(FORGE_HOOK_TXN_ABORTED);
             rd_kafka_topic_partition_list_destroy(k->offsets);
             k->offsets = rd_kafka_topic_partition_list_new(8);
         }
         forge_log_info("revoked %zu partition(s)%s", n, lost ? " (lost)" : "");
-        forge_observe_rebalance(lost ? "lost" : "revoked");
+        forge_hooks()->rebalance(lost ? "lost" : "revoked");
         k->handlers.revoked(k->handlers.ctx, p, n, lost);
         if ((e = rd_kafka_incremental_unassign(rk, parts)))
             rd_kafka_error_destroy(e);

@@ -10,6 +10,7 @@
  * finds each launch by its job id, and a steady tick (nothing changed,
  * nothing missing) touches no record. Loop thread only.
  */
+#include "core/hooks.h"
 #include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/idmap.h"
@@ -17,7 +18,6 @@
 #include "core/log.h"
 #include "slurm/verdict.h"
 #include "core/util.h"
-#include "observe/observe.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -209,7 +209,7 @@ void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
     size_t changed = 0;
 
     w->poll_in_flight = false;
-    forge_observe_tick_done(forge_clock_ms() - w->poll_posted_ms);
+    forge_hooks()->tick_done(forge_clock_ms() - w->poll_posted_ms);
     if (tick->status == FORGE_SLURM_OK) {
         for (size_t i = 0; i < tick->poll.item_count; i++)
             changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;
