@@ -20,7 +20,7 @@
  */
 #include "archive/archive.h"
 #include "core/secrets.h"
-#include "render/paths.h"
+#include "core/paths.h"
 #include "render/staging.h"
 
 #include <fcntl.h>
@@ -149,7 +149,7 @@ static int setup(bench_t *b, size_t total)
     snprintf(env, sizeof(env), "FORGE_STORAGE_ROOT=%s", b->root);
     if (forge_config_load(envp, &b->cfg, &err))
         return fprintf(stderr, "config: %s\n", err.message), -1;
-    b->staging = forge_path_staging(b->cfg, LAUNCH, 1);
+    b->staging = forge_staging_path(b->cfg, LAUNCH, 1);
     return make_files(b, total);
 }
 

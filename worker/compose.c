@@ -13,7 +13,6 @@
 #include "loop/poller.h"
 #include "loop/pool.h"
 #include "loop/submit.h"
-#include "loop/loop_int.h" /* FORGE_ARCHIVE_THREADS */
 
 /* ---- Kafka: kafka.h, one call each ----------------------------------------
  */

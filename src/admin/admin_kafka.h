@@ -2,7 +2,7 @@
 /*
  * admin_kafka.h - what topic_scan.c and group.c, the recovery side's
  * two librdkafka users, share: a client configuration like the worker's
- * (kafka_int.h's forge_kafka_conf_base: FORGE_KAFKA_BROKERS and
+ * (kafka/kafka_conf.h's forge_kafka_conf_base: FORGE_KAFKA_BROKERS and
  * FORGE_KAFKA_PROP_*) whose librdkafka log lines go to the worker's log at
  * debug level instead of stderr (a broker away would otherwise print a
  * line every few milliseconds before the command's one JSON error).
@@ -10,7 +10,7 @@
 #ifndef FORGE_ADMIN_KAFKA_H
 #define FORGE_ADMIN_KAFKA_H
 
-#include "kafka/kafka_int.h"
+#include "kafka/kafka_conf.h"
 #include "admin/admin.h"
 
 /* New configuration (the caller gives it to rd_kafka_new or destroys it),

@@ -26,6 +26,7 @@
  * left aborted, by the next one for the same group.
  */
 #include "admin/reconcile.h"
+#include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -356,7 +357,7 @@ forge_recon_refusal_t forge_recon_run(const forge_recon_run_t *run,
         r = FORGE_RECON_GROUP_ACTIVE;
     }
     if (!r) {
-        forge_recon_plan_make(&s, forge_event_now_ms(), plan);
+        forge_recon_plan_make(&s, forge_timestamp_now_ms(), plan);
         plan->foreign_jobs = s.foreign_jobs;
         if (run->execute) {
             write_records(run, &j, plan);

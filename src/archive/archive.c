@@ -12,11 +12,11 @@
  * re-read and synced by descriptors of its folder only.
  */
 #include "archive/archive.h"
+#include "core/timestamp.h"
 #include "core/buf.h"
-#include "record/events.h"
 #include "core/log.h"
 #include "core/redact.h"
-#include "render/paths.h"
+#include "core/paths.h"
 #include "render/render.h"
 #include "core/safe_fs.h"
 #include "core/secrets.h"
@@ -548,7 +548,7 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
     forge_fs_sync_dir(t->fd); /* the link itself made durable */
     forge_sha256_final_hex(sink->sha, out->sha256);
     out->bytes = sink->bytes;
-    out->at_ms = forge_event_now_ms();
+    out->at_ms = forge_timestamp_now_ms();
     return FORGE_OK;
 }
 
@@ -610,7 +610,7 @@ static forge_rc_t open_staging(const forge_config_t *cfg,
     *fd = -1;
     if ((rc = forge_fs_open_root(cfg->storage_root, sroot, err)))
         return rc;
-    rel = forge_path_staging_rel(spec->launch_id, spec->attempt);
+    rel = forge_staging_rel(spec->launch_id, spec->attempt);
     rc = forge_fs_open(*sroot, "", rel, O_RDONLY | O_DIRECTORY, 0, fd, NULL,
                        err);
     free(rel);

@@ -15,7 +15,7 @@
  *     nothing in another process or after a restart: never stored, never
  *     sent. It counts from an arbitrary point (boot), so 0 is no sentinel
  *     for "long ago": a "never" field is tested as such.
- *   - wall (forge_event_now_ms in record/events.h, log.c's timestamps):
+ *   - wall (forge_timestamp_now_ms in core/timestamp.h, log.c's timestamps):
  *     what goes into an event, a record or a log line, and what is
  *     compared across processes and restarts: a record's accepted_at_ms,
  *     updated_at_ms and missing_since_ms (the worker's LOST grace: kept in

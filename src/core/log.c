@@ -165,12 +165,9 @@ static void put_text(forge_buf_t *out, const char *raw, bool whole_secret)
 
 static void put_time(forge_buf_t *out)
 {
-    struct timespec ts;
     char stamp[FORGE_TIMESTAMP_MAX];
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    forge_timestamp_format((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                           stamp, sizeof(stamp));
+    forge_timestamp_format(forge_timestamp_now_ms(), stamp, sizeof(stamp));
     forge_buf_puts(out, stamp);
 }
 

@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * timestamp.c - RFC 3339 UTC with milliseconds (timestamp.h).
+ * core/timestamp.c - the wall clock, and RFC 3339 UTC with milliseconds
+ * (timestamp.h).
  */
 #include "core/timestamp.h"
 
 #include <stdio.h>
 #include <time.h>
+
+long long forge_timestamp_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void forge_timestamp_format(long long at_ms, char *out, size_t size)
 {

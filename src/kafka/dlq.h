@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 #include "kafka/kafka.h"
-#include "record/launch.h"
+#include "core/sha256.h"
 
 #include <stddef.h>
 

@@ -9,66 +9,17 @@
  * Consumer errors are logged and consumption goes on.
  */
 #include "kafka/kafka_int.h"
+#include "core/hooks.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "observe/kafka_stats.h"
-#include "observe/observe.h"
+#include "kafka/kafka_stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-forge_rc_t forge_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
-                                const char *value, forge_error_t *err)
-{
-    char errstr[256];
-
-    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK)
-        return forge_error_set(err, FORGE_ECONFIG, name, "librdkafka %s=%s: %s",
-                               name, value, errstr);
-    return FORGE_OK;
-}
-
-/* Our defaults, then the operator's FORGE_KAFKA_PROP_*, then what we own
- * (which wins). message.max.bytes: a state record carries its request (up
- * to 1 MiB, JSON-escaped inside the record), more than librdkafka's 1 MB
- * default; the state topic's max.message.bytes must allow it too. */
-rd_kafka_conf_t *forge_kafka_conf_base(const forge_config_t *cfg,
-                                       forge_error_t *err)
-{
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-
-    if (forge_kafka_conf_set(conf, "message.max.bytes", "4194304", err))
-        goto fail;
-    for (size_t i = 0; i < cfg->kafka_prop_count; i++)
-        if (forge_kafka_conf_set(conf, cfg->kafka_props[i].name,
-                                 cfg->kafka_props[i].value, err))
-            goto fail;
-    if (forge_kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers,
-                             err) ||
-        forge_kafka_conf_set(conf, "client.id", cfg->worker_id, err))
-        goto fail;
-    return conf;
-fail:
-    rd_kafka_conf_destroy(conf);
-    return NULL;
-}
-
-/* rd_kafka_new, which takes conf only when it succeeds: conf is destroyed
- * here when it fails, so the caller never owns it afterwards. */
-rd_kafka_t *forge_kafka_handle_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
-                                   char *errstr, size_t size)
-{
-    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, size);
-
-    if (!rk)
-        rd_kafka_conf_destroy(conf);
-    return rk;
-}
 
 static int32_t *partition_array(const rd_kafka_topic_partition_list_t *l,
                                 const char *topic, size_t *n)
@@ -96,7 +47,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
             rd_kafka_error_destroy(e);
         rd_kafka_pause_partitions(rk, parts);
         forge_log_info("assigned %zu partition(s)", n);
-        forge_observe_rebalance("assigned");
+        forge_hooks()->rebalance("assigned");
         k->handlers.assigned(k->handlers.ctx, p, n);
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
@@ -107,12 +58,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t why,
                 rd_kafka_error_destroy(e);
             k->in_txn = false;
             k->produce_failed = false;
-            forge_observe_txn(FORGE_OBSERVE_TXN_ABORTED);
+            forge_hooks()->txn(FORGE_HOOK_TXN_ABORTED);
             rd_kafka_topic_partition_list_destroy(k->offsets);
             k->offsets = rd_kafka_topic_partition_list_new(8);
         }
         forge_log_info("revoked %zu partition(s)%s", n, lost ? " (lost)" : "");
-        forge_observe_rebalance(lost ? "lost" : "revoked");
+        forge_hooks()->rebalance(lost ? "lost" : "revoked");
         k->handlers.revoked(k->handlers.ctx, p, n, lost);
         if ((e = rd_kafka_incremental_unassign(rk, parts)))
             rd_kafka_error_destroy(e);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka_int.h - what the files of src/kafka/ share behind kafka.h: the
- * object, the commit budget, the configuration helpers. kafka.c: the
+ * object, the commit budget (the configuration is kafka_conf.h). kafka.c: the
  * consumer, rebalances, restores; txn.c: the transaction (produce, commit,
  * abort, the budget); producer.c: the transactional producer's life (made,
  * initialised, replaced, waiting for the broker). All of it runs on the
@@ -11,6 +11,7 @@
 #define FORGE_KAFKA_INT_H
 
 #include "kafka/kafka.h"
+#include "kafka/kafka_conf.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -60,14 +61,6 @@ static inline int at_most(int a, int b)
 {
     return a < b ? a : b;
 }
-
-/* Configuration (kafka.c). */
-forge_rc_t forge_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
-                                const char *value, forge_error_t *err);
-rd_kafka_conf_t *forge_kafka_conf_base(const forge_config_t *cfg,
-                                       forge_error_t *err);
-rd_kafka_t *forge_kafka_handle_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
-                                   char *errstr, size_t size);
 
 /* The transaction (txn.c). */
 rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);

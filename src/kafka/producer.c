@@ -28,11 +28,11 @@
  * any length.
  */
 #include "kafka/kafka_int.h"
+#include "core/hooks.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "kafka/kafka_guard.h"
-#include "observe/health.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +187,7 @@ static bool fenced_by_another(const forge_kafka_t *k, rd_kafka_resp_err_t code)
 static forge_kafka_outcome_t producer_ready(forge_kafka_t *k, const char *why)
 {
     k->producer_waiting = false;
-    forge_health_producer(true);
+    forge_hooks()->producer(true);
     forge_log_warn("producer replaced (%s): the transaction it left open is "
                    "aborted, the consumer rewound",
                    why);
@@ -237,7 +237,7 @@ forge_kafka_outcome_t forge_kafka_producer_replace(forge_kafka_t *k,
         forge_log_error("replacing the producer: %s", err.message);
         return FORGE_KAFKA_FATAL;
     }
-    forge_health_producer(false);
+    forge_hooks()->producer(false);
     forge_log_warn("producer replaced (%s), its initialisation waits for the "
                    "broker: %s",
                    cause, err.message);

@@ -32,11 +32,11 @@
  * What happens to a producer that cannot go on is producer.c's.
  */
 #include "kafka/kafka_int.h"
+#include "core/hooks.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/testpoint.h"
 #include "kafka/kafka_guard.h"
-#include "observe/observe.h"
 
 #include <string.h>
 
@@ -374,7 +374,7 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         k->produce_failed = false;
         rd_kafka_topic_partition_list_destroy(k->offsets);
         k->offsets = rd_kafka_topic_partition_list_new(8);
-        forge_observe_txn(FORGE_OBSERVE_TXN_NONE); /* nothing was sent */
+        forge_hooks()->txn(FORGE_HOOK_TXN_NONE); /* nothing was sent */
         return forge_kafka_producer_wait(k);
     }
     if (FORGE_TESTPOINT_PRODUCER_FATAL())
@@ -404,7 +404,7 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
         forge_kafka_forget_committed(k);
     rd_kafka_topic_partition_list_destroy(k->offsets);
     k->offsets = rd_kafka_topic_partition_list_new(8);
-    forge_observe_txn(out == FORGE_KAFKA_COMMITTED ? FORGE_OBSERVE_TXN_COMMITTED
-                                                   : FORGE_OBSERVE_TXN_ABORTED);
+    forge_hooks()->txn(out == FORGE_KAFKA_COMMITTED ? FORGE_HOOK_TXN_COMMITTED
+                                                    : FORGE_HOOK_TXN_ABORTED);
     return out;
 }

@@ -13,6 +13,9 @@
 #include "request/tenants.h"
 #include "loop/pool.h"
 
+/* The files lane's threads (the composition root starts them). */
+#define FORGE_ARCHIVE_THREADS 2
+
 /* `threads` file threads (cfg and tenants borrowed, must outlive them;
  * tenants NULL: none). forge_pool_stop lets the file work in hand finish. */
 forge_rc_t forge_files_start(const forge_config_t *cfg,

@@ -22,10 +22,10 @@
  * crash between 2 and 3 finds `archived` and only cleans: one event, and
  * never a log deleted before it was archived. Loop thread only.
  */
+#include "core/hooks.h"
 #include "core/clock.h"
 #include "record/events.h"
 #include "core/log.h"
-#include "observe/observe.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -69,7 +69,7 @@ static void on_archived(forge_loop_t *w, forge_entry_t *e, forge_work_t *work)
                              {"archive", a->path}};
 
     publish_logs(w, e, a);
-    forge_observe_archived(a->bytes);
+    forge_hooks()->archived(a->bytes);
     e->rec->archived = true;
     forge_owner_drop_request(e); /* no longer needed: the logs are safe */
     forge_loop_write_record(w, e);

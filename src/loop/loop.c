@@ -42,11 +42,11 @@
 #include "loop/loop.h"
 #include "loop/loop_int.h"
 #include "kafka/dlq.h"
+#include "core/hooks.h"
+#include "loop/census.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "record/owner.h"
-#include "observe/health.h"
-#include "observe/observe.h"
 #include "prepare/prepare.h"
 #include "core/testpoint.h"
 #include "core/util.h"
@@ -77,7 +77,7 @@ static void to_dlq(forge_loop_t *w, const forge_kafka_message_t *m,
                      (size_t)w->cfg->dlq_max_bytes);
     if (w->kafka_ops->produce(w->kafka, &d.record, &err))
         forge_log_error("%s", err.message);
-    forge_observe_dlq();
+    forge_hooks()->dlq();
     forge_log_warn("message at %d/%lld %s: to the DLQ (%s)%s",
                    (int)m->partition, (long long)m->offset, why, error->message,
                    d.record.value_len < m->value_len
@@ -507,7 +507,7 @@ static void tick(forge_loop_t *w)
 
     t.poll->poll.epoch = w->poll_epoch;
     forge_owner_each(w->owner, tend_entry, &t);
-    forge_observe_tick(w->owner, w->next_poll_ms ? t.now - w->next_poll_ms : 0);
+    forge_census_push(w->owner, w->next_poll_ms ? t.now - w->next_poll_ms : 0);
     /* how late the loop came to this tick: the e2e tests read it */
     forge_log_debug("poll tick: %zu live jobs, %lld ms late",
                     t.poll->poll.item_count,
@@ -712,7 +712,7 @@ static void report_ready(forge_loop_t *w)
     else if (now == 2 && w->readiness != 2)
         forge_log_info("ready: standby, this worker owns no partition");
     w->readiness = now;
-    forge_health_loop_ready(now);
+    forge_hooks()->loop_ready(now);
 }
 
 void forge_loop_drain(forge_loop_t *w)
@@ -720,7 +720,7 @@ void forge_loop_drain(forge_loop_t *w)
     long long until = forge_clock_ms() + FORGE_WORKER_DRAIN_MS;
 
     forge_log_info("stopping: no new requests; finishing submits in flight");
-    forge_health_stopping();
+    forge_hooks()->stopping();
     /* A poll tick in progress stops between two calls, the call under way
      * interrupted: whoever owns its jobs next polls them. */
     w->pool_ops->interrupt(w->pools, FORGE_LANE_POLLER);
@@ -781,7 +781,7 @@ void forge_loop_set_kafka(forge_loop_t *l, const forge_loop_kafka_ops_t *ops,
 
 void forge_loop_step(forge_loop_t *w)
 {
-    forge_health_beat();
+    forge_hooks()->beat();
     FORGE_TESTPOINT_LOOP_STALL();
     consume_batch(w, outcomes_due_in(w) < 100 ? outcomes_due_in(w) : 100);
     on_results(w);

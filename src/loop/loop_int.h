@@ -19,11 +19,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-/* Archive items out at once (deferred or on the archiver's threads); more
- * finished launches wait in their records until a slot frees: back-pressure
- * without dropping anything. */
-#define FORGE_ARCHIVE_THREADS 2
-#define FORGE_ARCHIVE_SLOTS   4
+/* Archive items out at once (deferred or on the archiver's threads:
+ * FORGE_ARCHIVE_THREADS, archive_work.h); more finished launches wait in
+ * their records until a slot frees: back-pressure without dropping
+ * anything. */
+#define FORGE_ARCHIVE_SLOTS 4
 
 #include "loop/ended.h"
 

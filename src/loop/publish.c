@@ -6,10 +6,11 @@
  * deferred work that may only start once they commit. Loop thread only.
  */
 #include "record/events.h"
+#include "core/hooks.h"
+#include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "observe/observe.h"
 #include "loop/loop_int.h"
 #include "core/testpoint.h"
 
@@ -100,9 +101,9 @@ int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
     forge_status_event_t ev = {0};
     int rc;
 
-    if (forge_launch_advance(e->rec, c->to, forge_event_now_ms()))
+    if (forge_launch_advance(e->rec, c->to, forge_timestamp_now_ms()))
         return 0; /* not a legal move: nothing to say */
-    forge_observe_moved(from, c->to, c->reason);
+    forge_hooks()->moved((int)from, (int)c->to, c->reason);
     ev.launch_id = e->rec->launch_id;
     ev.attempt = e->rec->attempt;
     ev.seq = e->rec->seq;

@@ -10,13 +10,14 @@
  * finds each launch by its job id, and a steady tick (nothing changed,
  * nothing missing) touches no record. Loop thread only.
  */
+#include "core/hooks.h"
+#include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/idmap.h"
 #include "record/events.h"
 #include "core/log.h"
 #include "slurm/verdict.h"
 #include "core/util.h"
-#include "observe/observe.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -204,11 +205,11 @@ static size_t apply_answer(forge_loop_t *w, forge_work_t *tick, long long now)
 void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
 {
     /* wall time: missing_since_ms is kept in the record (core/clock.h) */
-    long long now = forge_event_now_ms();
+    long long now = forge_timestamp_now_ms();
     size_t changed = 0;
 
     w->poll_in_flight = false;
-    forge_observe_tick_done(forge_clock_ms() - w->poll_posted_ms);
+    forge_hooks()->tick_done(forge_clock_ms() - w->poll_posted_ms);
     if (tick->status == FORGE_SLURM_OK) {
         for (size_t i = 0; i < tick->poll.item_count; i++)
             changed += tick->poll.items[i].outcome == FORGE_POLL_CHANGED;

@@ -14,6 +14,9 @@
  *          slurmrestd call was answered within FORGE_READY_SLURM_S (the
  *          probe, probe.h, pings when nothing else asked).
  *
+ * The publishers reach these through core/hooks.h's table (observe.c
+ * fills it), never by name: nothing below observe/ includes this file.
+ *
  * Threads: the publishers (the loop: beat, readiness, partitions,
  * producer, stopping; any slurmrestd caller: slurm_answered) store into
  * atomics; the listener's thread reads them (forge_health_live/_ready).
@@ -37,7 +40,8 @@ void forge_health_beat(void);
 void forge_health_loop_ready(int readiness);
 
 /* Owned partitions, and how many of them are restoring (record/owner.c,
- * at every change). */
+ * at every change, through core/hooks.h's partitions hook:
+ * forge_observe_partitions). */
 void forge_health_partitions(size_t owned, size_t restoring);
 
 /* The transactional producer can (true) or cannot (a replacement waits

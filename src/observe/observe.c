@@ -2,9 +2,10 @@
 /*
  * observe/observe.c - the worker's metric families and the hooks of observe.h.
  *
- * Threads and ownership: `registry` is made by forge_observe_start (cmd_run,
- * before any other thread) and freed by forge_observe_stop once every
- * other thread has stopped; in between any thread updates it (its own
+ * Threads and ownership: `registry` is made by forge_observe_start (the
+ * observe service, before any other thread), which fills core/hooks.h's
+ * table with `hooks`, and freed by forge_observe_stop once every other
+ * thread has stopped; in between any thread updates it (its own
  * lock, metrics.c). `pending` is what the open transaction carries: the
  * loop's thread alone touches it (moved, dlq, txn). The JWT's expiry is
  * one atomic, stored by whichever slurmrestd caller saw the token and read
@@ -15,6 +16,7 @@
 #include "core/version.h"
 #include "observe/health.h"
 #include "observe/metrics.h"
+#include "record/state.h"
 
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
@@ -235,6 +237,26 @@ static struct {
     unsigned dlq;
 } pending;
 
+/* What core/hooks.h's callers reach: this file's functions and health.h's
+ * facts. */
+static const forge_hooks_t hooks = {
+    .moved = forge_observe_moved,
+    .dlq = forge_observe_dlq,
+    .census = forge_observe_census,
+    .tick_done = forge_observe_tick_done,
+    .archived = forge_observe_archived,
+    .beat = forge_health_beat,
+    .loop_ready = forge_health_loop_ready,
+    .stopping = forge_health_stopping,
+    .partitions = forge_observe_partitions,
+    .txn = forge_observe_txn,
+    .rebalance = forge_observe_rebalance,
+    .producer = forge_health_producer,
+    .lag = forge_observe_lag,
+    .slurm_request = forge_observe_slurm,
+    .jwt = forge_observe_jwt,
+};
+
 void forge_observe_start(const forge_config_t *cfg)
 {
     forge_metrics_t *m = forge_metrics_new(defs, M__COUNT);
@@ -246,10 +268,12 @@ void forge_observe_start(const forge_config_t *cfg)
     memset(&pending, 0, sizeof(pending));
     atomic_store(&jwt_exp, 0);
     atomic_store(&registry, m);
+    forge_hooks_install(&hooks);
 }
 
 void forge_observe_stop(void)
 {
+    forge_hooks_reset();
     forge_metrics_free(atomic_exchange(&registry, NULL));
 }
 
@@ -290,13 +314,12 @@ char *forge_observe_render(void)
 
 /* ---- the open transaction (loop thread) --------------------------------- */
 
-void forge_observe_moved(forge_state_t from, forge_state_t to,
-                         const char *reason)
+void forge_observe_moved(int from, int to, const char *reason)
 {
     size_t i;
 
-    if (!atomic_load(&registry) || from >= FORGE_STATE__COUNT ||
-        to >= FORGE_STATE__COUNT)
+    if (!atomic_load(&registry) || from < 0 || from >= FORGE_STATE__COUNT ||
+        to < 0 || to >= FORGE_STATE__COUNT)
         return;
     pending.moves[from][to]++;
     if (to != FORGE_STATE_REJECTED)
@@ -339,17 +362,17 @@ static void count_pending(forge_metrics_t *m)
     forge_metrics_add(m, M_DLQ, NULL, pending.dlq);
 }
 
-void forge_observe_txn(forge_observe_txn_t outcome)
+void forge_observe_txn(forge_hook_txn_t outcome)
 {
     forge_metrics_t *m = atomic_load(&registry);
     const char *committed[] = {"committed"}, *aborted[] = {"aborted"};
 
     if (!m)
         return;
-    if (outcome == FORGE_OBSERVE_TXN_COMMITTED) {
+    if (outcome == FORGE_HOOK_TXN_COMMITTED) {
         count_pending(m);
         forge_metrics_add(m, M_TXNS, committed, 1);
-    } else if (outcome == FORGE_OBSERVE_TXN_ABORTED) {
+    } else if (outcome == FORGE_HOOK_TXN_ABORTED) {
         forge_metrics_add(m, M_TXNS, aborted, 1);
     }
     memset(&pending, 0, sizeof(pending));
@@ -373,40 +396,22 @@ void forge_observe_partitions(size_t owned, size_t restoring)
     forge_metrics_set(m, M_RESTORING, NULL, (double)restoring);
 }
 
-typedef struct census {
-    forge_owner_t *owner;
-    unsigned live[FORGE_STATE__COUNT];
-    unsigned archive_queue;
-} census_t;
-
-static void count_entry(void *ctx, forge_entry_t *e)
-{
-    census_t *c = ctx;
-
-    if (!forge_owner_owns(c->owner, e->partition))
-        return;
-    if (!forge_state_is_terminal(e->rec->state))
-        c->live[e->rec->state]++;
-    else if (e->rec->job_id && !e->rec->archived)
-        c->archive_queue++;
-}
-
-void forge_observe_tick(forge_owner_t *o, long long late_ms)
+void forge_observe_census(long long late_ms, const unsigned *live,
+                          size_t states, unsigned archive_queue)
 {
     forge_metrics_t *m = atomic_load(&registry);
-    census_t c = {o, {0}, 0};
 
     if (!m)
         return;
     forge_metrics_observe(m, M_TICK_LATE, NULL,
                           late_ms > 0 ? late_ms / 1000.0 : 0);
-    forge_owner_each(o, count_entry, &c);
     for (int s = 1; s < FORGE_STATE__COUNT; s++) {
         const char *labels[] = {forge_state_name((forge_state_t)s)};
         if (!forge_state_is_terminal((forge_state_t)s))
-            forge_metrics_set(m, M_LIVE, labels, c.live[s]);
+            forge_metrics_set(m, M_LIVE, labels,
+                              (size_t)s < states ? live[s] : 0);
     }
-    forge_metrics_set(m, M_ARCHIVE_QUEUE, NULL, c.archive_queue);
+    forge_metrics_set(m, M_ARCHIVE_QUEUE, NULL, archive_queue);
 }
 
 void forge_observe_tick_done(long long ms)
@@ -474,7 +479,7 @@ const char *forge_observe_slurm_operation(const char *method, const char *url)
 }
 
 void forge_observe_slurm(const char *method, const char *url, long status,
-                         forge_slurm_status_t outcome, long long ms)
+                         bool answered, long long ms)
 {
     forge_metrics_t *m = atomic_load(&registry);
     char code[24];
@@ -482,9 +487,7 @@ void forge_observe_slurm(const char *method, const char *url, long status,
     const char *labels[] = {op, code};
 
     /* a ping's answer counts only if slurmctld responds: probe.c says */
-    if ((outcome == FORGE_SLURM_OK || outcome == FORGE_SLURM_NOT_FOUND ||
-         outcome == FORGE_SLURM_REJECTED) &&
-        strcmp(op, "ping") != 0)
+    if (answered && strcmp(op, "ping") != 0)
         forge_health_slurm_answered();
     if (!m)
         return;

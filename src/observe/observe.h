@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * observe/observe.h - the worker's metrics (README "Operating" lists them, with
- * docs/CONTRACT.md §5): one process-wide registry (metrics.h) and the hooks
- * the worker's modules call where something happens. Every hook is a
- * no-op until forge_observe_start (the commands other than `run`, and the
- * unit tests of other modules, never start it).
+ * docs/CONTRACT.md §5): one process-wide registry (metrics.h) and what the
+ * worker's modules tell it where something happens. They never call here:
+ * they call core/hooks.h's table, which forge_observe_start fills with
+ * these functions (and health.h's), so nothing below observe/ depends on
+ * it. Every function is a no-op until forge_observe_start (the commands
+ * other than `run`, and the unit tests of other modules, never start it).
  *
- * Threads: hooks marked "loop" run on the consume loop's thread only (what
+ * Threads: functions marked "loop" run on the consume loop's thread only (what
  * the open transaction carries is counted when it commits, so an aborted
  * transaction counts nothing); the others on any thread. The listener's
  * thread renders (forge_observe_render). The registry has its own lock.
@@ -15,17 +17,17 @@
 #define FORGE_OBSERVE_OBSERVE_H
 
 #include "core/config.h"
-#include "record/owner.h"
-#include "record/state.h"
-#include "slurm/client.h"
+#include "core/hooks.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The registry, with build info from cfg (borrowed for the call). */
+/* The registry, with build info from cfg (borrowed for the call), and
+ * core/hooks.h's table filled (before any other thread runs). */
 void forge_observe_start(const forge_config_t *cfg);
-void forge_observe_stop(void); /* every other thread has stopped */
+/* Every other thread has stopped: the hooks are no-ops again. */
+void forge_observe_stop(void);
 bool forge_observe_started(void);
 
 /* Every metric in the text format 0.0.4 (new), the gauges computed at
@@ -33,22 +35,16 @@ bool forge_observe_started(void);
  * first; NULL when not started. */
 char *forge_observe_render(void);
 
-/* loop: a launch moved (a status event went into the open transaction);
- * counted by from/to, and REJECTED by reason, once it commits. */
-void forge_observe_moved(forge_state_t from, forge_state_t to,
-                         const char *reason);
+/* loop: a launch moved (a status event went into the open transaction;
+ * from and to: record/state.h's forge_state_t values); counted by from/to,
+ * and REJECTED by reason, once it commits. */
+void forge_observe_moved(int from, int to, const char *reason);
 
 /* loop: a message went to the DLQ in the open transaction. */
 void forge_observe_dlq(void);
 
-typedef enum forge_observe_txn {
-    FORGE_OBSERVE_TXN_NONE,      /* nothing was sent: forget what it held */
-    FORGE_OBSERVE_TXN_COMMITTED, /* count what it held */
-    FORGE_OBSERVE_TXN_ABORTED,   /* forget what it held, count an abort */
-} forge_observe_txn_t;
-
-/* loop: the open transaction ended. */
-void forge_observe_txn(forge_observe_txn_t outcome);
+/* loop: the open transaction ended (hooks.h says how). */
+void forge_observe_txn(forge_hook_txn_t outcome);
 
 /* loop: a rebalance ("assigned", "revoked", "lost"). */
 void forge_observe_rebalance(const char *kind);
@@ -57,9 +53,11 @@ void forge_observe_rebalance(const char *kind);
 void forge_observe_partitions(size_t owned, size_t restoring);
 
 /* loop, at each poll tick: how late it came (ms), and the launches of the
- * owned partitions: live ones by state, finished ones waiting for their
- * archive (the archive queue). */
-void forge_observe_tick(forge_owner_t *o, long long late_ms);
+ * owned partitions the loop counted (loop/census.c): live[s] of each state
+ * s (forge_state_t values, `states` of them), finished ones waiting for
+ * their archive (the archive queue). */
+void forge_observe_census(long long late_ms, const unsigned *live,
+                          size_t states, unsigned archive_queue);
 
 /* loop: a poll tick's calls answered after ms. */
 void forge_observe_tick_done(long long ms);
@@ -68,14 +66,14 @@ void forge_observe_tick_done(long long ms);
 void forge_observe_archived(unsigned long long bytes);
 
 /* Any thread: one HTTP request to slurmrestd (url: the whole URL, its
- * operation read from the path), its HTTP status (0: no answer), how it
- * was classified (client.h), and how long it took. OK, NOT_FOUND and
- * REJECTED are answers of a slurmrestd that can act: they hold readiness
- * up (health.h); no answer, a server error or an auth refusal do not. A
- * ping's answer is left to the probe (probe.h), which knows whether
- * slurmctld responded. */
+ * operation read from the path), its HTTP status (0: no answer), whether
+ * it was answered by a slurmrestd that can act (slurm/client.h's
+ * forge_slurm_status_answered: OK, NOT_FOUND, REJECTED; no answer, a
+ * server error or an auth refusal are not), and how long it took. An
+ * answer holds readiness up (health.h); a ping's is left to the probe
+ * (probe.h), which knows whether slurmctld responded. */
 void forge_observe_slurm(const char *method, const char *url, long status,
-                         forge_slurm_status_t outcome, long long ms);
+                         bool answered, long long ms);
 
 /* The operation a slurmrestd URL is ("submit", "jobs_state", "job",
  * "cancel", "jobs", "accounting", "ping", "openapi", "other"). */

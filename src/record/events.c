@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-long long forge_event_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 char *forge_event_status_id(const char *launch_id, int attempt, long seq)
 {
     forge_buf_t b = FORGE_BUF_INIT;

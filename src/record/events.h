@@ -53,9 +53,4 @@ json_t *forge_event_logs(const forge_logs_event_t *e);
 /* "<launch_id>/<attempt>/<seq>" (new). */
 char *forge_event_status_id(const char *launch_id, int attempt, long seq);
 
-/* Milliseconds since the epoch, now: the wall clock, for what goes into an
- * event, a record or a log (core/clock.h says which times are which; every
- * deadline is on its monotonic clock). */
-long long forge_event_now_ms(void);
-
 #endif

@@ -8,10 +8,10 @@
  * read.
  */
 #include "record/owner.h"
+#include "core/hooks.h"
 #include "core/log.h"
 #include "core/secrets.h"
 #include "core/util.h"
-#include "observe/observe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +46,7 @@ static void set_state(forge_owner_t *o, int32_t p, pstate_t to)
     o->owned += (to != P_NONE) - (from != P_NONE);
     o->restoring += (to == P_RESTORING) - (from == P_RESTORING);
     o->partitions[p] = (unsigned char)to;
-    forge_observe_partitions(o->owned, o->restoring);
+    forge_hooks()->partitions(o->owned, o->restoring);
 }
 
 static void set_retry(forge_owner_t *o, int32_t p, long long at)

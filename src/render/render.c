@@ -15,8 +15,10 @@
  */
 #include "render/render.h"
 #include "core/buf.h"
-#include "render/paths.h"
-#include "render/shell.h"
+#include "core/paths.h"
+#include "core/shell.h"
+#include "render/staging.h"
+#include "request/request_paths.h"
 #include "core/util.h"
 #include "core/version.h"
 
@@ -28,17 +30,6 @@
  * could mean more in some shell's locale). */
 #define FORGE_NAME_CHARS                                                       \
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
-
-/* Names /bin/sh owns (dash, and bash, which is /bin/sh in some images):
- * computed on each read, read-only, arrays, or set again on exec (SHLVL,
- * _), so an export would not reach the program as given; a case pattern. */
-#define FORGE_SHELL_OWNED_NAMES                                                \
-    "BASHOPTS | BASHPID | BASH_ALIASES | BASH_ARGC | BASH_ARGV | "             \
-    "BASH_CMDS | BASH_COMMAND | BASH_LINENO | BASH_MONOSECONDS | "             \
-    "BASH_REMATCH | BASH_SOURCE | BASH_SUBSHELL | BASH_TRAPSIG | "             \
-    "BASH_VERSINFO | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | "        \
-    "FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | "     \
-    "RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _"
 
 /* The wrapper each apptainer task runs (a constant: no request data). It
  * hands Slurm's per-task variables (SLURM_PROCID, ..., and the GPU binding
@@ -166,21 +157,6 @@ static char *pool_roles(const forge_launch_t *l, const forge_pool_t *pool)
         forge_buf_puts(&b, l->roles[i].key);
     }
     return forge_buf_take(&b);
-}
-
-bool forge_render_shell_owns(const char *name)
-{
-    static const char owned[] = FORGE_SHELL_OWNED_NAMES;
-    size_t n = strlen(name);
-
-    for (const char *p = owned; *p;) {
-        size_t len = strcspn(p, " |");
-        if (len == n && !strncmp(p, name, n))
-            return true;
-        p += len;
-        p += strspn(p, " |");
-    }
-    return false;
 }
 
 static void put_pair(forge_buf_t *out, const char *name, const char *value)
@@ -564,14 +540,14 @@ static void put_srun(forge_buf_t *s, const forge_launch_t *l,
 static void step_paths_init(step_paths_t *sp, const forge_launch_t *l,
                             const forge_config_t *cfg)
 {
-    char *staging = forge_path_staging(cfg, l->launch_id, l->attempt);
-    char *host_image = forge_path_image(cfg, l);
+    char *staging = forge_staging_path(cfg, l->launch_id, l->attempt);
+    char *host_image = forge_request_image_path(cfg, l);
 
     sp->cluster_staging = forge_path_to_cluster(cfg, staging);
     sp->image = forge_path_to_cluster(cfg, host_image);
     sp->mount_src = forge_xcalloc(l->mount_count + 1, sizeof(char *));
     for (size_t i = 0; i < l->mount_count; i++) {
-        char *host = forge_path_mount_source(cfg, &l->mounts[i]);
+        char *host = forge_request_mount_source(cfg, &l->mounts[i]);
         sp->mount_src[i] = forge_path_to_cluster(cfg, host);
         free(host);
     }
@@ -714,7 +690,7 @@ forge_rc_t forge_render_payload(const forge_launch_t *launch,
                                 const char *script, json_t **out,
                                 forge_error_t *err)
 {
-    char *staging = forge_path_staging(cfg, launch->launch_id, launch->attempt);
+    char *staging = forge_staging_path(cfg, launch->launch_id, launch->attempt);
     char *cluster_staging = forge_path_to_cluster(cfg, staging);
     json_t *jobs = json_array(), *body = json_object();
     forge_rc_t rc = FORGE_OK;

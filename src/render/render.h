@@ -45,11 +45,6 @@
  */
 bool forge_render_credentials(const forge_launch_t *launch, forge_buf_t *out);
 
-/* True when /bin/sh owns name (computed, read-only or an array in dash or
- * bash): the enroot-pyxis task wrapper could not export it as given, so
- * such an env name is refused for that profile (request_check.h). */
-bool forge_render_shell_owns(const char *name);
-
 /* The batch script (new, free()). */
 char *forge_render_script(const forge_launch_t *launch,
                           const forge_config_t *cfg);

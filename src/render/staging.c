@@ -9,7 +9,7 @@
  */
 #include "render/staging.h"
 #include "core/buf.h"
-#include "render/paths.h"
+#include "core/paths.h"
 #include "render/render.h"
 
 #include <errno.h>
@@ -19,6 +19,24 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+char *forge_staging_rel(const char *launch_id, int attempt)
+{
+    forge_buf_t out = FORGE_BUF_INIT;
+
+    forge_buf_printf(&out, "staging/%s/%d", launch_id, attempt);
+    return forge_buf_take(&out);
+}
+
+char *forge_staging_path(const forge_config_t *cfg, const char *launch_id,
+                         int attempt)
+{
+    char *rel = forge_staging_rel(launch_id, attempt);
+    char *path = forge_path_join(cfg->storage_root, rel);
+
+    free(rel);
+    return path;
+}
 
 /* The storage root's owner when the worker runs as root (root: its open
  * descriptor), else FORGE_FS_KEEP. */
@@ -90,7 +108,7 @@ forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
         {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR},      /* <launch_id> */
         {0700, FORGE_FS_KEEP, FORGE_FS_OWNER_OR_US}, /* <attempt> */
     };
-    char *rel = forge_path_staging_rel(launch_id, attempt);
+    char *rel = forge_staging_rel(launch_id, attempt);
     int root = -1, dfd = -1;
     forge_fs_owner_t job;
     forge_rc_t rc;
@@ -136,7 +154,7 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
         memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
     forge_buf_clear(&b);
     if (!rc)
-        *path = forge_path_staging(cfg, launch->launch_id, launch->attempt);
+        *path = forge_staging_path(cfg, launch->launch_id, launch->attempt);
     return rc;
 }
 

@@ -90,4 +90,12 @@ forge_rc_t forge_staging_remove(const forge_config_t *cfg,
                                 const char *launch_id, int attempt,
                                 forge_error_t *err) FORGE_WARN_UNUSED;
 
+/* "staging/<launch_id>/<attempt>": the staging folder below the storage
+ * root (what the worker opens beneath the root's descriptor; new). */
+char *forge_staging_rel(const char *launch_id, int attempt);
+
+/* $FORGE_STORAGE_ROOT/staging/<launch_id>/<attempt>, host side (new). */
+char *forge_staging_path(const forge_config_t *cfg, const char *launch_id,
+                         int attempt);
+
 #endif

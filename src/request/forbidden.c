@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "core/safe_fs.h"
 #include "core/util.h"
-#include "render/paths.h"
+#include "core/paths.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -10,8 +10,9 @@
 #include "request/request_check.h"
 #include "request/forbidden.h"
 #include "core/buf.h"
-#include "render/paths.h"
-#include "render/render.h"
+#include "core/paths.h"
+#include "core/shell.h"
+#include "request/request_paths.h"
 #include "core/safe_fs.h"
 #include "core/util.h"
 
@@ -139,7 +140,7 @@ static forge_rc_t check_image(const forge_request_t *req,
         return refuse(err, FORGE_EIMAGE_FORMAT, req, ".image.format",
                       "must be \"%s\" for this fleet's runtime profile",
                       forge_image_format_name(want));
-    path = forge_path_image(cfg, l);
+    path = forge_request_image_path(cfg, l);
     norm = forge_path_normalize(path);
     rel = norm ? forge_path_below(norm, cfg->runtime_root) : NULL;
     if (!rel)
@@ -342,7 +343,7 @@ static forge_rc_t check_mount(const forge_request_t *req,
                               const forge_config_t *cfg, const guard_t *g,
                               size_t i, forge_error_t *err)
 {
-    char *source = forge_path_mount_source(cfg, &req->launch.mounts[i]);
+    char *source = forge_request_mount_source(cfg, &req->launch.mounts[i]);
     char *norm = forge_path_normalize(source), field[64];
     const char *rel = NULL, *root = norm ? root_of(cfg, norm, &rel) : NULL;
     source_t s;
@@ -435,7 +436,7 @@ static forge_rc_t check_shell_owned(const forge_request_t *req,
 {
     for (size_t i = 0; i < count; i++) {
         char rel[FORGE_ERROR_FIELD_MAX];
-        if (!forge_render_shell_owns(kv[i].key))
+        if (!forge_shell_owns(kv[i].key))
             continue;
         snprintf(rel, sizeof(rel), ".%s.%s", field, kv[i].key);
         return refuse(err, FORGE_EENV_REFUSED, req, rel,

@@ -3,10 +3,10 @@
  * slurm/auth.c - token file watching and HS256 minting (auth.h).
  */
 #include "slurm/auth.h"
+#include "core/hooks.h"
 #include "core/log.h"
 #include "core/secrets.h"
 #include "core/util.h"
-#include "observe/observe.h"
 
 #include <jwt.h>
 #include <stdlib.h>
@@ -80,7 +80,7 @@ static void set_token(forge_slurm_auth_t *a, char *token)
     a->token = token;
     if (token)
         (void)forge_secret_add(token); /* short strings are no JWT */
-    forge_observe_jwt(token, a->key_file != NULL); /* its expiry: a metric */
+    forge_hooks()->jwt(token, a->key_file != NULL); /* its expiry: a metric */
 }
 
 static forge_rc_t read_token(forge_slurm_auth_t *a, forge_error_t *err)

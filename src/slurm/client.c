@@ -32,6 +32,12 @@ const char *forge_slurm_status_name(forge_slurm_status_t s)
                : "unknown";
 }
 
+bool forge_slurm_status_answered(forge_slurm_status_t s)
+{
+    return s == FORGE_SLURM_OK || s == FORGE_SLURM_NOT_FOUND ||
+           s == FORGE_SLURM_REJECTED;
+}
+
 bool forge_slurm_status_retriable(forge_slurm_status_t s)
 {
     return s == FORGE_SLURM_TRANSPORT || s == FORGE_SLURM_TIMED_OUT ||

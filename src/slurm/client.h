@@ -55,6 +55,11 @@ typedef struct forge_slurm_result {
 
 const char *forge_slurm_status_name(forge_slurm_status_t s);
 
+/* Whether s is an answer of a slurmrestd that can act (OK, NOT_FOUND,
+ * REJECTED): one that holds readiness up (core/hooks.h's slurm_request);
+ * no answer, a server error or an auth refusal is not. */
+bool forge_slurm_status_answered(forge_slurm_status_t s);
+
 /* Whether the same call may be made again later. */
 bool forge_slurm_status_retriable(forge_slurm_status_t s);
 

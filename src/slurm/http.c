@@ -36,12 +36,12 @@
  * second), the backoff and budget sleeps in short slices, and no request or
  * retry starts once the flag is set. The call then ends like a cut-off one.
  */
+#include "core/hooks.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "slurm/client_int.h"
 #include "core/util.h"
-#include "observe/observe.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -377,8 +377,9 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     }
     if (res->message[0])
         scrub(res);
-    forge_observe_slurm(method, url, res->http_status, st,
-                        forge_clock_ms() - started);
+    forge_hooks()->slurm_request(method, url, res->http_status,
+                                 forge_slurm_status_answered(st),
+                                 forge_clock_ms() - started);
     c->fresh_connection = st != FORGE_SLURM_OK;
     forge_buf_clear(&r.body);
     return st;

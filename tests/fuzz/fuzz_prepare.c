@@ -35,9 +35,10 @@
  * Built by tests/fuzz/CMakeLists.txt (FORGE_FUZZ=ON, clang); run by
  * scripts/fuzz. Temporary files go under $TMPDIR (default /tmp).
  */
-#include "render/paths.h"
+#include "core/paths.h"
 #include "prepare/prepare.h"
 #include "render/render.h"
+#include "request/request_paths.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -338,7 +339,7 @@ static char *roles_of(const forge_launch_t *l, const char *pool)
 /* "SRC:TARGET[:ro]" of a mount, the source cluster-side (new). */
 static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
 {
-    char *host = forge_path_mount_source(cfg, m);
+    char *host = forge_request_mount_source(cfg, m);
     char *src = forge_path_to_cluster(cfg, host), *spec;
 
     if (asprintf(&spec, "%s:%s%s", src, m->target, m->read_only ? ":ro" : "") <
@@ -354,7 +355,7 @@ static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
 static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
                           words_t *w)
 {
-    char *host_image = forge_path_image(cfg, l);
+    char *host_image = forge_request_image_path(cfg, l);
     char *image = forge_path_to_cluster(cfg, host_image);
 
     for (size_t i = 0; i < l->pool_count; i++) {

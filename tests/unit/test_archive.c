@@ -12,7 +12,7 @@
  */
 #include "archive/archive.h"
 #include "core/secrets.h"
-#include "render/paths.h"
+#include "core/paths.h"
 #include "render/staging.h"
 
 #include <archive.h>
@@ -53,7 +53,7 @@ static void fx_init(void)
     snprintf(env, sizeof(env), "FORGE_STORAGE_ROOT=%s", root);
     cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
                  err.message);
-    staging = forge_path_staging(cfg, LAUNCH, 1);
+    staging = forge_staging_path(cfg, LAUNCH, 1);
 }
 
 static void fx_fini(void)

@@ -10,6 +10,7 @@
  * terminal state. What reaches "Kafka" is read back from the records that
  * committed, as a consumer of the topics would.
  */
+#include "core/timestamp.h"
 #include "core/clock.h"
 #include "core/util.h"
 #include "record/events.h"
@@ -829,7 +830,7 @@ Test(loop, a_submit_refused_is_rejected_and_a_failed_one_waits)
 
 Test(loop, a_missing_job_is_lost_only_after_the_grace)
 {
-    long long now = forge_event_now_ms();
+    long long now = forge_timestamp_now_ms();
     forge_work_t *t;
 
     stored(0, "G1", FORGE_STATE_RUNNING, 51, 0);

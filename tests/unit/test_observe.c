@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_observe.c - the worker's metrics (src/observe/observe.c) and the
- * consumer lag read from librdkafka's statistics (src/observe/kafka_stats.c):
- * what a transaction carried counts once it commits and never when it
- * aborts; slurmrestd requests by operation (read from the URL) and code;
- * seconds to the JWT's expiry from its exp claim; the live launches of the
- * owned partitions by state; build info; hooks that do nothing before
- * start.
+ * test_observe.c - the worker's metrics (src/observe/observe.c), reached as
+ * the worker's modules reach them, through core/hooks.h's table that
+ * forge_observe_start fills, and the consumer lag read from librdkafka's
+ * statistics (src/kafka/kafka_stats.c): what a transaction carried counts
+ * once it commits and never when it aborts; slurmrestd requests by
+ * operation (read from the URL) and code; seconds to the JWT's expiry from
+ * its exp claim; the live launches of the owned partitions by state (the
+ * loop's census, src/loop/census.c); build info; hooks that do nothing
+ * before start.
  */
 #include "support_text.h"
 #include "core/config.h"
+#include "core/hooks.h"
+#include "kafka/kafka_stats.h"
+#include "loop/census.h"
 #include "observe/health.h"
-#include "observe/kafka_stats.h"
 #include "observe/observe.h"
+#include "record/owner.h"
+#include "slurm/client.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -43,12 +49,15 @@ TestSuite(observe, .fini = forge_observe_stop);
 
 Test(observe, before_start_the_hooks_do_nothing)
 {
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
+    forge_hooks()->txn(FORGE_HOOK_TXN_COMMITTED);
+    forge_hooks()->slurm_request("GET", "http://h/slurm/v0.0.43/ping", 200,
+                                 true, 3);
     forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
-    forge_observe_txn(FORGE_OBSERVE_TXN_COMMITTED);
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 200,
-                        FORGE_SLURM_OK, 3);
+    forge_observe_txn(FORGE_HOOK_TXN_COMMITTED);
     cr_assert_null(forge_observe_render());
     cr_assert_not(forge_observe_started());
+    cr_assert_not(forge_hooks_installed());
 }
 
 Test(observe, build_info_names_the_versions)
@@ -63,25 +72,25 @@ Test(observe, build_info_names_the_versions)
 Test(observe, what_a_transaction_carried_counts_once_it_commits)
 {
     start();
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
-    forge_observe_moved(FORGE_STATE_ACCEPTED, FORGE_STATE_SUBMITTED, NULL);
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
-    forge_observe_dlq();
-    forge_observe_txn(FORGE_OBSERVE_TXN_ABORTED); /* none of it happened */
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
+    forge_hooks()->moved(FORGE_STATE_ACCEPTED, FORGE_STATE_SUBMITTED, NULL);
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
+    forge_hooks()->dlq();
+    forge_hooks()->txn(FORGE_HOOK_TXN_ABORTED); /* none of it happened */
     expect("forge_kafka_transactions_total{outcome=\"aborted\"} 1", true);
     expect("forge_dlq_records_total 0", true);
     expect("forge_launch_transitions_total{from=\"NONE\",to=\"ACCEPTED\"} 1",
            false);
 
     /* done again after the rewind, and committed */
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
-    forge_observe_moved(FORGE_STATE_ACCEPTED, FORGE_STATE_SUBMITTED, NULL);
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
-    forge_observe_moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED,
-                        "image_missing");
-    forge_observe_dlq();
-    forge_observe_txn(FORGE_OBSERVE_TXN_COMMITTED);
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_ACCEPTED, NULL);
+    forge_hooks()->moved(FORGE_STATE_ACCEPTED, FORGE_STATE_SUBMITTED, NULL);
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED, "schema");
+    forge_hooks()->moved(FORGE_STATE_NONE, FORGE_STATE_REJECTED,
+                         "image_missing");
+    forge_hooks()->dlq();
+    forge_hooks()->txn(FORGE_HOOK_TXN_COMMITTED);
     expect("forge_kafka_transactions_total{outcome=\"committed\"} 1", true);
     expect("forge_launch_transitions_total{from=\"NONE\",to=\"ACCEPTED\"} 1",
            true);
@@ -93,9 +102,9 @@ Test(observe, what_a_transaction_carried_counts_once_it_commits)
     expect("forge_dlq_records_total 1", true);
 
     /* a transaction that sent nothing (its producer waits): forgotten */
-    forge_observe_moved(FORGE_STATE_SUBMITTED, FORGE_STATE_RUNNING, NULL);
-    forge_observe_txn(FORGE_OBSERVE_TXN_NONE);
-    forge_observe_txn(FORGE_OBSERVE_TXN_COMMITTED);
+    forge_hooks()->moved(FORGE_STATE_SUBMITTED, FORGE_STATE_RUNNING, NULL);
+    forge_hooks()->txn(FORGE_HOOK_TXN_NONE);
+    forge_hooks()->txn(FORGE_HOOK_TXN_COMMITTED);
     expect("forge_launch_transitions_total{from=\"SUBMITTED\",to=\"RUNNING\"} "
            "1",
            false);
@@ -131,19 +140,24 @@ Test(observe, slurm_operations_are_read_from_the_url)
 Test(observe, slurm_requests_count_by_operation_and_code_with_latency)
 {
     start();
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 0,
-                        FORGE_SLURM_TRANSPORT, 2);
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 401,
-                        FORGE_SLURM_AUTH, 2);
+    forge_hooks()->slurm_request(
+        "GET", "http://h/slurm/v0.0.43/ping", 0,
+        forge_slurm_status_answered(FORGE_SLURM_TRANSPORT), 2);
+    forge_hooks()->slurm_request("GET", "http://h/slurm/v0.0.43/ping", 401,
+                                 forge_slurm_status_answered(FORGE_SLURM_AUTH),
+                                 2);
     cr_assert_lt(forge_health_slurm_age_ms(), 0, "no answer, an auth refusal");
-    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 500,
-                        FORGE_SLURM_SERVER, 10);
+    forge_hooks()->slurm_request(
+        "POST", "http://h/slurm/v0.0.43/job/submit", 500,
+        forge_slurm_status_answered(FORGE_SLURM_SERVER), 10);
     cr_assert_lt(forge_health_slurm_age_ms(), 0, "a server error");
-    forge_observe_slurm("GET", "http://h/slurm/v0.0.43/ping", 200,
-                        FORGE_SLURM_OK, 2);
+    forge_hooks()->slurm_request("GET", "http://h/slurm/v0.0.43/ping", 200,
+                                 forge_slurm_status_answered(FORGE_SLURM_OK),
+                                 2);
     cr_assert_lt(forge_health_slurm_age_ms(), 0, "a ping: the probe's call");
-    forge_observe_slurm("POST", "http://h/slurm/v0.0.43/job/submit", 200,
-                        FORGE_SLURM_OK, 40);
+    forge_hooks()->slurm_request(
+        "POST", "http://h/slurm/v0.0.43/job/submit", 200,
+        forge_slurm_status_answered(FORGE_SLURM_OK), 40);
     expect("forge_slurm_requests_total{operation=\"submit\",code=\"200\"} 1",
            true);
     expect("forge_slurm_requests_total{operation=\"submit\",code=\"500\"} 1",
@@ -175,7 +189,7 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
     char *text, *at;
 
     start();
-    forge_observe_jwt("opaque-token-without-dots", false);
+    forge_hooks()->jwt("opaque-token-without-dots", false);
     text = forge_observe_render();
     cr_assert_null(strstr(text, "\nforge_slurm_jwt_expiry_seconds"), "%s",
                    text);
@@ -192,7 +206,7 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
         b64[o++] = alphabet[(acc << (6 - bits)) & 63];
     b64[o] = '\0';
     snprintf(token, sizeof(token), "eyJhbGciOiJIUzI1NiJ9.%s.c2ln", b64);
-    forge_observe_jwt(token, false);
+    forge_hooks()->jwt(token, false);
     text = forge_observe_render();
     at = strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"file\"} ");
     cr_assert_not_null(at, "%s", text);
@@ -200,7 +214,7 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
     cr_assert_geq(atof(line), 3590, "%s", line);
     cr_assert_leq(atof(line), 3600, "%s", line);
     free(text);
-    forge_observe_jwt(token, true); /* minted from the key instead */
+    forge_hooks()->jwt(token, true); /* minted from the key instead */
     text = forge_observe_render();
     cr_assert_not_null(
         strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"minted\"} "),
@@ -211,10 +225,10 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
 Test(observe, partitions_and_rebalances)
 {
     start();
-    forge_observe_partitions(4, 1);
-    forge_observe_rebalance("assigned");
-    forge_observe_rebalance("assigned");
-    forge_observe_rebalance("lost");
+    forge_hooks()->partitions(4, 1);
+    forge_hooks()->rebalance("assigned");
+    forge_hooks()->rebalance("assigned");
+    forge_hooks()->rebalance("lost");
     expect("forge_partitions_owned 4", true);
     expect("forge_partitions_restoring 1", true);
     expect("forge_kafka_rebalances_total{kind=\"assigned\"} 2", true);
@@ -228,10 +242,10 @@ Test(observe, the_lag_gauge_is_replaced_whole)
     long long l1[] = {7, 0}, l2[] = {12};
 
     start();
-    forge_observe_lag(p1, l1, 2);
+    forge_hooks()->lag(p1, l1, 2);
     expect("forge_kafka_consumer_lag{partition=\"0\"} 7", true);
     expect("forge_kafka_consumer_lag{partition=\"3\"} 0", true);
-    forge_observe_lag(p2, l2, 1); /* the partitions moved */
+    forge_hooks()->lag(p2, l2, 1); /* the partitions moved */
     expect("forge_kafka_consumer_lag{partition=\"0\"} 7", false);
     expect("forge_kafka_consumer_lag{partition=\"5\"} 12", true);
 }
@@ -309,7 +323,7 @@ Test(observe, live_launches_by_state_and_the_archive_queue)
         r->archived = launches[i].archived;
         forge_owner_put(o, r, NULL, launches[i].partition);
     }
-    forge_observe_tick(o, 120);
+    forge_census_push(o, 120); /* the loop's, at a poll tick */
     expect("forge_launches_live{state=\"RUNNING\"} 2", true);
     expect("forge_launches_live{state=\"ACCEPTED\"} 1", true);
     expect("forge_launches_live{state=\"PENDING\"} 0", true);

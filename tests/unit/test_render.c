@@ -15,7 +15,7 @@
  */
 #include "prepare/prepare.h"
 #include "render/render.h"
-#include "render/shell.h"
+#include "core/shell.h"
 #include "core/util.h"
 
 #include <criterion/criterion.h>

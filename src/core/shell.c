@@ -2,7 +2,7 @@
 /*
  * shell.c - single-quoting for bash (shell.h).
  */
-#include "render/shell.h"
+#include "core/shell.h"
 
 #include <string.h>
 
@@ -36,4 +36,19 @@ void forge_shell_arg(forge_buf_t *out, const char *s)
 {
     forge_buf_putc(out, ' ');
     forge_shell_quote(out, s);
+}
+
+bool forge_shell_owns(const char *name)
+{
+    static const char owned[] = FORGE_SHELL_OWNED_NAMES;
+    size_t n = strlen(name);
+
+    for (const char *p = owned; *p;) {
+        size_t len = strcspn(p, " |");
+        if (len == n && !strncmp(p, name, n))
+            return true;
+        p += len;
+        p += strspn(p, " |");
+    }
+    return false;
 }

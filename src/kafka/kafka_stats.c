@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * observe/kafka_stats.c - librdkafka statistics → consumer lag (kafka_stats.h).
+ * kafka/kafka_stats.c - librdkafka statistics → consumer lag (kafka_stats.h).
  * Threads: forge_kafka_stats_conf runs once, before the consumer exists;
  * on_stats on the loop's thread (it serves the consumer's queue). `topic`
  * is written once by the first and only read afterwards.
  */
-#include "observe/kafka_stats.h"
+#include "kafka/kafka_stats.h"
+#include "core/hooks.h"
 #include "record/generation.h"
-#include "observe/observe.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -61,7 +61,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
     (void)rk;
     (void)opaque;
     if (n >= 0)
-        forge_observe_lag(partitions, lags, (size_t)n);
+        forge_hooks()->lag(partitions, lags, (size_t)n);
     return 0;
 }
 
@@ -70,7 +70,7 @@ void forge_kafka_stats_conf(rd_kafka_conf_t *conf, const char *name)
     char value[32];
     size_t size = sizeof(value);
 
-    if (!forge_observe_started())
+    if (!forge_hooks_installed())
         return;
     snprintf(topic, sizeof(topic), "%s", name);
     rd_kafka_conf_set_stats_cb(conf, on_stats);

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * observe/kafka_stats.h - consumer lag from librdkafka's statistics: the
+ * kafka/kafka_stats.h - consumer lag from librdkafka's statistics: the
  * consumer's configuration gets a stats callback (and
  * statistics.interval.ms=5000 unless the operator set one through
  * FORGE_KAFKA_PROP_STATISTICS_INTERVAL_MS); each statistics JSON is parsed
  * (jansson) into the lag of every requests-topic partition the consumer
- * fetches, handed to observe.h.
+ * fetches, handed to core/hooks.h's lag hook (observe/ makes it a gauge).
  *
  * Threads: the callback runs where librdkafka serves the consumer's queue,
  * the loop's thread (forge_kafka_poll).
  */
-#ifndef FORGE_OBSERVE_KAFKA_STATS_H
-#define FORGE_OBSERVE_KAFKA_STATS_H
+#ifndef FORGE_KAFKA_STATS_H
+#define FORGE_KAFKA_STATS_H
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
@@ -20,7 +20,8 @@
 #define FORGE_KAFKA_STATS_INTERVAL "5000"
 
 /* Adds the stats callback to conf for topic (copied once; the worker
- * consumes one topic). Does nothing unless observe.h is started. */
+ * consumes one topic). Does nothing unless the hooks are installed
+ * (hooks.h: nobody would read the lag). */
 void forge_kafka_stats_conf(rd_kafka_conf_t *conf, const char *topic);
 
 /* The lag of topic's partitions in one statistics JSON: for each

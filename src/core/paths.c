@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paths.c - host and cluster paths of a launch's files (paths.h).
+ * core/paths.c - path strings (paths.h).
  */
-#include "render/paths.h"
+#include "core/paths.h"
 #include "core/buf.h"
 #include "core/util.h"
 
@@ -72,36 +72,4 @@ const char *forge_path_below(const char *path, const char *root)
     if (n == 1) /* root is "/" */
         return path + 1;
     return path[n] == '/' ? path + n + 1 : path + n;
-}
-
-char *forge_path_staging_rel(const char *launch_id, int attempt)
-{
-    forge_buf_t out = FORGE_BUF_INIT;
-
-    forge_buf_printf(&out, "staging/%s/%d", launch_id, attempt);
-    return forge_buf_take(&out);
-}
-
-char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
-                         int attempt)
-{
-    char *rel = forge_path_staging_rel(launch_id, attempt);
-    char *path = forge_path_join(cfg->storage_root, rel);
-
-    free(rel);
-    return path;
-}
-
-char *forge_path_image(const forge_config_t *cfg, const forge_launch_t *l)
-{
-    if (l->image_path[0] == '/')
-        return forge_xstrdup(l->image_path);
-    return forge_path_join(cfg->runtime_root, l->image_path);
-}
-
-char *forge_path_mount_source(const forge_config_t *cfg, const forge_mount_t *m)
-{
-    if (m->source[0] == '/')
-        return forge_xstrdup(m->source);
-    return forge_path_join(cfg->storage_root, m->source);
 }

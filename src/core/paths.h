@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paths.h - where a launch's files are, on this host and on the cluster.
+ * core/paths.h - path strings, on this host and on the cluster.
  *
  * The worker and the jobs see the same shared storage at different paths:
  * FORGE_STORAGE_ROOT here, FORGE_SLURM_STORAGE_ROOT on the cluster. Every
  * path that goes into a script or a submit body passes through
  * forge_path_to_cluster(). All functions are pure string work; all returned
- * strings are new (free()).
+ * strings are new (free()). Where a request's own files are is
+ * request/request_paths.h; the staging folder's place, render/staging.h.
  */
 #ifndef FORGE_PATHS_H
 #define FORGE_PATHS_H
 
 #include "core/config.h"
-#include "request/request.h"
 
 #include <stdbool.h>
 
@@ -33,21 +33,5 @@ char *forge_path_normalize(const char *path);
 /* The part of path (normalized) below root: "" for root itself, NULL when
  * path is not under root. Borrowed from path. */
 const char *forge_path_below(const char *path, const char *root);
-
-/* "staging/<launch_id>/<attempt>": the staging folder below the storage
- * root (what the worker opens beneath the root's descriptor). */
-char *forge_path_staging_rel(const char *launch_id, int attempt);
-
-/* $FORGE_STORAGE_ROOT/staging/<launch_id>/<attempt>, host side. */
-char *forge_path_staging(const forge_config_t *cfg, const char *launch_id,
-                         int attempt);
-
-/* The image file of a request, host side: relative paths are under the
- * runtime root. */
-char *forge_path_image(const forge_config_t *cfg, const forge_launch_t *l);
-
-/* A mount's source, host side: relative paths are under the storage root. */
-char *forge_path_mount_source(const forge_config_t *cfg,
-                              const forge_mount_t *m);
 
 #endif

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/hooks.c - the hook table of hooks.h, no-ops until installed.
+ * Threads: written by install and reset only, while no other thread runs
+ * (hooks.h); read by any thread without a lock.
+ */
+#include "core/hooks.h"
+
+static void moved(int from, int to, const char *reason)
+{
+    (void)from;
+    (void)to;
+    (void)reason;
+}
+
+static void nothing(void)
+{
+}
+
+static void census(long long late_ms, const unsigned *live, size_t states,
+                   unsigned archive_queue)
+{
+    (void)late_ms;
+    (void)live;
+    (void)states;
+    (void)archive_queue;
+}
+
+static void ms_taken(long long ms)
+{
+    (void)ms;
+}
+
+static void archived(unsigned long long bytes)
+{
+    (void)bytes;
+}
+
+static void loop_ready(int readiness)
+{
+    (void)readiness;
+}
+
+static void partitions(size_t owned, size_t restoring)
+{
+    (void)owned;
+    (void)restoring;
+}
+
+static void txn(forge_hook_txn_t outcome)
+{
+    (void)outcome;
+}
+
+static void kind(const char *what)
+{
+    (void)what;
+}
+
+static void usable(bool yes)
+{
+    (void)yes;
+}
+
+static void lag(const int32_t *parts, const long long *lags, size_t n)
+{
+    (void)parts;
+    (void)lags;
+    (void)n;
+}
+
+static void slurm_request(const char *method, const char *url, long status,
+                          bool answered, long long ms)
+{
+    (void)method;
+    (void)url;
+    (void)status;
+    (void)answered;
+    (void)ms;
+}
+
+static void jwt(const char *token, bool minted)
+{
+    (void)token;
+    (void)minted;
+}
+
+static const forge_hooks_t none = {
+    .moved = moved,
+    .dlq = nothing,
+    .census = census,
+    .tick_done = ms_taken,
+    .archived = archived,
+    .beat = nothing,
+    .loop_ready = loop_ready,
+    .stopping = nothing,
+    .partitions = partitions,
+    .txn = txn,
+    .rebalance = kind,
+    .producer = usable,
+    .lag = lag,
+    .slurm_request = slurm_request,
+    .jwt = jwt,
+};
+
+static forge_hooks_t table = none;
+static bool installed;
+
+const forge_hooks_t *forge_hooks(void)
+{
+    return &table;
+}
+
+/* Each hook of h, or the no-op when h leaves it NULL. */
+#define TAKE(f) table.f = h->f ? h->f : none.f
+
+void forge_hooks_install(const forge_hooks_t *h)
+{
+    TAKE(moved);
+    TAKE(dlq);
+    TAKE(census);
+    TAKE(tick_done);
+    TAKE(archived);
+    TAKE(beat);
+    TAKE(loop_ready);
+    TAKE(stopping);
+    TAKE(partitions);
+    TAKE(txn);
+    TAKE(rebalance);
+    TAKE(producer);
+    TAKE(lag);
+    TAKE(slurm_request);
+    TAKE(jwt);
+    installed = true;
+}
+
+void forge_hooks_reset(void)
+{
+    table = none;
+    installed = false;
+}
+
+bool forge_hooks_installed(void)
+{
+    return installed;
+}
