@@ -112,6 +112,10 @@ void forge_loop_restore_each(forge_loop_t *w, const int32_t *parts, size_t n);
  * waited for a pass; as many as fit this one. */
 void forge_loop_retry_restores(forge_loop_t *w);
 
+/* One message of the requests topic acted on (requests.c): a launch, a
+ * cancel, or its refusal; its offset marked done, a commit asked for. */
+void forge_loop_on_request(forge_loop_t *w, const forge_kafka_message_t *m);
+
 /* The live job of r into a poll tick (tick.c), with what r knows of it. */
 void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r);
 
