@@ -6,9 +6,9 @@
  *
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
  * 64 usage, 70 internal failure, 78 bad configuration; submit --wait
- * stopped by a signal 128 + it (130 SIGINT: the job left running); the recovery
- * commands (cmd_launches.c, cmd_replay.c, cmd_reconcile.c) 2 usage, 69 Kafka
- * (or slurmrestd) unavailable, 75 the group has members.
+ * stopped by a signal 128 + it (130 SIGINT: the job left running); the
+ * recovery commands (cmd_launches.c, cmd_replay.c, cmd_reconcile.c) 2 usage,
+ * 69 Kafka (or slurmrestd) unavailable, 75 the group has members.
  */
 #include "command.h"
 
