@@ -10,7 +10,8 @@ checked:
                         a directory (one line on stderr)
   render                --format script and --format payload: 0
   submit                0; the job is released and runs (seen in Slurm), the
-                        SUBMITTED line's reason ours (null)
+                        SUBMITTED line's reason ours (null); Slurm's refusal
+                        (no such partition) a REJECTED line, 1
   submit --wait         deploy/samples/hello-single.json to SUCCEEDED (0),
                         deploy/samples/failing.json to FAILED (1); SIGINT
                         (SIGTERM) while waiting: 130 (143), a last line saying
@@ -178,6 +179,19 @@ def test_submit_releases_the_job_and_it_runs(stack, storage, tmp_path):
                      lambda: (lambda j: j if "COMPLETED" in j["job_state"]
                               else None)(slurm_job(stack, job_id)), 60)
     assert job["comment"] == f"forge:{lid}:1"
+
+
+def test_submit_refused_by_slurm_is_rejected(stack, storage, tmp_path):
+    """Slurm's refusal mapped as the worker maps it: the launch's REJECTED
+    line, our reason, Slurm's text in error; exit 1."""
+    lid = unique_id("cmd-refused")
+    extra = dict(storage, FORGE_SLURM_PARTITION="no-such-partition")
+    p = cli(command_env(stack, extra=extra), "submit",
+            sample_as("hello-single.json", lid, tmp_path))
+    assert p.returncode == 1, p.stdout + p.stderr
+    last = lines(p.stdout)[-1]
+    assert last["state"] == "REJECTED" and last["reason"] == "slurm_refused"
+    assert "partition" in last["error"]["message"], last
 
 
 def test_submit_wait_to_succeeded_and_to_failed(stack, storage):
