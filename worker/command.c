@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * command.c - helpers shared by forge-worker's commands (command.h).
+ * command.c - helpers shared by forge-worker's commands (command.h): the
+ * configuration and its files, the input request prepared, a slurmrestd
+ * client, JSON lines, and the recovery commands' exit codes and errors.
  */
 #include "command.h"
 #include "core/log.h"
@@ -99,6 +101,79 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
     return rc ? CLI_EXIT_USAGE : 0;
 }
 
+int cli_prepare_input(const char *arg, const forge_config_t *cfg,
+                      const forge_series_catalog_t *cat,
+                      const forge_tenants_t *tenants, forge_prepared_t **out,
+                      const forge_tenant_t **tenant)
+{
+    const forge_tenant_t *found = NULL;
+    forge_error_t err = {0};
+    char *buf = NULL, *json;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    if ((rc = cli_read_input(arg, FORGE_REQUEST_MAX_BYTES, &buf, &len)))
+        return rc;
+    if (forge_prepare(buf, len, cfg, cat, out, &err) ||
+        forge_tenant_of(tenants, (*out)->request, &found, &err)) {
+        json = forge_error_json(&err);
+        fprintf(stderr, "%s\n", json);
+        free(json);
+        rc = CLI_EXIT_INVALID;
+    }
+    if (tenant)
+        *tenant = found;
+    free(buf);
+    return rc;
+}
+
+int cli_with_prepared(const char *arg,
+                      int (*emit)(const forge_prepared_t *, const void *),
+                      const void *ctx)
+{
+    forge_config_t *cfg = NULL;
+    forge_series_catalog_t *cat = NULL;
+    forge_tenants_t *tenants = NULL;
+    forge_prepared_t *p = NULL;
+    int rc;
+
+    if ((rc = cli_load_config(FORGE_NEED_STORAGE | FORGE_NEED_SERIES, &cfg)))
+        return rc;
+    if (!(rc = cli_load_series(cfg, &cat)) &&
+        !(rc = cli_load_tenants(cfg, &tenants)) &&
+        !(rc = cli_prepare_input(arg, cfg, cat, tenants, &p, NULL)))
+        rc = emit(p, ctx);
+    forge_prepared_destroy(p);
+    forge_tenants_destroy(tenants);
+    forge_series_catalog_destroy(cat);
+    forge_config_destroy(cfg);
+    return rc;
+}
+
+int cli_slurm_client(const forge_config_t *cfg, forge_slurm_client_t **out)
+{
+    forge_slurm_options_t opts;
+    forge_error_t err = {0};
+
+    forge_slurm_options_from_config(cfg, &opts);
+    if (forge_slurm_client_new(&opts, out, &err)) {
+        fprintf(stderr, "forge-worker: %s\n", err.message);
+        return CLI_EXIT_CONFIG;
+    }
+    return 0;
+}
+
+void cli_print_json_line(json_t *j)
+{
+    char *text = json_dumps(j, JSON_COMPACT);
+
+    printf("%s\n", text);
+    fflush(stdout);
+    free(text);
+    json_decref(j);
+}
+
 /* ---- the recovery commands (launches, replay, reconcile) --------------- */
 
 /* The contract's exit code of each outcome (CONTRACT section 4). */
@@ -125,6 +200,16 @@ int cli_recovery_fail(const forge_admin_error_t *err)
     json_decref(j);
     return err->code < FORGE_RECOVERY__COUNT ? recovery_exit[err->code]
                                              : CLI_EXIT_SOFTWARE;
+}
+
+int cli_recovery_usage(const char *command, const char *why,
+                       const char *synopsis)
+{
+    forge_admin_error_t err;
+
+    forge_admin_fail(&err, FORGE_RECOVERY_USAGE, "%s: %s (usage: %s)", command,
+                     why, synopsis);
+    return cli_recovery_fail(&err);
 }
 
 static int recovery_config_failure(const forge_error_t *err)

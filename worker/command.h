@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * command.h - what the command functions of forge-worker share: exit codes,
- * configuration loading with exit 78, and reading a FILE|- argument.
+ * command.h - what the command functions of forge-worker share (one file
+ * per command, cmd_<name>.c; main.c's table picks one): exit codes,
+ * configuration loading with exit 78, reading a FILE|- argument and
+ * preparing the request in it, a slurmrestd client, and the recovery
+ * commands' frame.
  */
 #ifndef FORGE_COMMAND_H
 #define FORGE_COMMAND_H
 
 #include "core/config.h"
+#include "prepare/prepare.h"
+#include "slurm/client.h"
 #include "record/seal.h"
 #include "admin/admin.h"
 #include "request/series.h"
 #include "request/tenants.h"
 
+#include <jansson.h>
 #include <stddef.h>
 
 enum {
@@ -42,6 +48,32 @@ int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out);
  * (so a caller can tell "too large"). Returns 0 or CLI_EXIT_USAGE. */
 int cli_read_input(const char *arg, size_t max, char **out, size_t *len);
 
+/* Reads FILE|- (arg) and prepares the request in it as the worker does
+ * (prepare.h), its tenant found (tenant may be NULL when not wanted).
+ * Returns 0, CLI_EXIT_USAGE (unreadable) or CLI_EXIT_INVALID, the
+ * contract's JSON error printed on stderr. */
+int cli_prepare_input(const char *arg, const forge_config_t *cfg,
+                      const forge_series_catalog_t *cat,
+                      const forge_tenants_t *tenants, forge_prepared_t **out,
+                      const forge_tenant_t **tenant);
+
+/* validate's and render's frame: configuration (storage, series),
+ * tenants, the prepared input; emit(prepared, ctx) gives the exit code. */
+int cli_with_prepared(const char *arg,
+                      int (*emit)(const forge_prepared_t *, const void *),
+                      const void *ctx);
+
+/* A slurmrestd client from the configuration. Returns 0 or CLI_EXIT_CONFIG
+ * (printed: the token or key file). */
+int cli_slurm_client(const forge_config_t *cfg, forge_slurm_client_t **out);
+
+/* j as one compact line on stdout (j's reference taken). */
+void cli_print_json_line(json_t *j);
+
+/* How long any one wait of launches and replay for the brokers may last
+ * (no progress that long: kafka_unavailable, exit 69). */
+#define CLI_RECOVERY_TIMEOUT_MS 15000
+
 /* The recovery commands' frame (CONTRACT section 4: launches, replay,
  * reconcile). cli_recovery_fail prints {"error", "message"} on stderr and
  * returns the outcome's exit code (usage 2, kafka_unavailable,
@@ -51,6 +83,10 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len);
  * below warnings are left out (stdout is the answer). cli_recovery_sealer
  * loads the state keys, a failure exit 78 the same way. */
 int cli_recovery_fail(const forge_admin_error_t *err);
+/* A usage error of a recovery command: "<command>: <why> (usage:
+ * <synopsis>)" as the JSON error, exit 2. */
+int cli_recovery_usage(const char *command, const char *why,
+                       const char *synopsis);
 int cli_recovery_config(unsigned needs, forge_config_t **out);
 int cli_recovery_sealer(const forge_config_t *cfg, forge_sealer_t **out);
 
@@ -62,5 +98,6 @@ int cmd_submit(int argc, char **argv);
 int cmd_launches(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 
 #endif

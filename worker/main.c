@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - forge-worker's command line: picks a command from the table and
- * runs it. The commands live in cmd_*.c; everything they do is in src/.
+ * runs it, and `--help` (the table). Each command lives in its own
+ * cmd_<name>.c (command.c: what they share); everything they do is in src/.
  *
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
- * 64 usage, 70 internal failure, 78 bad configuration; the recovery
- * commands (cmd_recovery.c, cmd_reconcile.c) 2 usage, 69 Kafka (or
- * slurmrestd) unavailable, 75 the group has members.
+ * 64 usage, 70 internal failure, 78 bad configuration; submit --wait
+ * stopped by a signal 128 + it (130 SIGINT: the job left running); the
+ * recovery commands (cmd_launches.c, cmd_replay.c, cmd_reconcile.c) 2 usage,
+ * 69 Kafka (or slurmrestd) unavailable, 75 the group has members.
  */
 #include "command.h"
-#include "core/version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,14 +23,6 @@ typedef struct command {
     const char *summary; /* NULL: an alias, not listed */
 } command_t;
 
-static int cmd_version(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    forge_version_print(stdout);
-    return 0;
-}
-
 static int cmd_help(int argc, char **argv);
 
 static const command_t commands[] = {
@@ -39,7 +32,9 @@ static const command_t commands[] = {
     {"render", cmd_render,
      "[--format script|payload] FILE|-  what would be submitted"},
     {"submit", cmd_submit,
-     "[--wait] FILE|-  validate, render, submit through slurmrestd"},
+     "[--wait] FILE|-  validate, render, submit through slurmrestd "
+     "(held, then released); SIGINT while waiting leaves the job running, "
+     "exit 130"},
     {"ping", cmd_ping, "slurmrestd and Kafka health as one JSON object"},
     {"launches", cmd_launches,
      "[--state S] [--launch ID] [--json]  each launch's state record"},

@@ -4,7 +4,7 @@
  * the outcomes docs/CONTRACT.md section 4 names for `launches`, `replay`
  * and `reconcile` (`usage`, `kafka_unavailable`, `group_active`, ...) and
  * an error record carrying one of them with a message for people. The
- * command line maps each to its exit code (worker/cmd_recovery.c); nothing
+ * command line maps each to its exit code (worker/command.c); nothing
  * here exits.
  */
 #ifndef FORGE_ADMIN_H

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.c - the Slurm threads (submit.h): a submit (stage, POST held;
- * adopt by the comment tag when the outcome is unknown; release; the
- * request as the loop prepared it, or, for a restored intent or a retry,
- * prepared here), the clean of an interrupted or cancelled submit, the
+ * submit.c - the Slurm threads (submit.h): a submit (stage, then
+ * slurm/submit_held.h: POST held, adopt by the comment tag when the
+ * outcome is unknown, release every component, cancel a job left held;
+ * the request as the loop prepared it, or, for a restored intent or a
+ * retry, prepared here), the clean of an interrupted or cancelled submit, the
  * sweep for late jobs some time after it, a cancel; and, before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
@@ -36,6 +37,7 @@
 #include "prepare/prepare.h"
 #include "loop/listing.h"
 #include "loop/work.h"
+#include "slurm/submit_held.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,98 +159,6 @@ static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
     return st;
 }
 
-static void single_component(forge_work_submit_t *sub)
-{
-    sub->component_ids = forge_xcalloc(1, sizeof(uint32_t));
-    sub->component_ids[0] = sub->job_id;
-    sub->component_count = 1;
-}
-
-/* The leader and component ids of the new het job (details). False when
- * the details cannot be had. */
-static bool learn_components(submitter_t *s, forge_work_t *w)
-{
-    forge_work_submit_t *sub = &w->submit;
-    forge_slurm_job_list_t jobs = {NULL, 0};
-    forge_slurm_result_t res = {0};
-    bool learnt = false;
-
-    if (forge_slurm_job_details(client_of(s, w), sub->job_id, &jobs, &res) ==
-            FORGE_SLURM_OK &&
-        jobs.count > 0) {
-        sub->component_ids = forge_xcalloc(jobs.count, sizeof(uint32_t));
-        for (size_t i = 0; i < jobs.count; i++)
-            sub->component_ids[i] = jobs.jobs[i].job_id;
-        sub->component_count = jobs.count;
-        learnt = true;
-    } else {
-        forge_work_say(w, "the components of het job %u: %s", sub->job_id,
-                       res.message);
-    }
-    forge_slurm_job_list_clear(&jobs);
-    return learnt;
-}
-
-/* Every component of the new job released from the hold it was submitted
- * with (render.c), one by one: slurmrestd releases the record it is
- * given, never a het job's other components. Until then it cannot start,
- * so a POST that reaches slurmctld after its worker gave up on it (killed
- * while slurmrestd held the request through a slurmctld outage) leaves a
- * held job the launch's next owner never releases: never a second start. */
-static bool release(submitter_t *s, forge_work_t *w, const char *user)
-{
-    forge_work_submit_t *sub = &w->submit;
-    forge_slurm_result_t res = {0};
-    forge_slurm_status_t st = FORGE_SLURM_OK;
-
-    for (size_t i = 0; i < sub->component_count && st == FORGE_SLURM_OK; i++)
-        st = forge_slurm_release(client_of(s, w), user, sub->component_ids[i],
-                                 &res);
-    if (st != FORGE_SLURM_OK)
-        forge_work_say(w, "release of job %u: %s", sub->job_id, res.message);
-    return st == FORGE_SLURM_OK;
-}
-
-/* A job made but not released: cancelled as far as it can be, and the
- * submit failed, to be retried (the clean before the retry cancels what
- * its tag still finds). */
-static void give_up_held(submitter_t *s, forge_work_t *w)
-{
-    forge_slurm_result_t res = {0};
-
-    forge_log_warn("job %u of %s left held (%s): cancelled, the launch is "
-                   "submitted again later",
-                   w->submit.job_id, w->launch_id, w->message);
-    (void)forge_slurm_cancel(client_of(s, w), w->submit.job_id, NULL, &res);
-    free(w->submit.component_ids);
-    w->submit.component_ids = NULL;
-    w->submit.component_count = 0;
-    w->submit.job_id = 0;
-    w->status = FORGE_SLURM_SERVER; /* retried, never taken as a refusal */
-}
-
-/* Outcome unknown, right after the POST: the tag says whether the job
- * exists, looked up among the jobs above the POST's floor (client.h:
- * forge_slurm_find_submitted; the whole list when in doubt). */
-static bool adopt_tagged(submitter_t *s, forge_work_t *w, uint32_t floor)
-{
-    forge_slurm_job_list_t jobs = {NULL, 0};
-    forge_slurm_result_t res = {0};
-    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
-    bool found = false;
-
-    if (forge_slurm_find_submitted(client_of(s, w), comment, floor, &jobs,
-                                   &res) == FORGE_SLURM_OK &&
-        jobs.count > 0) {
-        w->submit.job_id = jobs.jobs[0].het_job_id ? jobs.jobs[0].het_job_id
-                                                   : jobs.jobs[0].job_id;
-        found = true;
-    }
-    forge_slurm_job_list_clear(&jobs);
-    free(comment);
-    return found;
-}
-
 /* Refused before Slurm saw it: final (work.h's `code`). */
 static bool refuse(forge_work_t *w, const forge_error_t *err)
 {
@@ -311,31 +221,29 @@ static bool stage(submitter_t *s, forge_work_t *w)
     return true;
 }
 
-/* The POST, and what it made: the job and its components, released. */
+/* The POST, and what it made: the job and its components, released
+ * (slurm/submit_held.h: the one way a job is made, `forge-worker submit`
+ * takes it too); a job left held is cancelled and the submit retried. */
 static void post(submitter_t *s, forge_work_t *w)
 {
     const forge_work_prepared_t *p = w->submit.prepared;
-    const char *user = p->tenant ? p->tenant->slurm_user : NULL;
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    forge_slurm_held_job_t job = {p->payload,
+                                  p->tenant ? p->tenant->slurm_user : NULL,
+                                  comment, p->pool_count};
+    forge_slurm_released_t made;
     forge_slurm_result_t res = {0};
-    forge_slurm_submit_t sub;
 
-    w->status =
-        forge_slurm_submit_as(client_of(s, w), user, p->payload, &sub, &res);
+    w->status = forge_slurm_submit_held(client_of(s, w), &job, &made, &res);
     forge_work_say(w, "%s", res.message);
-    if (w->status == FORGE_SLURM_OK) {
-        FORGE_TESTPOINT_CRASH("submit.after");
-        w->submit.job_id = sub.job_id;
-    } else if (w->status != FORGE_SLURM_REJECTED &&
-               w->status != FORGE_SLURM_AUTH &&
-               adopt_tagged(s, w, sub.floor_job_id)) {
-        w->status = FORGE_SLURM_OK; /* it did reach Slurm */
-    }
-    if (w->status != FORGE_SLURM_OK)
-        return;
-    if (p->pool_count == 1)
-        single_component(&w->submit);
-    if ((p->pool_count > 1 && !learn_components(s, w)) || !release(s, w, user))
-        give_up_held(s, w);
+    w->submit.job_id = made.job_id;
+    w->submit.component_ids = made.component_ids;
+    w->submit.component_count = made.component_count;
+    if (made.cancelled_job_id)
+        forge_log_warn("job %u of %s left held (%s): cancelled, the launch is "
+                       "submitted again later",
+                       made.cancelled_job_id, w->launch_id, w->message);
+    free(comment);
 }
 
 static void do_submit(submitter_t *s, forge_work_t *w)

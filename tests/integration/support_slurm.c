@@ -7,6 +7,7 @@
 #include "prepare/prepare.h"
 #include "request/series.h"
 #include "slurm/verdict.h"
+#include "render/render.h"
 #include "render/staging.h"
 
 #include <criterion/criterion.h>
@@ -296,14 +297,13 @@ static void release_held(forge_slurm_client_t *c, const sl_trace_t *t)
     forge_slurm_job_list_clear(&jobs);
 }
 
-forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
-                               json_t *req, forge_slurm_result_t *res)
+/* req (stolen) prepared and staged as the worker does; the trace records
+ * ACCEPTED. New (forge_prepared_destroy). */
+static forge_prepared_t *prepare_staged(sl_trace_t *t, json_t *req)
 {
     char *text = json_dumps(req, JSON_COMPACT);
     forge_prepared_t *p = NULL;
-    forge_slurm_submit_t sub;
     forge_error_t err = {0};
-    forge_slurm_status_t st;
     forge_fs_owner_t owner;
 
     json_decref(req);
@@ -316,22 +316,59 @@ forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
     cr_assert_eq(forge_staging_prepare(cfg, &p->request->launch, owner,
                                        p->script, &t->staging, &err),
                  FORGE_OK, "%s: staging: %s", t->label, err.message);
+    free(text);
     t->t0 = sl_now();
     record(t, FORGE_STATE_ACCEPTED, NULL);
+    return p;
+}
+
+static void remember(const sl_trace_t *t)
+{
+    if (submitted_count < sizeof(submitted) / sizeof(submitted[0])) {
+        submitted[submitted_count].job_id = t->job_id;
+        submitted[submitted_count++].version = t->version;
+    }
+}
+
+forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
+                               json_t *req, forge_slurm_result_t *res)
+{
+    forge_prepared_t *p = prepare_staged(t, req);
+    forge_slurm_submit_t sub;
+    forge_slurm_status_t st;
+
     st = forge_slurm_submit(c, p->payload, &sub, res);
     if (st == FORGE_SLURM_OK) {
         t->job_id = sub.job_id;
         release_held(c, t);
-        if (submitted_count < sizeof(submitted) / sizeof(submitted[0])) {
-            submitted[submitted_count].job_id = sub.job_id;
-            submitted[submitted_count++].version = t->version;
-        }
+        remember(t);
         record(t, FORGE_STATE_SUBMITTED, sub.warnings[0] ? sub.warnings : NULL);
     } else if (st == FORGE_SLURM_REJECTED) {
         record(t, FORGE_STATE_REJECTED, "slurm_rejected");
     }
     forge_prepared_destroy(p);
-    free(text);
+    return st;
+}
+
+forge_slurm_status_t sl_submit_held(forge_slurm_client_t *c, sl_trace_t *t,
+                                    json_t *req, forge_slurm_released_t *made,
+                                    forge_slurm_result_t *res)
+{
+    forge_prepared_t *p = prepare_staged(t, req);
+    const forge_launch_t *l = &p->request->launch;
+    char *comment = forge_render_job_comment(l->launch_id, l->attempt);
+    forge_slurm_held_job_t job = {p->payload, NULL, comment, l->pool_count};
+    forge_slurm_status_t st = forge_slurm_submit_held(c, &job, made, res);
+
+    if (st == FORGE_SLURM_OK) {
+        t->job_id = made->job_id;
+        remember(t);
+        record(t, FORGE_STATE_SUBMITTED, NULL);
+    } else if (st == FORGE_SLURM_REJECTED) {
+        record(t, FORGE_STATE_REJECTED, "slurm_rejected");
+    }
+    free(comment);
+    forge_prepared_destroy(p);
     return st;
 }
 

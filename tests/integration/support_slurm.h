@@ -27,6 +27,7 @@
 #include "core/config.h"
 #include "record/state.h"
 #include "slurm/client.h"
+#include "slurm/submit_held.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -93,6 +94,13 @@ void sl_trace_init(sl_trace_t *t, forge_api_version_t v, const char *what);
  */
 forge_slurm_status_t sl_submit(forge_slurm_client_t *c, sl_trace_t *t,
                                json_t *req, forge_slurm_result_t *res);
+
+/* The same through the worker's (and `forge-worker submit`'s) one submit
+ * path, forge_slurm_submit_held (slurm/submit_held.h): what it made in
+ * *made (its component ids the caller's to free). */
+forge_slurm_status_t sl_submit_held(forge_slurm_client_t *c, sl_trace_t *t,
+                                    json_t *req, forge_slurm_released_t *made,
+                                    forge_slurm_result_t *res);
 
 /*
  * Follows t's job every 200 ms until its platform state (from job/{id},

@@ -187,6 +187,57 @@ ParameterizedTest(int *ver, slurm_lifecycle, het)
     forge_slurm_client_destroy(c);
 }
 
+/* The one submit path (slurm/submit_held.h), as the worker's lanes and
+ * `forge-worker submit` take it, against the real Slurm: a het job comes
+ * back with every component's id, none of them held any more, and runs to
+ * its end. */
+VERSION_PARAMS(submit_held)
+ParameterizedTest(int *ver, slurm_lifecycle, submit_held)
+{
+    forge_api_version_t v = sl_version_check(*ver);
+    forge_slurm_client_t *c = sl_client(v);
+    forge_slurm_job_list_t jobs = {NULL, 0};
+    forge_slurm_released_t made;
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st;
+    sl_trace_t t;
+    forge_state_t end;
+
+    sl_trace_init(&t, v, "submit_held");
+    st = sl_submit_held(
+        c, &t,
+        sl_request(&t, cmd_report(),
+                   json_pack("[{s:s, s:s, s:i, s:i},"
+                             " {s:s, s:s, s:i, s:i}]",
+                             "name", "trainer", "series", "h200", "nodes", 1,
+                             "gpus_per_node", 1, "name", "rollout", "series",
+                             "a100", "nodes", 1, "gpus_per_node", 1),
+                   NULL),
+        &made, &res);
+    cr_assert_eq(st, FORGE_SLURM_OK, "%s: %s (%s)", t.label, res.message,
+                 forge_slurm_status_name(st));
+    cr_assert_eq(made.component_count, 2, "%s: %zu components", t.label,
+                 made.component_count);
+    cr_assert_eq(made.component_ids[0], made.job_id, "the leader first");
+    cr_assert_eq(made.cancelled_job_id, 0);
+    st = forge_slurm_job_details(c, made.job_id, &jobs, &res);
+    cr_assert_eq(st, FORGE_SLURM_OK, "%s: details: %s", t.label, res.message);
+    for (size_t i = 0; i < jobs.count; i++) {
+        const char *why = jobs.jobs[i].state_reason;
+        cr_assert_eq(jobs.jobs[i].job_id, made.component_ids[i]);
+        cr_assert(!why || strncmp(why, "JobHeld", 7),
+                  "%s: component %zu still held: %s", t.label, i, why);
+    }
+    forge_slurm_job_list_clear(&jobs);
+    end = sl_follow(c, &t, FORGE_STATE_NONE, 0, 180);
+    sl_trace_print(&t, NULL);
+    cr_assert_eq(end, FORGE_STATE_SUCCEEDED, "%s: ended %s", t.label,
+                 forge_state_name(end));
+    free(made.component_ids);
+    sl_trace_free(&t);
+    forge_slurm_client_destroy(c);
+}
+
 VERSION_PARAMS(failing)
 ParameterizedTest(int *ver, slurm_lifecycle, failing)
 {

@@ -19,6 +19,11 @@
  * overtakes itself nor runs beside itself, launches of other lanes are
  * submitted side by side, and a withdrawal reaches a submit queued in any
  * lane.
+ *
+ * And the one submit path both the lanes and `forge-worker submit` take
+ * (slurm/submit_held.h), called alone: held POST, every component
+ * released by its own id, a job that cannot be released cancelled,
+ * Slurm's refusal final.
  */
 #include "core/clock.h"
 #include "core/util.h"
@@ -26,6 +31,7 @@
 #include "prepare/prepare.h"
 #include "loop/submit.h"
 #include "loop/work.h"
+#include "slurm/submit_held.h"
 
 #include "support_http.h"
 #include "support_storage.h"
@@ -667,4 +673,148 @@ Test(lanes, a_burst_of_one_lane_spreads_over_every_connection)
                  forge_clock_ms() - start);
     cr_assert_eq(seen("POST", "forge:"), LANES);
     free_list(done);
+}
+
+/* ---- the one submit path (slurm/submit_held.h) ------------------------------
+ * The worker's lanes and `forge-worker submit` make a job the same way:
+ * held POST, each component released by its own id, a job that cannot be
+ * released cancelled; Slurm's refusal of the POST is final and makes no
+ * other call. */
+
+static char jwt_path[64];
+static forge_slurm_client_t *held_client;
+
+static void held_init(void)
+{
+    forge_slurm_options_t o;
+    int fd;
+
+    snprintf(jwt_path, sizeof(jwt_path), "/tmp/forge-held-jwt-XXXXXX");
+    fd = mkstemp(jwt_path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "a.b.c", 5), 5);
+    close(fd);
+    srv = support_http_start();
+    support_http_default(srv, 200, NO_JOBS); /* a release's answer too */
+    o = support_http_options(srv, jwt_path, NULL);
+    held_client = support_http_client(&o);
+}
+
+static void held_fini(void)
+{
+    forge_slurm_client_destroy(held_client);
+    support_http_stop(srv);
+    unlink(jwt_path);
+}
+
+TestSuite(held, .init = held_init, .fini = held_fini, .timeout = 30);
+
+static const forge_slurm_held_job_t one_pool = {NULL, NULL, "forge:L1:1", 1};
+
+/* The payload of a job: its own body does not matter to the fake. */
+static forge_slurm_status_t submit_held(size_t pools,
+                                        forge_slurm_released_t *out,
+                                        forge_slurm_result_t *res)
+{
+    forge_slurm_held_job_t job = one_pool;
+    json_t *body = json_pack("{s:{s:b}}", "job", "hold", 1);
+    forge_slurm_status_t st;
+
+    job.payload = body;
+    job.pool_count = pools;
+    st = forge_slurm_submit_held(held_client, &job, out, res);
+    json_decref(body);
+    return st;
+}
+
+static void expect_request(size_t i, const char *method, const char *target,
+                           const char *body)
+{
+    support_http_request_t r = support_http_request(srv, i);
+
+    cr_assert_str_eq(r.method, method, "request %zu", i);
+    cr_assert_str_eq(r.target, target, "request %zu", i);
+    if (body)
+        cr_assert_str_eq(r.body, body, "request %zu", i);
+    support_http_request_clear(&r);
+}
+
+Test(held, one_component_is_posted_then_released_by_its_id)
+{
+    forge_slurm_released_t out;
+    forge_slurm_result_t res = {0};
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    cr_assert_eq(submit_held(1, &out, &res), FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(out.job_id, 7);
+    cr_assert_eq(out.component_count, 1);
+    cr_assert_eq(out.component_ids[0], 7);
+    cr_assert_eq(out.cancelled_job_id, 0);
+    cr_assert_not(out.adopted);
+    cr_assert_eq(support_http_count(srv), 2);
+    expect_request(0, "POST", SUBMIT, NULL);
+    expect_request(1, "POST", "/slurm/v0.0.43/job/7", "{\"hold\":false}");
+    free(out.component_ids);
+}
+
+Test(held, each_het_component_is_released_by_its_own_id)
+{
+    forge_slurm_released_t out;
+    forge_slurm_result_t res = {0};
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    support_http_push(srv, "/slurm/v0.0.43/job/7", 200,
+                      "{" META ", \"jobs\": ["
+                      "{\"job_id\": 8, \"het_job_id\": 7, \"het_job_offset\": "
+                      "1, \"job_state\": [\"PENDING\"]},"
+                      "{\"job_id\": 7, \"het_job_id\": 7, \"het_job_offset\": "
+                      "0, \"job_state\": [\"PENDING\"]}]}",
+                      0);
+    cr_assert_eq(submit_held(2, &out, &res), FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(out.component_count, 2);
+    cr_assert_eq(out.component_ids[0], 7, "in het offset order");
+    cr_assert_eq(out.component_ids[1], 8);
+    cr_assert_eq(support_http_count(srv), 4, "POST, details, two releases");
+    expect_request(1, "GET", "/slurm/v0.0.43/job/7", NULL);
+    expect_request(2, "POST", "/slurm/v0.0.43/job/7", "{\"hold\":false}");
+    expect_request(3, "POST", "/slurm/v0.0.43/job/8", "{\"hold\":false}");
+    free(out.component_ids);
+}
+
+Test(held, a_job_that_cannot_be_released_is_cancelled_retriable)
+{
+    forge_slurm_released_t out;
+    forge_slurm_result_t res = {0};
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    support_http_push(srv, "/slurm/v0.0.43/job/7", 422,
+                      "{\"errors\": [{\"error_number\": 2020, "
+                      "\"error\": \"Job/step already completing\"}]}",
+                      0);
+    cr_assert_eq(submit_held(1, &out, &res), FORGE_SLURM_SERVER);
+    cr_assert(forge_slurm_status_retriable(res.status));
+    cr_assert_eq(out.job_id, 0, "never reported made");
+    cr_assert_null(out.component_ids);
+    cr_assert_eq(out.cancelled_job_id, 7);
+    cr_assert_not_null(strstr(res.message, "release of job 7"), "%s",
+                       res.message);
+    cr_assert_eq(seen("DELETE", ""), 1, "the held job cancelled");
+    expect_request(2, "DELETE", "/slurm/v0.0.43/job/7", NULL);
+}
+
+/* Slurm's refusal (ESLURM_*, HTTP 500 before 26.05): final, nothing looked
+ * up, released nor cancelled. */
+Test(held, slurms_refusal_of_the_post_is_final_and_alone)
+{
+    forge_slurm_released_t out;
+    forge_slurm_result_t res = {0};
+
+    support_http_push(srv, SUBMIT, 500,
+                      "{\"errors\": [{\"error_number\": 2015, "
+                      "\"error\": \"Invalid partition name specified\"}]}",
+                      0);
+    cr_assert_eq(submit_held(1, &out, &res), FORGE_SLURM_REJECTED);
+    cr_assert_eq(out.job_id, 0);
+    cr_assert_eq(out.cancelled_job_id, 0);
+    cr_assert_eq(support_http_count(srv), 1, "the POST alone");
 }

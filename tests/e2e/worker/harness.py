@@ -4,6 +4,9 @@ harness.py - what the end-to-end scenarios need to drive real forge-worker
 processes through Kafka only, against the real stack (tests/e2e/stack up):
 
   Stack         the stack's env file, read once
+  command_env   the environment of one `forge-worker <command>` an operator
+                runs (the stack's settings, a scenario's topics and group)
+  own_storage   a storage root of a scenario's own under the stack's
   Topics        a fresh set of the five topics per scenario (unique names, so
                 scenarios never see each other's messages or state)
   Worker        one `forge-worker run` process: start, SIGTERM, kill -9, its
@@ -74,17 +77,51 @@ class Stack:
         os.makedirs(image_dir, exist_ok=True)
         open(os.path.join(image_dir, "e2e.sif"), "a").close()
 
-    def slurm_get(self, path):
+    def slurm_get(self, path, method="GET"):
         with open(self.env["FORGE_SLURM_JWT_FILE"]) as f:
             token = f.read().strip()
             if token.startswith("SLURM_JWT="):
                 token = token[len("SLURM_JWT="):]
         req = urllib.request.Request(
             f"{self.env['FORGE_SLURM_REST_URL']}/slurm/{self.api}/{path}",
+            method=method,
             headers={"X-SLURM-USER-NAME": self.env["FORGE_SLURM_REST_USER"],
                      "X-SLURM-USER-TOKEN": token})
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.load(r)
+
+
+def own_storage(stack, tag):
+    """A storage root of this scenario's own under the stack's: reconcile
+    takes for its deployment's only the tagged jobs that run in its
+    staging folder, so other scenarios' jobs on the shared Slurm are left
+    alone (README "Recovery")."""
+    root = stack.env["FORGE_STORAGE_ROOT"]
+    host = os.path.join(root, tag)
+    images = os.path.join(host, "runtimes", "images")
+    os.makedirs(images, exist_ok=True)
+    open(os.path.join(images, "e2e.sif"), "a").close()
+    owner = os.stat(root)  # the job user's, as the stack makes its own
+    for path in (host, os.path.join(host, "runtimes")):
+        os.chown(path, owner.st_uid, owner.st_gid)
+        os.chmod(path, 0o755)
+    return {"FORGE_STORAGE_ROOT": host,
+            "FORGE_SLURM_STORAGE_ROOT":
+                f"{stack.env['FORGE_SLURM_STORAGE_ROOT']}/{tag}",
+            "FORGE_RUNTIME_ROOT": os.path.join(host, "runtimes")}
+
+
+def command_env(stack, topics=None, group=None, extra=None):
+    """The environment of one `forge-worker <command>` run by an operator:
+    the stack's settings, the scenario's topics and group, nothing of ours
+    (FORGE_*) from the caller's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
+    env.update(stack.env)
+    env.update(topics.env() if topics else {})
+    if group:
+        env["FORGE_KAFKA_GROUP_ID"] = group
+    env.update(extra or {})
+    return env
 
 
 class Topics:

@@ -21,32 +21,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import held_jobs
 from harness import (PARTITIONS, TERMINAL, StatusReader, Topics, Worker, TOP,
-                     assert_contiguous, launch, unique_id, wait_until)
+                     assert_contiguous, launch, own_storage, unique_id,
+                     wait_until)
 
 LAUNCHES = 20
 SUBMITTED = []  # the held jobs this module made
 # what a dry run may say of a launch while its worker runs
 REPAIRABLE_LIVE = ("consistent", "transitions")
-
-
-def own_storage(stack, tag):
-    """A storage root of this scenario's own under the stack's: reconcile
-    takes for its deployment's only the tagged jobs that run in its
-    staging folder, so other scenarios' jobs on the shared Slurm are left
-    alone (docs/RECOVERY.md)."""
-    root = stack.env["FORGE_STORAGE_ROOT"]
-    host = os.path.join(root, tag)
-    images = os.path.join(host, "runtimes", "images")
-    os.makedirs(images, exist_ok=True)
-    open(os.path.join(images, "e2e.sif"), "a").close()
-    owner = os.stat(root)  # the job user's, as the stack makes its own
-    for path in (host, os.path.join(host, "runtimes")):
-        os.chown(path, owner.st_uid, owner.st_gid)
-        os.chmod(path, 0o755)
-    return {"FORGE_STORAGE_ROOT": host,
-            "FORGE_SLURM_STORAGE_ROOT":
-                f"{stack.env['FORGE_SLURM_STORAGE_ROOT']}/{tag}",
-            "FORGE_RUNTIME_ROOT": os.path.join(host, "runtimes")}
 
 
 def reconcile_env(stack, topics, group, storage):
