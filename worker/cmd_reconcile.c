@@ -3,7 +3,7 @@
  * cmd_reconcile.c - `forge-worker reconcile [--execute] [--json]`: the
  * state topic held up against the requests and status topics and Slurm,
  * per launch; --execute repairs through the workers' group and a
- * transaction (src/admin/reconcile_apply.c, README "Recovery"). Exit
+ * transaction (src/admin/reconcile_apply.c, docs/RECOVERY.md). Exit
  * codes and JSON errors: docs/CONTRACT.md section 4.
  */
 #include "command.h"

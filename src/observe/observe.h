@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * observe/observe.h - the worker's metrics (README "Operating" lists them, with
+ * observe/observe.h - the worker's metrics (docs/OPERATING.md lists them, with
  * docs/CONTRACT.md §5): one process-wide registry (metrics.h) and what the
  * worker's modules tell it where something happens. They never call here:
  * they call core/hooks.h's table, which forge_observe_start fills with

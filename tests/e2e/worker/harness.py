@@ -95,7 +95,7 @@ def own_storage(stack, tag):
     """A storage root of this scenario's own under the stack's: reconcile
     takes for its deployment's only the tagged jobs that run in its
     staging folder, so other scenarios' jobs on the shared Slurm are left
-    alone (README "Recovery")."""
+    alone (docs/RECOVERY.md)."""
     root = stack.env["FORGE_STORAGE_ROOT"]
     host = os.path.join(root, tag)
     images = os.path.join(host, "runtimes", "images")
