@@ -22,6 +22,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "LOST", "REJECTED"}
 CANCEL_SAMPLE = "cancel-long-running.json"
 TIMEOUT_S = 300
+# What each sample ends as: the demo fails (exit 1) when one ends otherwise,
+# so scripts/test, which runs the demo as the README shows it, notices.
+EXPECTED = {"hello-single.json": "SUCCEEDED", "rlhf-het.json": "SUCCEEDED",
+            "failing.json": "FAILED", "long-running.json": "CANCELLED",
+            "invalid-oci-image.json": "REJECTED"}
 
 
 def load_samples(folder, suffix):
@@ -171,7 +176,13 @@ def main():
     if not view.done():
         print(f"\nnot everything ended within {TIMEOUT_S} s", file=sys.stderr)
         return 1
-    return 0
+    wrong = [f"{row['sample']} ended {row['states'][-1]}, not "
+             f"{EXPECTED.get(row['sample'])}"
+             for row in view.rows.values()
+             if row["states"][-1] != EXPECTED.get(row["sample"])]
+    for line in wrong:
+        print(line, file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
