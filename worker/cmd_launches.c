@@ -30,16 +30,16 @@ static int launches_parse(int argc, char **argv, launches_args_t *a)
         } else if (!strcmp(arg, "--state") && i + 1 < argc) {
             a->filter.state = forge_state_from_name(argv[++i]);
             if (a->filter.state == FORGE_STATE_NONE)
-                return cli_recovery_usage("launches",
-                                          "--state takes a state name "
-                                          "(ACCEPTED, ..., LOST)",
-                                          LAUNCHES_USAGE);
+                return command_admin_usage("launches",
+                                           "--state takes a state name "
+                                           "(ACCEPTED, ..., LOST)",
+                                           LAUNCHES_USAGE);
         } else if (!strcmp(arg, "--launch") && i + 1 < argc) {
             a->filter.launch_id = argv[++i];
         } else {
             char why[160];
             snprintf(why, sizeof(why), "unexpected argument \"%.100s\"", arg);
-            return cli_recovery_usage("launches", why, LAUNCHES_USAGE);
+            return command_admin_usage("launches", why, LAUNCHES_USAGE);
         }
     }
     return 0;
@@ -54,7 +54,7 @@ static void launches_print(const forge_launch_table_t *t,
         if (!forge_launches_match(&a->filter, &t->entries[i]))
             continue;
         if (a->json)
-            cli_print_json_line(forge_launches_json(&t->entries[i]));
+            command_print_json_line(forge_launches_json(&t->entries[i]));
         else
             forge_launches_print_row(stdout, &t->entries[i]);
     }
@@ -74,13 +74,13 @@ int cmd_launches(int argc, char **argv)
     int rc;
 
     if ((rc = launches_parse(argc, argv, &a)) ||
-        (rc = cli_recovery_config(FORGE_NEED_KAFKA | FORGE_NEED_STATE_KEY,
-                                  &cfg)))
+        (rc = command_admin_config(FORGE_NEED_KAFKA | FORGE_NEED_STATE_KEY,
+                                   &cfg)))
         return rc;
-    if (!(rc = cli_recovery_sealer(cfg, &sealer))) {
+    if (!(rc = command_admin_sealer(cfg, &sealer))) {
         if (forge_launch_table_load(cfg, sealer, NULL, 0,
                                     CLI_RECOVERY_TIMEOUT_MS, &table, &err)) {
-            rc = cli_recovery_fail(&err);
+            rc = command_admin_fail(&err);
         } else {
             launches_print(&table, &a);
             forge_launch_table_clear(&table);

@@ -20,7 +20,7 @@ static json_t *ping_slurm(const forge_config_t *cfg, int *ok)
     const char *error = NULL;
 
     *ok = 0;
-    if (cli_slurm_client(cfg, &c))
+    if (command_slurm_client(cfg, &c))
         error = "the client could not start (token or key file)";
     else if (forge_slurm_check_version(c, &res) != FORGE_SLURM_OK)
         error = res.message;
@@ -51,7 +51,7 @@ int cmd_ping(int argc, char **argv)
         fprintf(stderr, "usage: forge-worker ping\n");
         return CLI_EXIT_USAGE;
     }
-    if ((rc = cli_load_config(FORGE_NEED_SLURM | FORGE_NEED_KAFKA, &cfg)))
+    if ((rc = command_load_config(FORGE_NEED_SLURM | FORGE_NEED_KAFKA, &cfg)))
         return rc;
     slurm = ping_slurm(cfg, &slurm_ok);
     forge_kafka_probe(cfg, 5000, &kafka);

@@ -48,5 +48,5 @@ int cmd_render(int argc, char **argv)
                         "FILE|-\n");
         return CLI_EXIT_USAGE;
     }
-    return cli_with_prepared(argv[i], emit_render, format);
+    return command_with_prepared(argv[i], emit_render, format);
 }

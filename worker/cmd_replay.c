@@ -48,14 +48,14 @@ static int replay_parse(int argc, char **argv, replay_args_t *a)
             a->offsets_file = argv[++i];
         } else {
             snprintf(why, sizeof(why), "unexpected argument \"%.100s\"", arg);
-            return cli_recovery_usage("replay", why, REPLAY_USAGE);
+            return command_admin_usage("replay", why, REPLAY_USAGE);
         }
     }
     if (a->targets != 1)
-        return cli_recovery_usage("replay",
-                                  "give exactly one of --to-earliest, "
-                                  "--to-datetime, --to-offsets",
-                                  REPLAY_USAGE);
+        return command_admin_usage("replay",
+                                   "give exactly one of --to-earliest, "
+                                   "--to-datetime, --to-offsets",
+                                   REPLAY_USAGE);
     return 0;
 }
 
@@ -69,14 +69,14 @@ static int replay_target(const replay_args_t *a, const forge_config_t *cfg,
     t->kind = a->kind;
     if (a->kind == FORGE_REPLAY_DATETIME &&
         !forge_replay_parse_datetime(a->datetime, &t->at_ms))
-        return cli_recovery_usage("replay",
-                                  "--to-datetime takes an RFC 3339 time "
-                                  "(2026-12-04T10:00:00Z)",
-                                  REPLAY_USAGE);
+        return command_admin_usage("replay",
+                                   "--to-datetime takes an RFC 3339 time "
+                                   "(2026-12-04T10:00:00Z)",
+                                   REPLAY_USAGE);
     if (a->kind == FORGE_REPLAY_OFFSETS &&
         forge_replay_read_offsets(a->offsets_file, cfg->topic_requests, t,
                                   &err))
-        return cli_recovery_fail(&err);
+        return command_admin_fail(&err);
     return 0;
 }
 
@@ -90,16 +90,16 @@ int cmd_replay(int argc, char **argv)
     int rc;
 
     if ((rc = replay_parse(argc, argv, &a)) ||
-        (rc = cli_recovery_config(FORGE_NEED_KAFKA, &cfg)))
+        (rc = command_admin_config(FORGE_NEED_KAFKA, &cfg)))
         return rc;
     if (!(rc = replay_target(&a, cfg, &target))) {
         if (forge_replay_plan(cfg, &target, CLI_RECOVERY_TIMEOUT_MS, &plan,
                               &err) ||
             (a.execute &&
              forge_replay_execute(cfg, &plan, CLI_RECOVERY_TIMEOUT_MS, &err)))
-            rc = cli_recovery_fail(&err);
+            rc = command_admin_fail(&err);
         else if (a.json)
-            cli_print_json_line(forge_replay_plan_json(&plan));
+            command_print_json_line(forge_replay_plan_json(&plan));
         else
             forge_replay_plan_print(stdout, &plan);
     }

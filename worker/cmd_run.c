@@ -16,7 +16,6 @@
 
 #include <signal.h>
 #include <stdio.h>
-#include <string.h>
 
 static volatile sig_atomic_t stop_requested;
 
@@ -28,13 +27,7 @@ static void on_signal(int sig)
 
 static void install_signals(void)
 {
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    command_catch_signals(on_signal, (const int[]){SIGTERM, SIGINT, 0});
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -101,16 +94,16 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "usage: forge-worker run\n");
         return CLI_EXIT_USAGE;
     }
-    rc = cli_load_config(FORGE_NEED_SLURM | FORGE_NEED_STORAGE |
-                             FORGE_NEED_KAFKA | FORGE_NEED_SERIES |
-                             FORGE_NEED_STATE_KEY,
-                         &cfg);
+    rc = command_load_config(FORGE_NEED_SLURM | FORGE_NEED_STORAGE |
+                                 FORGE_NEED_KAFKA | FORGE_NEED_SERIES |
+                                 FORGE_NEED_STATE_KEY,
+                             &cfg);
     if (!rc)
-        rc = cli_load_series(cfg, &cat);
+        rc = command_load_series(cfg, &cat);
     if (!rc)
-        rc = cli_load_tenants(cfg, &tenants);
+        rc = command_load_tenants(cfg, &tenants);
     if (!rc)
-        rc = cli_load_sealer(cfg, &sealer);
+        rc = command_load_sealer(cfg, &sealer);
     if (!rc)
         rc = start_ops(cfg, &ops);
     if (!rc)

@@ -54,24 +54,11 @@ static void on_signal(int sig)
         forge_slurm_client_interrupt(c); /* an atomic store */
 }
 
-/* No SA_RESTART: the wait's sleep ends at the signal. */
-static void catch_signals(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* One status line; slurm's reference taken. */
 static void print_state(const forge_launch_t *l, forge_state_t st,
                         forge_state_t prev, const char *reason, json_t *slurm)
 {
-    cli_print_json_line(json_pack(
+    command_print_json_line(json_pack(
         "{s:s, s:i, s:s, s:s?, s:s?, s:o?}", "launch_id", l->launch_id,
         "attempt", l->attempt, "state", forge_state_name(st), "previous_state",
         forge_state_name(prev), "reason", reason, "slurm", slurm));
@@ -89,7 +76,7 @@ static int left_running(const forge_launch_t *l, forge_state_t st,
              sig == SIGINT    ? "SIGINT"
              : sig == SIGTERM ? "SIGTERM"
                               : "SIGHUP");
-    cli_print_json_line(json_pack(
+    command_print_json_line(json_pack(
         "{s:s, s:i, s:s, s:s, s:b, s:{s:I}}", "launch_id", l->launch_id,
         "attempt", l->attempt, "state", forge_state_name(st), "reason", reason,
         "left_running", 1, "slurm", "job_id", (json_int_t)job_id));
@@ -161,7 +148,7 @@ static int submit_failed(const forge_launch_t *l, forge_slurm_status_t st,
                          const forge_slurm_released_t *made)
 {
     if (st == FORGE_SLURM_REJECTED) {
-        cli_print_json_line(json_pack(
+        command_print_json_line(json_pack(
             "{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s}}", "launch_id",
             l->launch_id, "attempt", l->attempt, "state",
             forge_state_name(FORGE_STATE_REJECTED), "previous_state",
@@ -205,7 +192,9 @@ static int submit_prepared(forge_slurm_client_t *c, const forge_config_t *cfg,
         goto out;
     }
     print_state(l, FORGE_STATE_ACCEPTED, FORGE_STATE_NONE, NULL, NULL);
-    catch_signals(); /* from here a signal waits for the submit's end */
+    /* from here a signal waits for the submit's end, and then ends the
+     * wait's sleep at once */
+    command_catch_signals(on_signal, (const int[]){SIGINT, SIGTERM, SIGHUP, 0});
     st = forge_slurm_submit_held(c, &job, &made, &res);
     if (st != FORGE_SLURM_OK) {
         rc = submit_failed(l, st, &res, &made);
@@ -251,16 +240,16 @@ static int submit_file(const char *arg, int wait)
     forge_slurm_result_t res = {0};
     int rc;
 
-    if ((rc = cli_load_config(FORGE_NEED_SLURM | FORGE_NEED_STORAGE |
-                                  FORGE_NEED_SERIES,
-                              &cfg)) ||
-        (rc = cli_load_series(cfg, &cat)) ||
-        (rc = cli_load_tenants(cfg, &tenants)) ||
-        (rc = cli_prepare_input(arg, cfg, cat, tenants, &p, &tenant)))
+    if ((rc = command_load_config(FORGE_NEED_SLURM | FORGE_NEED_STORAGE |
+                                      FORGE_NEED_SERIES,
+                                  &cfg)) ||
+        (rc = command_load_series(cfg, &cat)) ||
+        (rc = command_load_tenants(cfg, &tenants)) ||
+        (rc = command_prepare_input(arg, cfg, cat, tenants, &p, &tenant)))
         goto out;
     if (!p->script) {
         rc = not_a_launch();
-    } else if (!(rc = cli_slurm_client(cfg, &c))) {
+    } else if (!(rc = command_slurm_client(cfg, &c))) {
         if (forge_slurm_check_version(c, &res) != FORGE_SLURM_OK) {
             fprintf(stderr, "forge-worker: %s\n", res.message);
             rc = CLI_EXIT_CONFIG;

@@ -33,5 +33,5 @@ int cmd_validate(int argc, char **argv)
         fprintf(stderr, "usage: forge-worker validate FILE|-\n");
         return CLI_EXIT_USAGE;
     }
-    return cli_with_prepared(argv[1], emit_summary, NULL);
+    return command_with_prepared(argv[1], emit_summary, NULL);
 }

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 extern char **environ;
@@ -27,7 +28,7 @@ static int config_failure(const forge_error_t *err)
     return CLI_EXIT_CONFIG;
 }
 
-int cli_load_config(unsigned needs, forge_config_t **out)
+int command_load_config(unsigned needs, forge_config_t **out)
 {
     forge_error_t err = {0};
     forge_config_t *cfg = NULL;
@@ -49,7 +50,7 @@ int cli_load_config(unsigned needs, forge_config_t **out)
     return 0;
 }
 
-int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
+int command_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
 {
     forge_error_t err = {0};
 
@@ -58,7 +59,7 @@ int cli_load_series(const forge_config_t *cfg, forge_series_catalog_t **out)
     return 0;
 }
 
-int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
+int command_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
 {
     forge_error_t err = {0};
 
@@ -68,7 +69,7 @@ int cli_load_tenants(const forge_config_t *cfg, forge_tenants_t **out)
     return 0;
 }
 
-int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+int command_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
 {
     forge_error_t err = {0};
 
@@ -81,7 +82,7 @@ int cli_load_sealer(const forge_config_t *cfg, forge_sealer_t **out)
     return 0;
 }
 
-int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
+int command_read_input(const char *arg, size_t max, char **out, size_t *len)
 {
     FILE *f = strcmp(arg, "-") ? fopen(arg, "rb") : stdin;
     int rc;
@@ -101,10 +102,10 @@ int cli_read_input(const char *arg, size_t max, char **out, size_t *len)
     return rc ? CLI_EXIT_USAGE : 0;
 }
 
-int cli_prepare_input(const char *arg, const forge_config_t *cfg,
-                      const forge_series_catalog_t *cat,
-                      const forge_tenants_t *tenants, forge_prepared_t **out,
-                      const forge_tenant_t **tenant)
+int command_prepare_input(const char *arg, const forge_config_t *cfg,
+                          const forge_series_catalog_t *cat,
+                          const forge_tenants_t *tenants,
+                          forge_prepared_t **out, const forge_tenant_t **tenant)
 {
     const forge_tenant_t *found = NULL;
     forge_error_t err = {0};
@@ -113,7 +114,7 @@ int cli_prepare_input(const char *arg, const forge_config_t *cfg,
     int rc;
 
     *out = NULL;
-    if ((rc = cli_read_input(arg, FORGE_REQUEST_MAX_BYTES, &buf, &len)))
+    if ((rc = command_read_input(arg, FORGE_REQUEST_MAX_BYTES, &buf, &len)))
         return rc;
     if (forge_prepare(buf, len, cfg, cat, out, &err) ||
         forge_tenant_of(tenants, (*out)->request, &found, &err)) {
@@ -128,9 +129,9 @@ int cli_prepare_input(const char *arg, const forge_config_t *cfg,
     return rc;
 }
 
-int cli_with_prepared(const char *arg,
-                      int (*emit)(const forge_prepared_t *, const void *),
-                      const void *ctx)
+int command_with_prepared(const char *arg,
+                          int (*emit)(const forge_prepared_t *, const void *),
+                          const void *ctx)
 {
     forge_config_t *cfg = NULL;
     forge_series_catalog_t *cat = NULL;
@@ -138,11 +139,12 @@ int cli_with_prepared(const char *arg,
     forge_prepared_t *p = NULL;
     int rc;
 
-    if ((rc = cli_load_config(FORGE_NEED_STORAGE | FORGE_NEED_SERIES, &cfg)))
+    if ((rc =
+             command_load_config(FORGE_NEED_STORAGE | FORGE_NEED_SERIES, &cfg)))
         return rc;
-    if (!(rc = cli_load_series(cfg, &cat)) &&
-        !(rc = cli_load_tenants(cfg, &tenants)) &&
-        !(rc = cli_prepare_input(arg, cfg, cat, tenants, &p, NULL)))
+    if (!(rc = command_load_series(cfg, &cat)) &&
+        !(rc = command_load_tenants(cfg, &tenants)) &&
+        !(rc = command_prepare_input(arg, cfg, cat, tenants, &p, NULL)))
         rc = emit(p, ctx);
     forge_prepared_destroy(p);
     forge_tenants_destroy(tenants);
@@ -151,7 +153,7 @@ int cli_with_prepared(const char *arg,
     return rc;
 }
 
-int cli_slurm_client(const forge_config_t *cfg, forge_slurm_client_t **out)
+int command_slurm_client(const forge_config_t *cfg, forge_slurm_client_t **out)
 {
     forge_slurm_options_t opts;
     forge_error_t err = {0};
@@ -164,7 +166,7 @@ int cli_slurm_client(const forge_config_t *cfg, forge_slurm_client_t **out)
     return 0;
 }
 
-void cli_print_json_line(json_t *j)
+void command_print_json_line(json_t *j)
 {
     char *text = json_dumps(j, JSON_COMPACT);
 
@@ -188,7 +190,7 @@ static const int recovery_exit[FORGE_RECOVERY__COUNT] = {
     [FORGE_RECOVERY_CONFIG] = CLI_EXIT_CONFIG,
 };
 
-int cli_recovery_fail(const forge_admin_error_t *err)
+int command_admin_fail(const forge_admin_error_t *err)
 {
     json_t *j =
         json_pack("{s:s, s:s}", "error", forge_admin_code_name(err->code),
@@ -202,14 +204,14 @@ int cli_recovery_fail(const forge_admin_error_t *err)
                                              : CLI_EXIT_SOFTWARE;
 }
 
-int cli_recovery_usage(const char *command, const char *why,
-                       const char *synopsis)
+int command_admin_usage(const char *command, const char *why,
+                        const char *synopsis)
 {
     forge_admin_error_t err;
 
     forge_admin_fail(&err, FORGE_RECOVERY_USAGE, "%s: %s (usage: %s)", command,
                      why, synopsis);
-    return cli_recovery_fail(&err);
+    return command_admin_fail(&err);
 }
 
 static int recovery_config_failure(const forge_error_t *err)
@@ -217,10 +219,10 @@ static int recovery_config_failure(const forge_error_t *err)
     forge_admin_error_t rerr;
 
     forge_admin_fail(&rerr, FORGE_RECOVERY_CONFIG, "%s", err->message);
-    return cli_recovery_fail(&rerr);
+    return command_admin_fail(&rerr);
 }
 
-int cli_recovery_config(unsigned needs, forge_config_t **cfg)
+int command_admin_config(unsigned needs, forge_config_t **cfg)
 {
     forge_error_t err = {0};
 
@@ -238,11 +240,22 @@ int cli_recovery_config(unsigned needs, forge_config_t **cfg)
     return 0;
 }
 
-int cli_recovery_sealer(const forge_config_t *cfg, forge_sealer_t **out)
+int command_admin_sealer(const forge_config_t *cfg, forge_sealer_t **out)
 {
     forge_error_t err = {0};
 
     if (forge_sealer_from_config(cfg, out, &err))
         return recovery_config_failure(&err);
     return 0;
+}
+
+void command_catch_signals(void (*handler)(int), const int *sigs)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    for (; *sigs; sigs++)
+        sigaction(*sigs, &sa, NULL);
 }
