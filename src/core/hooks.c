@@ -79,9 +79,9 @@ static void slurm_request(const char *method, const char *url, long status,
     (void)ms;
 }
 
-static void jwt(const char *token, bool minted)
+static void jwt(long long exp_s, bool minted)
 {
-    (void)token;
+    (void)exp_s;
     (void)minted;
 }
 

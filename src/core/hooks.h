@@ -82,8 +82,9 @@ typedef struct forge_hooks {
      * act (forge_slurm_status_answered), and how long it took. */
     void (*slurm_request)(const char *method, const char *url, long status,
                           bool answered, long long ms);
-    /* A JWT about to be used, read from the token file or minted. */
-    void (*jwt)(const char *token, bool minted);
+    /* A JWT about to be used, read from the token file or minted: its
+     * exp claim (epoch seconds, 0: none), never the token. */
+    void (*jwt)(long long exp_s, bool minted);
 } forge_hooks_t;
 
 /* The table: every hook callable (a no-op when not installed). */

@@ -79,10 +79,10 @@ void forge_observe_slurm(const char *method, const char *url, long status,
  * "cancel", "jobs", "accounting", "ping", "openapi", "other"). */
 const char *forge_observe_slurm_operation(const char *method, const char *url);
 
-/* Any thread: a JWT the client is about to use, read from the token file
- * or minted; its exp claim (read, not verified: slurmrestd verifies) gives
- * the seconds until it expires, labelled by where it came from. */
-void forge_observe_jwt(const char *token, bool minted);
+/* Any thread: the exp claim (epoch seconds; 0: none) of a JWT the client
+ * is about to use, read from the token file or minted: the seconds until
+ * it expires, labelled by where it came from. */
+void forge_observe_jwt(long long exp_s, bool minted);
 
 /* loop (librdkafka's statistics callback): the consumer lag of the
  * requests topic's partitions this worker consumes, replacing the last. */

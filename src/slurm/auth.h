@@ -32,6 +32,10 @@ forge_rc_t forge_slurm_auth_new(const char *user, const char *token_file,
 
 void forge_slurm_auth_destroy(forge_slurm_auth_t *a); /* NULL-safe */
 
+/* A JWT's exp claim, epoch seconds (read, not verified: slurmrestd
+ * verifies), or 0 when token is no JWT or has none. */
+long long forge_slurm_jwt_expiry(const char *token);
+
 /*
  * The current token (borrowed until the next call). force: the server
  * refused the last one - re-read the file / mint anew even if nothing

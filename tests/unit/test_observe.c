@@ -13,6 +13,7 @@
 #include "support_text.h"
 #include "core/config.h"
 #include "core/hooks.h"
+#include "slurm/auth.h"
 #include "kafka/kafka_stats.h"
 #include "loop/census.h"
 #include "observe/health.h"
@@ -189,7 +190,8 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
     char *text, *at;
 
     start();
-    forge_hooks()->jwt("opaque-token-without-dots", false);
+    forge_hooks()->jwt(forge_slurm_jwt_expiry("opaque-token-without-dots"),
+                       false);
     text = forge_observe_render();
     cr_assert_null(strstr(text, "\nforge_slurm_jwt_expiry_seconds"), "%s",
                    text);
@@ -206,7 +208,7 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
         b64[o++] = alphabet[(acc << (6 - bits)) & 63];
     b64[o] = '\0';
     snprintf(token, sizeof(token), "eyJhbGciOiJIUzI1NiJ9.%s.c2ln", b64);
-    forge_hooks()->jwt(token, false);
+    forge_hooks()->jwt(forge_slurm_jwt_expiry(token), false);
     text = forge_observe_render();
     at = strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"file\"} ");
     cr_assert_not_null(at, "%s", text);
@@ -214,7 +216,8 @@ Test(observe, seconds_to_the_jwt_expiry_come_from_its_exp_claim)
     cr_assert_geq(atof(line), 3590, "%s", line);
     cr_assert_leq(atof(line), 3600, "%s", line);
     free(text);
-    forge_hooks()->jwt(token, true); /* minted from the key instead */
+    forge_hooks()->jwt(forge_slurm_jwt_expiry(token),
+                       true); /* minted from the key instead */
     text = forge_observe_render();
     cr_assert_not_null(
         strstr(text, "\nforge_slurm_jwt_expiry_seconds{source=\"minted\"} "),
