@@ -85,25 +85,21 @@ static void jwt(long long exp_s, bool minted)
     (void)minted;
 }
 
-static const forge_hooks_t none = {
-    .moved = moved,
-    .dlq = nothing,
-    .census = census,
-    .tick_done = ms_taken,
-    .archived = archived,
-    .beat = nothing,
-    .loop_ready = loop_ready,
-    .stopping = nothing,
-    .partitions = partitions,
-    .txn = txn,
-    .rebalance = kind,
-    .producer = usable,
-    .lag = lag,
-    .slurm_request = slurm_request,
-    .jwt = jwt,
-};
+/* Every hook a no-op: the table before install and after reset (a
+ * macro: C wants a constant expression for the table's own start). */
+#define NO_HOOKS                                                               \
+    {                                                                          \
+        .moved = moved, .dlq = nothing, .census = census,                      \
+        .tick_done = ms_taken, .archived = archived, .beat = nothing,          \
+        .loop_ready = loop_ready, .stopping = nothing,                         \
+        .partitions = partitions, .txn = txn, .rebalance = kind,               \
+        .producer = usable, .lag = lag, .slurm_request = slurm_request,        \
+        .jwt = jwt,                                                            \
+    }
 
-static forge_hooks_t table = none;
+static const forge_hooks_t none = NO_HOOKS;
+
+static forge_hooks_t table = NO_HOOKS;
 static bool installed;
 
 const forge_hooks_t *forge_hooks(void)
