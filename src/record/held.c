@@ -256,8 +256,8 @@ char *forge_held_to_json(const forge_held_t *h, size_t *len)
 
 /* ---- read from the bytes: a scan, or jansson --------------------------- */
 
-/* String values of object o, as pairs (name, value) or values alone. */
-static void json_strings(json_t *o, bool pairs, texts_t *list)
+/* The string members of object o, as (name, value) pairs. */
+static void json_pairs(json_t *o, texts_t *list)
 {
     const char *key;
     json_t *v;
@@ -266,8 +266,7 @@ static void json_strings(json_t *o, bool pairs, texts_t *list)
     {
         if (!json_is_string(v))
             continue;
-        if (pairs)
-            add(list, text_of(key));
+        add(list, text_of(key));
         add(list, (text_t){json_string_value(v), json_string_length(v)});
     }
 }
@@ -285,12 +284,12 @@ static forge_held_t *held_of_json(const char *buf, size_t len)
     }
     body = json_object_get(root, "specversion") ? json_object_get(root, "data")
                                                 : root;
-    json_strings(json_object_get(body, "labels"), true, &w.labels);
-    json_strings(json_object_get(body, "env"), true, &w.env);
+    json_pairs(json_object_get(body, "labels"), &w.labels);
+    json_pairs(json_object_get(body, "env"), &w.env);
     v = json_object_get(json_object_get(body, "ingest"), "token");
     if (json_is_string(v))
         w.token = (text_t){json_string_value(v), json_string_length(v)};
-    json_strings(json_object_get(body, "secret_env"), true, &w.secret_env);
+    json_pairs(json_object_get(body, "secret_env"), &w.secret_env);
     json_array_foreach(json_object_get(body, "pools"), i, v)
     {
         json_t *name = json_object_get(v, "name");
@@ -326,30 +325,24 @@ static bool kept_string(scan_t *s, text_t *t)
     return forge_jscan_string(s, t, &escaped) && !escaped;
 }
 
-/* The pairs of one object (labels, env, secret_env): strings kept, the
- * rest skipped; a key twice gives up. */
-typedef struct strings {
-    texts_t *list;
-    bool pairs;
-} strings_t;
-
+/* The pairs of one object (labels, env, secret_env; ctx: their list):
+ * strings kept, the rest skipped; a key twice gives up. */
 static bool string_member(void *ctx, text_t key, bool escaped, scan_t *s,
                           int depth)
 {
-    strings_t *st = ctx;
+    texts_t *list = ctx;
     text_t value;
 
     if (forge_jscan_peek(s) != '"')
         return forge_jscan_skip(s, depth);
     if (escaped || !kept_string(s, &value))
         return false;
-    for (size_t i = 0; st->pairs && i < st->list->n; i += 2)
-        if (st->list->items[i].n == key.n &&
-            !memcmp(st->list->items[i].p, key.p, key.n))
+    for (size_t i = 0; i < list->n; i += 2)
+        if (list->items[i].n == key.n &&
+            !memcmp(list->items[i].p, key.p, key.n))
             return false;
-    if (st->pairs)
-        add(st->list, key);
-    add(st->list, value);
+    add(list, key);
+    add(list, value);
     return true;
 }
 
@@ -449,8 +442,6 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
     scan_t s = {buf, end};
     found_t root = {0}, data = {0}, *body = &root;
     named_t token = {"token", {0}};
-    strings_t labels = {&w->labels, true}, env = {&w->env, true},
-              secrets = {&w->secret_env, true};
     scan_t tenant;
 
     if (!forge_jscan_members(&s, 0, find_member, &root) ||
@@ -461,12 +452,12 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
         if (!scan_object(root.data, end, find_member, &data))
             return false;
     }
-    if (!scan_object(body->labels, end, string_member, &labels) ||
-        !scan_object(body->env, end, string_member, &env) ||
+    if (!scan_object(body->labels, end, string_member, &w->labels) ||
+        !scan_object(body->env, end, string_member, &w->env) ||
         !scan_object(body->ingest, end, named_member, &token))
         return false;
     w->token = token.value;
-    if (!scan_object(body->secret_env, end, string_member, &secrets) ||
+    if (!scan_object(body->secret_env, end, string_member, &w->secret_env) ||
         !scan_pools(body->pools, end, &w->pools))
         return false;
     tenant = (scan_t){body->tenant, end};
