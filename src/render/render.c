@@ -196,6 +196,18 @@ bool forge_render_env_name_ok(const char *name)
            !(name[0] >= '0' && name[0] <= '9');
 }
 
+bool forge_render_is_credentials_name(const char *name)
+{
+    size_t n = strlen(FORGE_CREDENTIALS_FILE);
+
+    if (strncmp(name, FORGE_CREDENTIALS_FILE, n))
+        return false;
+    if (!name[n])
+        return true;
+    return name[n] == '.' && name[n + 1] &&
+           strspn(name + n + 1, "0123456789") == strlen(name + n + 1);
+}
+
 char *forge_render_credentials_name(int restart)
 {
     forge_buf_t b = FORGE_BUF_INIT;

@@ -62,6 +62,10 @@ bool forge_render_env_name_ok(const char *name);
  * requeue (new). */
 char *forge_render_credentials_name(int restart);
 
+/* Whether name is one forge_render_credentials_name gives (or could):
+ * "credentials", or "credentials." and digits. */
+bool forge_render_is_credentials_name(const char *name);
+
 /* The batch script (new, free()). */
 char *forge_render_script(const forge_launch_t *launch,
                           const forge_config_t *cfg);
