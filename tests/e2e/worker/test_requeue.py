@@ -89,7 +89,7 @@ def check_requeued(stack, slurm, requeue, lid, values, t0):
     assert events[first + 2]["data"]["slurm"]["restart_count"] == 1
     # one job, the same id throughout; never two live
     jobs = {e["data"]["slurm"]["job_id"] for e in events
-            if e["data"].get("slurm")}
+            if (e["data"].get("slurm") or {}).get("job_id")}
     assert len(jobs) == 1, jobs
     assert len(slurm.leaders(lid)) == 1
     assert slurm.most_alive(lid) == 1
