@@ -41,9 +41,9 @@
 #define MAX_DEPTH 8
 #define MAX_FILES 10000
 
-/* Files of the worker's own in the staging folder: never archived. */
-static const char *const own_files[] = {FORGE_STAGING_SCRIPT,
-                                        FORGE_CREDENTIALS_FILE, NULL};
+/* Files of the worker's own in the staging folder: never archived (nor
+ * any run's credentials file, render.h: a requeued job's left unread). */
+static const char *const own_files[] = {FORGE_STAGING_SCRIPT, NULL};
 
 typedef struct sink {
     int fd;
@@ -100,6 +100,8 @@ static void push(char ***list, size_t *count, char *name)
 
 static bool is_own(const char *rel)
 {
+    if (forge_render_is_credentials_name(rel))
+        return true;
     for (size_t i = 0; own_files[i]; i++)
         if (!strcmp(rel, own_files[i]))
             return true;

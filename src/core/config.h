@@ -101,6 +101,8 @@ typedef struct forge_config {
     char *worker_id;
     int poll_interval_ms;
     int lost_grace_s;
+    /* how long a requeued job's next run waits for its credentials */
+    int requeue_credentials_wait_s;
     /* after the clean of an interrupted submit, when to look for a late
      * job its tag finds (submit.c: held, never started) and cancel it */
     int late_job_sweep_s;

@@ -266,6 +266,17 @@ const var_rule_t forge_config_rules[] = {
      .max = 3600000,
      .doc = "How often the owned jobs' states are asked of slurmrestd.",
      .since = FIRST},
+    {.name = "FORGE_REQUEUE_CREDENTIALS_WAIT_S",
+     .kind = VAR_INT,
+     .offset = AT(requeue_credentials_wait_s),
+     .default_value = "300",
+     .min = 0,
+     .max = 86400,
+     .doc = "How long a job Slurm requeued waits, at the start of its next "
+            "run, for the credentials the worker stages for that run once "
+            "its poll sees the requeue; it stops with one line when they "
+            "never come.",
+     .since = "issue 26"},
     {.name = "FORGE_LOST_GRACE_S",
      .kind = VAR_INT,
      .offset = AT(lost_grace_s),

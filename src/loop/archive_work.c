@@ -7,7 +7,8 @@
  * Both on safe_fs: a staging folder refused at archive time gives an
  * empty archive that says why (archive/archive.h), a cleanup refused is
  * final (FORGE_EUNSAFE_PATH); any other failure is retried later by the
- * loop (finish.c).
+ * loop (finish.c). A RESTAGE writes a requeued job's next run's
+ * credentials (restage.c).
  *
  * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
  * a context that is read-only (configuration, tenants); each runs one
@@ -23,6 +24,7 @@
 #include "loop/work.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct files {
     const forge_config_t *cfg;
@@ -68,6 +70,33 @@ static void do_cleanup(files_t *fs, forge_work_t *w)
     }
 }
 
+/* A requeued job's next run's credentials (restage.c), from what is kept
+ * of its request; nothing to write (none, or a record from before they
+ * were kept) is done: the run's wait then ends with its one line. */
+static void do_restage(files_t *fs, forge_work_t *w)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    forge_fs_owner_t owner;
+    const char *user;
+    forge_error_t err = {0};
+
+    if (!forge_held_credentials(w->files.kept, &b)) {
+        forge_log_warn("%s: requeued (restart %d), no credentials kept to "
+                       "stage for it",
+                       w->launch_id, w->files.restart);
+        return;
+    }
+    if (forge_work_files_owner(fs->cfg, fs->tenants, w->files.kept, &owner,
+                               &user, &err) ||
+        forge_staging_put_credentials(fs->cfg, w->launch_id, w->attempt, &owner,
+                                      w->files.restart, b.data, b.len, &err)) {
+        w->code = err.code ? err.code : FORGE_EIO;
+        forge_work_say(w, "%s", err.message);
+    }
+    memset(b.data, 0, b.cap); /* secrets: not left in freed memory */
+    forge_buf_clear(&b);
+}
+
 static void run(void *ctx, void *item)
 {
     forge_work_t *w = item;
@@ -77,6 +106,8 @@ static void run(void *ctx, void *item)
         do_archive(ctx, w);
     } else if (w->kind == FORGE_WORK_CLEANUP) {
         do_cleanup(ctx, w);
+    } else if (w->kind == FORGE_WORK_RESTAGE) {
+        do_restage(ctx, w);
     } else { /* not the file threads': a bug */
         w->code = FORGE_EINVAL;
         forge_work_say(w, "work of kind %d posted to the file threads",

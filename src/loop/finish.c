@@ -109,7 +109,9 @@ void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work)
     if (!e) /* the partition moved: its next owner finishes the launch */
         return;
     e->busy = false;
-    if (work->code == FORGE_EUNSAFE_PATH) {
+    if (work->kind == FORGE_WORK_RESTAGE) {
+        forge_loop_on_restaged(w, e, work);
+    } else if (work->code == FORGE_EUNSAFE_PATH) {
         on_refused(w, e, work);
     } else if (work->code != FORGE_OK) { /* archive_failed, io, ... */
         e->retry_at_ms = forge_clock_ms() + FINISH_RETRY_MS;

@@ -295,6 +295,7 @@ static void tend_entry(void *ctx, forge_entry_t *e)
     }
     if (r->job_id) { /* a live job: into this tick's batch */
         forge_loop_tick_add(t->poll, r);
+        forge_loop_restage_due(t->w, e, t->now); /* a requeue not staged */
     } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
                t->now >= e->retry_at_ms && (r->request || r->request_error)) {
         /* an intent without a job: restored after a crash, or a submit to
@@ -373,7 +374,8 @@ static void post_deferred(forge_loop_t *w)
             e->submit_unknown = true; /* from now on, it may reach Slurm */
         w->pool_ops->post(w->pools,
                           work->kind == FORGE_WORK_ARCHIVE ||
-                                  work->kind == FORGE_WORK_CLEANUP
+                                  work->kind == FORGE_WORK_CLEANUP ||
+                                  work->kind == FORGE_WORK_RESTAGE
                               ? FORGE_LANE_FILES
                               : FORGE_LANE_SLURM,
                           work);

@@ -39,12 +39,14 @@ forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
     forge_work_t *work = forge_work_new(
         kind, e->rec->launch_id, e->rec->attempt, e->partition, e->generation);
 
-    if (kind == FORGE_WORK_CANCEL || kind == FORGE_WORK_SWEEP)
+    if (kind == FORGE_WORK_CANCEL || kind == FORGE_WORK_SWEEP) {
         work->cancel.job_id = e->rec->job_id;
-    else if (kind == FORGE_WORK_ARCHIVE)
+    } else if (kind == FORGE_WORK_ARCHIVE || kind == FORGE_WORK_RESTAGE) {
         work->files.kept = forge_held_copy(e->held);
-    else if (kind != FORGE_WORK_CLEANUP)
+        work->files.restart = e->rec->restarts;
+    } else if (kind != FORGE_WORK_CLEANUP) {
         work->submit.request = request_of(e, &work->submit.request_len);
+    }
     return work;
 }
 

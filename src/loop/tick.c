@@ -96,6 +96,8 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
 
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
+    /* a requeue: its count goes with the move's record (restage.c) */
+    forge_loop_saw_restarts(w, e, &it->jobs, m.moves);
     if (remember_states(e, it, m.to, m.moves))
         forge_loop_write_record(w, e);
     if (m.moves && forge_state_is_terminal(m.to))

@@ -94,6 +94,7 @@ static void (*const payload_free[FORGE_WORK__COUNT])(forge_work_t *) = {
     [FORGE_WORK_POLL] = free_poll,
     [FORGE_WORK_ARCHIVE] = free_files,
     [FORGE_WORK_CLEANUP] = free_files,
+    [FORGE_WORK_RESTAGE] = free_files,
 };
 
 void forge_work_free(forge_work_t *w)

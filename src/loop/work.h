@@ -51,6 +51,7 @@ typedef enum forge_work_kind {
     FORGE_WORK_POLL,
     FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
     FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
+    FORGE_WORK_RESTAGE, /* a requeued job's next run's credentials */
     FORGE_WORK__COUNT
 } forge_work_kind_t;
 
@@ -139,11 +140,13 @@ typedef struct forge_work_poll {
     unsigned long epoch;
 } forge_work_poll_t;
 
-/* ARCHIVE (a CLEANUP carries nothing but its launch). */
+/* ARCHIVE, RESTAGE (a CLEANUP carries nothing but its launch). */
 typedef struct forge_work_files {
-    /* what is kept of the request (held.h: its pools, secrets, tenant),
-     * a copy; NULL: unknown (no pools, no secrets of its own) */
+    /* what is kept of the request (held.h: its pools, secrets, tenant,
+     * credentials), a copy; NULL: unknown (no pools, no secrets of its
+     * own) */
     forge_held_t *kept;
+    int restart;             /* RESTAGE: the run whose credentials to write */
     forge_archive_t archive; /* the result */
 } forge_work_files_t;
 
@@ -171,7 +174,7 @@ typedef struct forge_work {
         forge_work_submit_t submit; /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL */
         forge_work_cancel_t cancel; /* CANCEL; SWEEP: the job kept */
         forge_work_poll_t poll;     /* POLL */
-        forge_work_files_t files;   /* ARCHIVE, CLEANUP */
+        forge_work_files_t files;   /* ARCHIVE, CLEANUP, RESTAGE */
     };
     struct forge_work *next; /* the loop's lists (never the pool's) */
 } forge_work_t;

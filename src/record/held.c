@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * held.c - a request's labels, secrets, pools' names and tenant in one
- * allocation (held.h): the struct, then the labels' array, then the
- * secrets' and the pools' pointers, then every string, each
- * NUL-terminated. Built in two passes over the same list of strings: one
- * to size the block, one to fill it. From a stored request's bytes, a
- * scan finds them (held_scan, on core/jscan.h) and jansson reads what the
- * scan gives up on.
+ * held.c - a request's labels, credentials (ingest token, env, secret_env),
+ * pools' names and tenant in one allocation (held.h): the struct, then the
+ * labels', env's and secret_env's arrays, then the secrets' and the pools'
+ * pointers, then every string, each NUL-terminated. Built in two passes over
+ * the same list of strings: one to size the block, one to fill it. From a
+ * stored request's bytes, a scan finds them (held_scan, on core/jscan.h) and
+ * jansson reads what the scan gives up on.
  */
 #include "record/held.h"
 #include "core/jscan.h"
 #include "core/util.h"
+#include "render/render.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -28,11 +29,13 @@ typedef struct texts {
     text_t in_place[TEXTS_IN_PLACE];
 } texts_t;
 
-/* The strings to keep: labels as key/value pairs, secrets, pools' names,
- * the tenant (p NULL: none). */
+/* The strings to keep: labels, env and secret_env as key/value pairs, the
+ * ingest token, pools' names, the tenant (p NULL: none). */
 typedef struct wanted {
-    texts_t labels; /* 2 per label */
-    texts_t secrets;
+    texts_t labels;     /* 2 per label */
+    texts_t env;        /* 2 per variable */
+    texts_t secret_env; /* 2 per variable */
+    text_t token;
     texts_t pools;
     text_t tenant;
 } wanted_t;
@@ -69,7 +72,8 @@ static void texts_clear(texts_t *l)
 static void wanted_clear(wanted_t *w)
 {
     texts_clear(&w->labels);
-    texts_clear(&w->secrets);
+    texts_clear(&w->env);
+    texts_clear(&w->secret_env);
     texts_clear(&w->pools);
 }
 
@@ -98,56 +102,92 @@ static void put_list(char **at, const texts_t *l, const char **out)
         out[i] = put_text(at, l->items[i]);
 }
 
+static void put_pairs(char **at, const texts_t *l, forge_kv_t *out)
+{
+    for (size_t i = 0; i < l->n / 2; i++) {
+        out[i].key = put_text(at, l->items[2 * i]);
+        out[i].value = put_text(at, l->items[2 * i + 1]);
+    }
+}
+
 static forge_held_t *build(const wanted_t *w)
 {
-    size_t nlabels = w->labels.n / 2;
-    size_t size = sizeof(forge_held_t) + nlabels * sizeof(forge_kv_t) +
-                  (w->secrets.n + w->pools.n) * sizeof(char *) +
-                  texts_size(&w->labels) + texts_size(&w->secrets) +
-                  texts_size(&w->pools) + (w->tenant.p ? w->tenant.n + 1 : 0);
+    size_t nlabels = w->labels.n / 2, nenv = w->env.n / 2,
+           nsecret = w->secret_env.n / 2;
+    size_t nsecrets = nsecret + (w->token.p ? 1 : 0);
+    size_t size =
+        sizeof(forge_held_t) + (nlabels + nenv + nsecret) * sizeof(forge_kv_t) +
+        (nsecrets + w->pools.n) * sizeof(char *) + texts_size(&w->labels) +
+        texts_size(&w->env) + texts_size(&w->secret_env) +
+        texts_size(&w->pools) + (w->token.p ? w->token.n + 1 : 0) +
+        (w->tenant.p ? w->tenant.n + 1 : 0);
     forge_held_t *h = forge_xmalloc(size);
     forge_kv_t *labels = (forge_kv_t *)(h + 1);
-    const char **secrets = (const char **)(labels + nlabels);
-    const char **pools = secrets + w->secrets.n;
+    forge_kv_t *env = labels + nlabels, *secret_env = env + nenv;
+    const char **secrets = (const char **)(secret_env + nsecret);
+    const char **pools = secrets + nsecrets;
     char *at = (char *)(pools + w->pools.n);
 
-    for (size_t i = 0; i < nlabels; i++) {
-        labels[i].key = put_text(&at, w->labels.items[2 * i]);
-        labels[i].value = put_text(&at, w->labels.items[2 * i + 1]);
-    }
-    put_list(&at, &w->secrets, secrets);
+    memset(h, 0, sizeof(*h));
+    put_pairs(&at, &w->labels, labels);
+    put_pairs(&at, &w->env, env);
+    put_pairs(&at, &w->secret_env, secret_env);
     put_list(&at, &w->pools, pools);
-    *h = (forge_held_t){labels,
-                        nlabels,
-                        secrets,
-                        w->secrets.n,
-                        pools,
-                        w->pools.n,
-                        w->tenant.p ? put_text(&at, w->tenant) : NULL};
+    /* the secrets: the token, then secret_env's values (no copies) */
+    if (w->token.p)
+        h->token = secrets[0] = put_text(&at, w->token);
+    for (size_t i = 0; i < nsecret; i++)
+        secrets[(w->token.p ? 1 : 0) + i] = secret_env[i].value;
+    h->labels = labels;
+    h->label_count = nlabels;
+    h->env = env;
+    h->env_count = nenv;
+    h->secret_env = secret_env;
+    h->secret_env_count = nsecret;
+    h->secrets = secrets;
+    h->secret_count = nsecrets;
+    h->pools = pools;
+    h->pool_count = w->pools.n;
+    h->tenant = w->tenant.p ? put_text(&at, w->tenant) : NULL;
     return h;
 }
 
-static void collect_secret(void *ctx, const char *secret)
+static void add_pairs(texts_t *l, const forge_kv_t *kv, size_t n)
 {
-    add(&((wanted_t *)ctx)->secrets, text_of(secret));
+    for (size_t i = 0; i < n; i++) {
+        add(l, text_of(kv[i].key));
+        add(l, text_of(kv[i].value));
+    }
+}
+
+/* What h (or the request) holds, borrowed, into w. */
+static void want(wanted_t *w, const forge_kv_t *labels, size_t nlabels,
+                 const forge_kv_t *env, size_t nenv,
+                 const forge_kv_t *secret_env, size_t nsecret,
+                 const char *token)
+{
+    add_pairs(&w->labels, labels, nlabels);
+    add_pairs(&w->env, env, nenv);
+    add_pairs(&w->secret_env, secret_env, nsecret);
+    if (token)
+        w->token = text_of(token);
 }
 
 forge_held_t *forge_held_of_request(const forge_request_t *req)
 {
     wanted_t w = {0};
+    const forge_launch_t *l;
     forge_held_t *h;
 
     if (!req || req->kind != FORGE_REQUEST_LAUNCH)
         return NULL;
-    for (size_t i = 0; i < req->launch.label_count; i++) {
-        add(&w.labels, text_of(req->launch.labels[i].key));
-        add(&w.labels, text_of(req->launch.labels[i].value));
-    }
-    forge_request_each_secret(req, collect_secret, &w);
-    for (size_t i = 0; i < req->launch.pool_count; i++)
-        add(&w.pools, text_of(req->launch.pools[i].name));
-    if (req->launch.tenant)
-        w.tenant = text_of(req->launch.tenant);
+    l = &req->launch;
+    want(&w, l->labels, l->label_count, l->env, l->env_count, l->secret_env,
+         l->secret_env_count, l->ingest_token);
+    for (size_t i = 0; i < l->pool_count; i++)
+        add(&w.pools, text_of(l->pools[i].name));
+    if (l->tenant)
+        w.tenant = text_of(l->tenant);
     h = build(&w);
     wanted_clear(&w);
     return h;
@@ -160,12 +200,8 @@ forge_held_t *forge_held_copy(const forge_held_t *h)
 
     if (!h)
         return NULL;
-    for (size_t i = 0; i < h->label_count; i++) {
-        add(&w.labels, text_of(h->labels[i].key));
-        add(&w.labels, text_of(h->labels[i].value));
-    }
-    for (size_t i = 0; i < h->secret_count; i++)
-        add(&w.secrets, text_of(h->secrets[i]));
+    want(&w, h->labels, h->label_count, h->env, h->env_count, h->secret_env,
+         h->secret_env_count, h->token);
     for (size_t i = 0; i < h->pool_count; i++)
         add(&w.pools, text_of(h->pools[i]));
     if (h->tenant)
@@ -175,23 +211,40 @@ forge_held_t *forge_held_copy(const forge_held_t *h)
     return c;
 }
 
+static json_t *pairs_json(const forge_kv_t *kv, size_t n)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+    return o;
+}
+
+bool forge_held_credentials(const forge_held_t *h, forge_buf_t *out)
+{
+    /* records written before the credentials were kept numbered their
+     * secrets ("1", "2", ...): no name to stage them under */
+    for (size_t i = 0; h && i < h->secret_env_count; i++)
+        if (!forge_render_env_name_ok(h->secret_env[i].key))
+            return false;
+    return h && forge_render_credential_pairs(h->token, h->env, h->env_count,
+                                              h->secret_env,
+                                              h->secret_env_count, out);
+}
+
 char *forge_held_to_json(const forge_held_t *h, size_t *len)
 {
-    json_t *o = json_object(), *labels = json_object(),
-           *secrets = json_object(), *pools = json_array();
-    char key[24], *text;
+    json_t *o = json_object(), *pools = json_array();
+    char *text;
 
-    for (size_t i = 0; i < h->label_count; i++)
-        json_object_set_new(labels, h->labels[i].key,
-                            json_string(h->labels[i].value));
-    for (size_t i = 0; i < h->secret_count; i++) {
-        snprintf(key, sizeof(key), "%zu", i + 1);
-        json_object_set_new(secrets, key, json_string(h->secrets[i]));
-    }
     for (size_t i = 0; i < h->pool_count; i++)
         json_array_append_new(pools, json_pack("{s:s}", "name", h->pools[i]));
-    json_object_set_new(o, "labels", labels);
-    json_object_set_new(o, "secret_env", secrets);
+    json_object_set_new(o, "labels", pairs_json(h->labels, h->label_count));
+    json_object_set_new(o, "env", pairs_json(h->env, h->env_count));
+    json_object_set_new(o, "secret_env",
+                        pairs_json(h->secret_env, h->secret_env_count));
+    if (h->token)
+        json_object_set_new(o, "ingest", json_pack("{s:s}", "token", h->token));
     json_object_set_new(o, "pools", pools);
     if (h->tenant)
         json_object_set_new(o, "tenant", json_string(h->tenant));
@@ -203,8 +256,8 @@ char *forge_held_to_json(const forge_held_t *h, size_t *len)
 
 /* ---- read from the bytes: a scan, or jansson --------------------------- */
 
-/* String values of object o: pairs (labels) or values (secrets). */
-static void json_strings(json_t *o, bool pairs, texts_t *list)
+/* The string members of object o, as (name, value) pairs. */
+static void json_pairs(json_t *o, texts_t *list)
 {
     const char *key;
     json_t *v;
@@ -213,8 +266,7 @@ static void json_strings(json_t *o, bool pairs, texts_t *list)
     {
         if (!json_is_string(v))
             continue;
-        if (pairs)
-            add(list, text_of(key));
+        add(list, text_of(key));
         add(list, (text_t){json_string_value(v), json_string_length(v)});
     }
 }
@@ -232,11 +284,12 @@ static forge_held_t *held_of_json(const char *buf, size_t len)
     }
     body = json_object_get(root, "specversion") ? json_object_get(root, "data")
                                                 : root;
-    json_strings(json_object_get(body, "labels"), true, &w.labels);
+    json_pairs(json_object_get(body, "labels"), &w.labels);
+    json_pairs(json_object_get(body, "env"), &w.env);
     v = json_object_get(json_object_get(body, "ingest"), "token");
     if (json_is_string(v))
-        add(&w.secrets, (text_t){json_string_value(v), json_string_length(v)});
-    json_strings(json_object_get(body, "secret_env"), false, &w.secrets);
+        w.token = (text_t){json_string_value(v), json_string_length(v)};
+    json_pairs(json_object_get(body, "secret_env"), &w.secret_env);
     json_array_foreach(json_object_get(body, "pools"), i, v)
     {
         json_t *name = json_object_get(v, "name");
@@ -272,36 +325,30 @@ static bool kept_string(scan_t *s, text_t *t)
     return forge_jscan_string(s, t, &escaped) && !escaped;
 }
 
-/* The values of one object (labels, secret_env): strings kept, the rest
- * skipped; a label's key twice gives up. */
-typedef struct strings {
-    texts_t *list;
-    bool pairs;
-} strings_t;
-
+/* The pairs of one object (labels, env, secret_env; ctx: their list):
+ * strings kept, the rest skipped; a key twice gives up. */
 static bool string_member(void *ctx, text_t key, bool escaped, scan_t *s,
                           int depth)
 {
-    strings_t *st = ctx;
+    texts_t *list = ctx;
     text_t value;
 
     if (forge_jscan_peek(s) != '"')
         return forge_jscan_skip(s, depth);
     if (escaped || !kept_string(s, &value))
         return false;
-    for (size_t i = 0; st->pairs && i < st->list->n; i += 2)
-        if (st->list->items[i].n == key.n &&
-            !memcmp(st->list->items[i].p, key.p, key.n))
+    for (size_t i = 0; i < list->n; i += 2)
+        if (list->items[i].n == key.n &&
+            !memcmp(list->items[i].p, key.p, key.n))
             return false;
-    if (st->pairs)
-        add(st->list, key);
-    add(st->list, value);
+    add(list, key);
+    add(list, value);
     return true;
 }
 
 /* Where the body's members are, as found at one level. */
 typedef struct found {
-    const char *labels, *secret_env, *ingest, *data, *pools, *tenant;
+    const char *labels, *env, *secret_env, *ingest, *data, *pools, *tenant;
     bool specversion;
 } found_t;
 
@@ -310,6 +357,7 @@ static bool find_member(void *ctx, text_t key, bool escaped, scan_t *s,
 {
     found_t *f = ctx;
     const char **at = forge_jscan_is(key, "labels")       ? &f->labels
+                      : forge_jscan_is(key, "env")        ? &f->env
                       : forge_jscan_is(key, "secret_env") ? &f->secret_env
                       : forge_jscan_is(key, "ingest")     ? &f->ingest
                       : forge_jscan_is(key, "data")       ? &f->data
@@ -394,7 +442,6 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
     scan_t s = {buf, end};
     found_t root = {0}, data = {0}, *body = &root;
     named_t token = {"token", {0}};
-    strings_t labels = {&w->labels, true}, secrets = {&w->secrets, false};
     scan_t tenant;
 
     if (!forge_jscan_members(&s, 0, find_member, &root) ||
@@ -405,12 +452,12 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
         if (!scan_object(root.data, end, find_member, &data))
             return false;
     }
-    if (!scan_object(body->labels, end, string_member, &labels) ||
+    if (!scan_object(body->labels, end, string_member, &w->labels) ||
+        !scan_object(body->env, end, string_member, &w->env) ||
         !scan_object(body->ingest, end, named_member, &token))
         return false;
-    if (token.value.p)
-        add(&w->secrets, token.value);
-    if (!scan_object(body->secret_env, end, string_member, &secrets) ||
+    w->token = token.value;
+    if (!scan_object(body->secret_env, end, string_member, &w->secret_env) ||
         !scan_pools(body->pools, end, &w->pools))
         return false;
     tenant = (scan_t){body->tenant, end};

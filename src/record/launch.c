@@ -221,6 +221,11 @@ forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
                             json_integer(r->refused_attempt));
     if (r->sweep_due) /* optional: absent when false */
         json_object_set_new(*out, "sweep_due", json_true());
+    if (r->restarts > 0) /* optional: absent until Slurm requeues the job */
+        json_object_set_new(*out, "restarts", json_integer(r->restarts));
+    if (r->restarts_staged > 0)
+        json_object_set_new(*out, "restarts_staged",
+                            json_integer(r->restarts_staged));
     return FORGE_OK;
 }
 
@@ -247,6 +252,17 @@ static void read_request(forge_launch_record_t *r, json_t *clear,
         r->request_len = json_string_length(clear);
         r->request = forge_xstrndup(json_string_value(clear), r->request_len);
     }
+}
+
+/* An optional count (restarts): absent, negative or too large is 0. */
+static int count_of(long long v)
+{
+    return v > 0 && v <= INT_MAX ? (int)v : 0;
+}
+
+static int count_json(const json_t *v)
+{
+    return json_is_integer(v) ? count_of(json_integer_value(v)) : 0;
 }
 
 static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
@@ -299,6 +315,8 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
         json_integer_value(v) <= INT_MAX)
         r->refused_attempt = (int)json_integer_value(v);
     r->sweep_due = json_is_true(json_object_get(o, "sweep_due")); /* optional */
+    r->restarts = count_json(json_object_get(o, "restarts"));
+    r->restarts_staged = count_json(json_object_get(o, "restarts_staged"));
     return FORGE_OK;
 }
 
@@ -337,6 +355,8 @@ enum {
     K_STATES,
     K_REFUSED,
     K_SWEEP,
+    K_RESTARTS,
+    K_STAGED,
     K__COUNT
 };
 #define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
@@ -373,6 +393,8 @@ static const fast_key_t fast_keys[K__COUNT] = {
     KEY("slurm_states", T_STR),
     KEY("refused_attempt", T_INT),
     KEY("sweep_due", T_BOOL),
+    KEY("restarts", T_INT),
+    KEY("restarts_staged", T_INT),
 };
 
 typedef struct fast {
@@ -584,6 +606,8 @@ static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
         f->num[K_REFUSED] <= INT_MAX)
         r->refused_attempt = (int)f->num[K_REFUSED];
     r->sweep_due = f->num[K_SWEEP] != 0;
+    r->restarts = count_of(f->num[K_RESTARTS]);
+    r->restarts_staged = count_of(f->num[K_STAGED]);
     return r;
 }
 

@@ -99,6 +99,16 @@ typedef struct forge_launch_record {
      * owner looks for the jobs the tag finds again and cancels those not
      * the launch's (the worker's sweep), then drops the flag. */
     bool sweep_due;
+    /* Slurm requeued the job (a preemption, a node failure, `scontrol
+     * requeue`): restarts is the highest restart count a poll saw (written
+     * with the PENDING move it came with), restarts_staged the highest run
+     * whose credentials the worker staged (render.h:
+     * forge_render_credentials_name). Each run from restarts_staged + 1 to
+     * restarts is staged by whoever owns the launch (restage.c), so an
+     * owner that died between the two leaves it to the next. Optional,
+     * absent while 0. */
+    int restarts;
+    int restarts_staged;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request

@@ -165,17 +165,59 @@ static void put_pair(forge_buf_t *out, const char *name, const char *value)
     forge_buf_append(out, value, strlen(value) + 1);
 }
 
+bool forge_render_credential_pairs(const char *token, const forge_kv_t *env,
+                                   size_t env_count,
+                                   const forge_kv_t *secret_env,
+                                   size_t secret_env_count, forge_buf_t *out)
+{
+    if (!token && !env_count && !secret_env_count)
+        return false;
+    if (token)
+        put_pair(out, "FORGE_INGEST_TOKEN", token);
+    for (size_t i = 0; i < env_count; i++)
+        put_pair(out, env[i].key, env[i].value);
+    for (size_t i = 0; i < secret_env_count; i++)
+        put_pair(out, secret_env[i].key, secret_env[i].value);
+    return true;
+}
+
 bool forge_render_credentials(const forge_launch_t *l, forge_buf_t *out)
 {
-    if (!l->ingest_token && !l->env_count && !l->secret_env_count)
+    return forge_render_credential_pairs(l->ingest_token, l->env, l->env_count,
+                                         l->secret_env, l->secret_env_count,
+                                         out);
+}
+
+bool forge_render_env_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+
+    return n && strspn(name, FORGE_NAME_CHARS) == n &&
+           !(name[0] >= '0' && name[0] <= '9');
+}
+
+bool forge_render_is_credentials_name(const char *name)
+{
+    size_t n = strlen(FORGE_CREDENTIALS_FILE);
+
+    if (strncmp(name, FORGE_CREDENTIALS_FILE, n))
         return false;
-    if (l->ingest_token)
-        put_pair(out, "FORGE_INGEST_TOKEN", l->ingest_token);
-    for (size_t i = 0; i < l->env_count; i++)
-        put_pair(out, l->env[i].key, l->env[i].value);
-    for (size_t i = 0; i < l->secret_env_count; i++)
-        put_pair(out, l->secret_env[i].key, l->secret_env[i].value);
-    return true;
+    if (!name[n])
+        return true;
+    return name[n] == '.' && name[n + 1] &&
+           strspn(name + n + 1, "0123456789") == strlen(name + n + 1);
+}
+
+char *forge_render_credentials_name(int restart)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_puts(&b, FORGE_CREDENTIALS_FILE);
+    if (restart > 0) {
+        forge_buf_putc(&b, '.');
+        forge_buf_put_long(&b, restart);
+    }
+    return forge_buf_take(&b);
 }
 
 /* ---- script sections -------------------------------------------------- */
@@ -281,19 +323,34 @@ static const reader_part_t reader_parts[] = {
  * exactly the pairs the worker wrote. Constant text: the profile's parts go
  * between head and loop and into the loop, the pair count into the tail.
  */
-static const char credentials_head[] =
+static const char credentials_head_1[] =
     "# Credentials: the ingest token and the request's environment are in "
     "the 0600\n# file the worker wrote (NUL-separated NAME, VALUE pairs), "
     "never in this script,\n# which Slurm keeps. Each name is checked before "
-    "use; the file is removed before\n# any user code runs, so a requeued or "
-    "restarted job stops here.\n"
+    "use; the file is removed before\n# any user code runs. A run after a "
+    "requeue reads its own, credentials.<restart>,\n# which the worker "
+    "stages once its poll sees the requeue: waited for, bounded.\n"
     "forge_cred=\"$FORGE_STAGING/" FORGE_CREDENTIALS_FILE "\"\n"
+    "forge_wait=0\n"
+    "if [ \"$forge_restart\" -gt 0 ]; then\n"
+    "    forge_cred=\"$forge_cred.$forge_restart\"\n"
+    "    forge_wait=";
+static const char credentials_head_2[] =
+    "\n"
+    "fi\n"
+    "forge_waited=0\n"
+    "while [ ! -f \"$forge_cred\" ] && [ \"$forge_waited\" -lt "
+    "\"$forge_wait\" ]; do\n"
+    "    sleep 1\n"
+    "    forge_waited=$((forge_waited + 1))\n"
+    "done\n"
     "if [ ! -f \"$forge_cred\" ]; then\n"
-    "    echo \"forge: $forge_cred is missing: the job's first run removes "
-    "it, so a requeued or restarted job cannot start; submit a new "
-    "attempt\" >&2\n"
+    "    echo \"forge: $forge_cred is missing (run $forge_restart of the job, "
+    "waited ${forge_waited} s): the worker stages each run's credentials; "
+    "not starting\" >&2\n"
     "    exit 1\n"
-    "fi\n";
+    "fi\n"
+    "unset forge_wait forge_waited\n";
 
 static const char credentials_loop[] =
     "forge_n=0\n"
@@ -327,7 +384,9 @@ static void put_credentials(forge_buf_t *s, const forge_config_t *cfg,
 
     if (!pairs)
         return;
-    forge_buf_puts(s, credentials_head);
+    forge_buf_puts(s, credentials_head_1);
+    forge_buf_put_long(s, cfg->requeue_credentials_wait_s);
+    forge_buf_puts(s, credentials_head_2);
     forge_buf_puts(s, part->init);
     forge_buf_puts(s, credentials_loop);
     forge_buf_puts(s, part->pair);
@@ -339,6 +398,25 @@ static void put_credentials(forge_buf_t *s, const forge_config_t *cfg,
     if (cfg->runtime_profile == FORGE_PROFILE_ENROOT_PYXIS)
         forge_buf_puts(s, " forge_e");
     forge_buf_puts(s, "\n\n");
+}
+
+/* Which run of the job this is: Slurm's SLURM_RESTART_COUNT (0 or unset
+ * on the first; +1 at each requeue, same job id). A later run marks the
+ * start of its output in both logs, which it appends to (the submit
+ * body's open_mode): the archive holds every run's. */
+static void put_restart(forge_buf_t *s)
+{
+    forge_buf_puts(
+        s, "# Which run: Slurm counts its requeues of this job. A later run "
+           "appends to the\n# logs (open_mode append) after a marker line.\n"
+           "forge_restart=\"${SLURM_RESTART_COUNT:-0}\"\n"
+           "if ! [[ $forge_restart =~ ^[0-9]{1,9}$ ]]; then\n"
+           "    forge_restart=0\n"
+           "fi\n"
+           "if [ \"$forge_restart\" -gt 0 ]; then\n"
+           "    echo \"== forge: restart $forge_restart ==\"\n"
+           "    echo \"== forge: restart $forge_restart ==\" >&2\n"
+           "fi\n\n");
 }
 
 static void put_ingest(forge_buf_t *s, const forge_launch_t *l)
@@ -497,7 +575,7 @@ static void put_component_logs(forge_buf_t *s, const step_paths_t *sp,
     const char *err[] = {"--error=", sp->cluster_staging, "/", pool->name,
                          ".err"};
 
-    forge_buf_puts(s, " \\\n   ");
+    forge_buf_puts(s, " \\\n    --open-mode=append");
     forge_shell_arg_cat(s, 5, out);
     forge_shell_arg_cat(s, 5, err);
 }
@@ -578,6 +656,7 @@ char *forge_render_script(const forge_launch_t *launch,
     step_paths_init(&sp, launch, cfg);
     put_header(&s, cfg);
     put_identity(&s, launch, sp.cluster_staging);
+    put_restart(&s);
     put_credentials(&s, cfg, pairs);
     put_ingest(&s, launch);
     if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
@@ -670,6 +749,9 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     forge_buf_puts(&b, pool->name);
     forge_buf_puts(&b, ".err");
     set_str(job, "standard_error", forge_buf_str(&b));
+    /* appended to, never truncated: a requeued job's next run (same job,
+     * same files) keeps the earlier runs' output for the archive */
+    json_object_set_new_nocheck(job, "open_mode", json_pack("[s]", "APPEND"));
     /* slurmctld demands a non-empty environment for every component. */
     json_array_append_new(env, text("PATH=/usr/local/sbin:/usr/local/"
                                     "bin:/usr/sbin:/usr/bin:/sbin:/bin"));

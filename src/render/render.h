@@ -45,6 +45,27 @@
  */
 bool forge_render_credentials(const forge_launch_t *launch, forge_buf_t *out);
 
+/* The same from its parts (token NULL: none): what a requeued job's run
+ * is staged again from (record/held.h). */
+bool forge_render_credential_pairs(const char *token, const forge_kv_t *env,
+                                   size_t env_count,
+                                   const forge_kv_t *secret_env,
+                                   size_t secret_env_count, forge_buf_t *out);
+
+/* Whether name is an environment name the script's reader takes
+ * (^[A-Za-z_][A-Za-z0-9_]*$). */
+bool forge_render_env_name_ok(const char *name);
+
+/* The credentials file of a job's run: FORGE_CREDENTIALS_FILE for its
+ * first, "credentials.<restart>" for the run after its restart-th requeue
+ * (SLURM_RESTART_COUNT), written by the worker once its poll saw the
+ * requeue (new). */
+char *forge_render_credentials_name(int restart);
+
+/* Whether name is one forge_render_credentials_name gives (or could):
+ * "credentials", or "credentials." and digits. */
+bool forge_render_is_credentials_name(const char *name);
+
 /* The batch script (new, free()). */
 char *forge_render_script(const forge_launch_t *launch,
                           const forge_config_t *cfg);

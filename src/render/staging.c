@@ -98,38 +98,74 @@ static forge_rc_t write_credentials(int dfd, const char *rel,
     return FORGE_OK;
 }
 
-forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
-                               int attempt, const forge_fs_owner_t *owner,
-                               const forge_staging_files_t *files,
-                               forge_error_t *err)
+/* The staging folder of (launch_id, attempt), made where missing, opened
+ * (*dfd) beneath the storage root; *job: whose its files are (owner, or
+ * the root's owner for NULL). */
+static forge_rc_t open_folder(const forge_config_t *cfg, const char *rel,
+                              const forge_fs_owner_t *owner, int *dfd,
+                              forge_fs_owner_t *job, forge_error_t *err)
 {
     forge_fs_level_t levels[] = {
         {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR},      /* staging */
         {0711, FORGE_FS_KEEP, FORGE_FS_REPAIR},      /* <launch_id> */
         {0700, FORGE_FS_KEEP, FORGE_FS_OWNER_OR_US}, /* <attempt> */
     };
+    int root = -1;
+    forge_rc_t rc;
+
+    *dfd = -1;
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)))
+        return rc;
+    if (owner)
+        *job = *owner;
+    else
+        rc = root_owner(cfg, root, job, err);
+    levels[2].owner = *job;
+    if (!rc)
+        rc = forge_fs_mkdirs(root, "", rel, levels, 3, dfd, err);
+    close(root);
+    return rc;
+}
+
+forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
+                               int attempt, const forge_fs_owner_t *owner,
+                               const forge_staging_files_t *files,
+                               forge_error_t *err)
+{
     char *rel = forge_staging_rel(launch_id, attempt);
-    int root = -1, dfd = -1;
+    int dfd = -1;
     forge_fs_owner_t job;
     forge_rc_t rc;
 
-    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)))
-        goto out;
-    if (owner)
-        job = *owner;
-    else if ((rc = root_owner(cfg, root, &job, err)))
-        goto out;
-    levels[2].owner = job;
-    if (!(rc = forge_fs_mkdirs(root, "", rel, levels, 3, &dfd, err)) &&
+    if (!(rc = open_folder(cfg, rel, owner, &dfd, &job, err)) &&
         !(rc = forge_fs_put_file(dfd, rel, FORGE_STAGING_SCRIPT, files->script,
                                  strlen(files->script), 0600, job,
                                  FORGE_FS_UNSYNCED, err)))
         rc = write_credentials(dfd, rel, files, job, err);
-out:
     if (dfd >= 0)
         close(dfd);
-    if (root >= 0)
-        close(root);
+    free(rel);
+    return rc;
+}
+
+forge_rc_t forge_staging_put_credentials(const forge_config_t *cfg,
+                                         const char *launch_id, int attempt,
+                                         const forge_fs_owner_t *owner,
+                                         int restart, const void *bytes,
+                                         size_t len, forge_error_t *err)
+{
+    char *rel = forge_staging_rel(launch_id, attempt);
+    char *name = forge_render_credentials_name(restart);
+    int dfd = -1;
+    forge_fs_owner_t job;
+    forge_rc_t rc;
+
+    if (!(rc = open_folder(cfg, rel, owner, &dfd, &job, err)))
+        rc = forge_fs_put_file(dfd, rel, name, bytes, len, 0600, job,
+                               FORGE_FS_SYNCED, err);
+    if (dfd >= 0)
+        close(dfd);
+    free(name);
     free(rel);
     return rc;
 }

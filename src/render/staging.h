@@ -15,6 +15,7 @@
  *   staging/<launch_id>/<attempt>/ J, 0700 (an existing one only if J's or
  *                                 W's: a retry)
  *   .../job.sh, .../credentials   J, 0600
+ *   .../credentials.<restart>     J, 0600 (a requeued job's later runs)
  * `staging` and `staging/<launch_id>` found owned by someone else (older
  * deployments gave them to the storage's owner) are repaired with a
  * warning. A link or foreign folder anywhere is FORGE_EUNSAFE_PATH: the
@@ -69,6 +70,18 @@ forge_rc_t forge_staging_write(const forge_config_t *cfg, const char *launch_id,
                                int attempt, const forge_fs_owner_t *owner,
                                const forge_staging_files_t *files,
                                forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The credentials file of the job's run after its restart-th requeue
+ * (render.h: forge_render_credentials_name; bytes: what
+ * forge_render_credentials gives), written into the staging folder as the
+ * first run's is (0600, owner's, synced, renamed into place): the job's
+ * next run waits for it. Rewriting it gives the same file. */
+forge_rc_t forge_staging_put_credentials(const forge_config_t *cfg,
+                                         const char *launch_id, int attempt,
+                                         const forge_fs_owner_t *owner,
+                                         int restart, const void *bytes,
+                                         size_t len,
+                                         forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* The same for launch (its credentials rendered here) and owner. *path:
  * host-side folder (new) on success. */

@@ -309,6 +309,7 @@ static void make_job_folder(void)
         put_text(job_names[i], job_texts[i]);
     put_text("job.sh", "#!/bin/bash\nexec srun true\n");
     put_text("credentials", SECRET);
+    put_text("credentials.1", SECRET); /* a requeued job's run, unread */
     make_link("/etc/passwd", "passwd");
     make_link("/etc", "etc");
     make_link("/etc/passwd", "extra/passwd");

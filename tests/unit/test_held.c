@@ -8,6 +8,7 @@
  * (forge_held_to_json) read back the same.
  */
 #include "record/held.h"
+#include "render/render.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -27,6 +28,21 @@ static const char event[] =
     "{\"specversion\": \"1.0\", \"id\": \"e1\", \"source\": \"s\", \"type\": "
     "\"forge.launch.requested\", \"data\": {" BODY "}}";
 
+/* The credentials file a requeued run is staged from (render.h): the
+ * same bytes from both. */
+static void assert_same_credentials(const forge_held_t *a,
+                                    const forge_held_t *b)
+{
+    forge_buf_t x = FORGE_BUF_INIT, y = FORGE_BUF_INIT;
+    bool has = forge_held_credentials(a, &x);
+
+    cr_assert_eq(has, forge_held_credentials(b, &y));
+    cr_assert_eq(x.len, y.len);
+    cr_assert(!x.len || !memcmp(x.data, y.data, x.len));
+    forge_buf_clear(&x);
+    forge_buf_clear(&y);
+}
+
 static void assert_same(const forge_held_t *a, const forge_held_t *b)
 {
     cr_assert_not_null(a);
@@ -39,6 +55,7 @@ static void assert_same(const forge_held_t *a, const forge_held_t *b)
     cr_assert_eq(a->secret_count, b->secret_count);
     for (size_t i = 0; i < a->secret_count; i++)
         cr_assert_str_eq(a->secrets[i], b->secrets[i]);
+    assert_same_credentials(a, b);
     cr_assert_eq(a->pool_count, b->pool_count);
     for (size_t i = 0; i < a->pool_count; i++)
         cr_assert_str_eq(a->pools[i], b->pools[i]);
@@ -63,6 +80,23 @@ static void assert_kept_round_trip(const forge_held_t *h)
     free(text);
 }
 
+/* What is kept restages exactly the first run's credentials file. */
+static void check_credentials(const forge_request_t *req, const forge_held_t *h)
+{
+    forge_buf_t want = FORGE_BUF_INIT, got = FORGE_BUF_INIT;
+
+    cr_assert(forge_render_credentials(&req->launch, &want));
+    cr_assert(forge_held_credentials(h, &got));
+    cr_assert_eq(got.len, want.len);
+    cr_assert(!memcmp(got.data, want.data, got.len));
+    cr_assert_eq(h->env_count, 1);
+    cr_assert_str_eq(h->env[0].key, "PLAIN");
+    cr_assert_str_eq(h->secret_env[1].key, "PIN");
+    cr_assert_str_eq(h->token, "ingest-token-A");
+    forge_buf_clear(&want);
+    forge_buf_clear(&got);
+}
+
 static void check(const char *text)
 {
     forge_request_t *req = NULL;
@@ -82,6 +116,7 @@ static void check(const char *text)
     cr_assert_eq(trusted->pool_count, 1);
     cr_assert_str_eq(trusted->pools[0], "main");
     cr_assert_null(trusted->tenant);
+    check_credentials(req, trusted);
     assert_kept_round_trip(trusted);
     forge_held_free(parsed);
     forge_held_free(trusted);
@@ -209,4 +244,20 @@ Test(held, many_labels_and_secrets)
     forge_held_free(parsed);
     forge_held_free(trusted);
     forge_request_destroy(req);
+}
+
+Test(held, a_record_from_before_the_credentials_were_kept_stages_none)
+{
+    /* the kept form as workers before issue 26 wrote it: secret_env
+     * numbered, no env, the token among the secrets */
+    static const char old[] = "{\"labels\": {}, \"secret_env\": {\"1\": "
+                              "\"tok\", \"2\": \"s\"}, \"pools\": "
+                              "[{\"name\": \"main\"}]}";
+    forge_held_t *h = forge_held_of_trusted(old, strlen(old));
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    cr_assert_eq(h->secret_count, 2, "both still redacted");
+    cr_assert_not(forge_held_credentials(h, &b));
+    cr_assert_eq(b.len, 0);
+    forge_held_free(h);
 }

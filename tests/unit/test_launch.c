@@ -236,6 +236,30 @@ Test(launch, refused_attempt_round_trips_and_decides_that_attempt)
     forge_launch_record_free(r);
 }
 
+/* Slurm's requeues seen and the runs staged for (restage.c): kept across
+ * an encode and decode, so an owner that died between the two leaves the
+ * staging to the next; absent while 0. */
+Test(launch, restarts_round_trip_and_are_absent_until_a_requeue)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, NULL, 0), *back;
+    char *text;
+
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "restarts"), "%s", text);
+    forge_launch_record_free(decode_ok(text, NULL));
+    free(text);
+
+    r->restarts = 2;
+    r->restarts_staged = 1;
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert_eq(back->restarts, 2);
+    cr_assert_eq(back->restarts_staged, 1);
+    forge_launch_record_free(back);
+    free(text);
+    forge_launch_record_free(r);
+}
+
 /* A sweep for late jobs still due (the clean of an interrupted submit ran)
  * is kept across an encode and decode, so the launch's next owner does
  * it; absent when not due. */
@@ -610,6 +634,8 @@ static void assert_same_record(const forge_launch_record_t *a,
     cr_assert_eq(a->missing_since_ms, b->missing_since_ms);
     cr_assert_eq(a->refused_attempt, b->refused_attempt);
     cr_assert_eq(a->sweep_due, b->sweep_due);
+    cr_assert_eq(a->restarts, b->restarts);
+    cr_assert_eq(a->restarts_staged, b->restarts_staged);
     cr_assert_eq(!a->slurm_states, !b->slurm_states);
     if (a->slurm_states)
         cr_assert_str_eq(a->slurm_states, b->slurm_states);
@@ -676,6 +702,9 @@ Test(launch, the_fast_and_the_general_decode_agree)
         {"\"refused_attempt\":4", "\"refused_attempt\":4294967296"},
         {"\"sweep_due\":true", "\"sweep_due\":false"},
         {"\"sweep_due\":true", "\"sweep_due\":1"},
+        {"\"restarts\":2", "\"restarts\":-2"},
+        {"\"restarts\":2", "\"restarts\":4294967296"},
+        {"\"restarts_staged\":1", "\"restarts_staged\":\"1\""},
     };
 
     r->component_ids = calloc(2, sizeof(uint32_t));
@@ -684,6 +713,8 @@ Test(launch, the_fast_and_the_general_decode_agree)
     r->slurm_states = strdup("77:RUNNING;");
     r->refused_attempt = 4;
     r->sweep_due = true;
+    r->restarts = 2;
+    r->restarts_staged = 1;
     text = encode_ok(r, s);
     assert_paths_agree(text, s);     /* opened */
     assert_paths_agree(text, other); /* not opened: an unknown key */

@@ -863,6 +863,74 @@ Test(loop, a_missing_job_is_lost_only_after_the_grace)
     expect_states("G3", "");
 }
 
+/* ---- a job Slurm requeued -------------------------------------------------
+ */
+
+/* A poll sees the running job pending again with a restart count: the
+ * platform sees PENDING (requeued), the record says `restarts`, and once
+ * that committed the file threads stage that run's credentials; their
+ * result records `restarts_staged`. */
+Test(loop, a_requeued_job_gets_its_next_runs_credentials_staged)
+{
+    forge_work_t *t, *w;
+
+    stored(0, "Q1", FORGE_STATE_RUNNING, 71, 0);
+    assign(0);
+    step();
+    t = poll_tick();
+    changed(item_of(t, 71), "PENDING");
+    item_of(t, 71)->jobs.jobs[0].restart_count = 1;
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("Q1", "PENDING");
+    expect_reason("Q1", "requeued");
+    cr_expect_eq(record_int("Q1", "restarts"), 1);
+    cr_expect_eq(record_int("Q1", "restarts_staged"), 0);
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q1");
+    cr_expect_eq(w->files.restart, 1);
+    cr_expect_not_null(w->files.kept, "staged from what is kept");
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
+    cr_expect_eq(record_int("Q1", "restarts_staged"), 1);
+    tick_step(); /* staged: nothing more */
+    cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES));
+}
+
+/* An owner that died between the requeue and its staging: the next owner's
+ * first tick stages the run its restored record says is not staged yet,
+ * and a failed staging is tried again. */
+Test(loop, a_requeue_not_staged_is_staged_by_the_next_owner)
+{
+    const char *req = launch_req("Q2", 1);
+    forge_launch_record_t *r =
+        forge_launch_record_new("Q2", 1, req, strlen(req));
+    forge_error_t err = {0};
+    forge_work_t *w;
+    json_t *o = NULL;
+    char *text;
+
+    r->state = FORGE_STATE_PENDING;
+    r->seq = 4;
+    r->job_id = 72;
+    r->restarts = 2;
+    r->restarts_staged = 1;
+    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK);
+    text = json_dumps(o, JSON_COMPACT);
+    fake_kafka_put(kafka, cfg->topic_state, 0, "Q2", text);
+    free(text);
+    json_decref(o);
+    forge_launch_record_free(r);
+    assign(0);
+    step();
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q2");
+    cr_expect_eq(w->files.restart, 2);
+    w->code = FORGE_EIO;
+    forge_work_say(w, "storage away");
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
+    cr_expect_eq(record_int("Q2", "restarts_staged"), 1, "not staged");
+}
+
 /* ---- after a terminal state -----------------------------------------------
  */
 

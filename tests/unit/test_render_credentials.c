@@ -278,6 +278,9 @@ static char *credentials_path(void)
     return xasprintf("%s/%s", fx.staging, FORGE_CREDENTIALS_FILE);
 }
 
+/* SLURM_RESTART_COUNT=... for the next run_script (NULL: a first run). */
+static const char *restart_var;
+
 /* Runs the script as slurmd would start it; returns its exit status (-1:
  * killed) and what it wrote to stderr (new). */
 static int run_script(const char *script, char **errout)
@@ -286,7 +289,8 @@ static int run_script(const char *script, char **errout)
     char *log = xasprintf("%s/job.err", fx.root);
     char *path_var = xasprintf("PATH=%s:/usr/bin:/bin", fx.bin);
     char *rec_var = xasprintf("REC=%s", fx.rec);
-    char *envp[] = {path_var, rec_var, "SLURM_JOB_ID=4242", NULL};
+    char *envp[] = {path_var, rec_var, "SLURM_JOB_ID=4242", (char *)restart_var,
+                    NULL};
     int status;
 
     spitn(job, script, strlen(script), 0644);
@@ -1118,6 +1122,82 @@ Test(credentials, broken_files_stop_the_job_pyxis, .fini = fx_fini,
      .timeout = 60)
 {
     broken_files_stop(FORGE_PROFILE_ENROOT_PYXIS);
+}
+
+/* A requeued job's run (SLURM_RESTART_COUNT=2) reads credentials.2, which
+ * the worker staged (restage.c), marks its output, and removes it; the
+ * first run's file is not needed. */
+static void restart_reads_its_own(forge_runtime_profile_t profile)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+    json_t *req;
+    forge_prepared_t *p;
+    char *cred, *err;
+
+    fx_init(profile);
+    req = request();
+    p = prepare(req);
+    cred = xasprintf("%s/%s.2", fx.staging, FORGE_CREDENTIALS_FILE);
+    cr_assert(forge_render_credentials(&p->request->launch, &b));
+    spitn(cred, b.data, b.len, 0600);
+    restart_var = "SLURM_RESTART_COUNT=2";
+    int rc = run_script(p->script, &err);
+    restart_var = NULL;
+    cr_assert_eq(rc, 0, "the restart failed (%d): %s", rc, err);
+    cr_assert(strstr(err, "== forge: restart 2 =="), "%s", err);
+    cr_assert_not(exists(cred), "the run left its credentials file");
+    assert_nothing_ran();
+    free(err);
+    free(cred);
+    forge_buf_clear(&b);
+    forge_prepared_destroy(p);
+    json_decref(req);
+}
+
+Test(credentials, a_restart_reads_its_own_file_apptainer, .fini = fx_fini)
+{
+    restart_reads_its_own(FORGE_PROFILE_APPTAINER);
+}
+
+Test(credentials, a_restart_reads_its_own_file_pyxis, .fini = fx_fini)
+{
+    restart_reads_its_own(FORGE_PROFILE_ENROOT_PYXIS);
+}
+
+/* A restart whose credentials never come waits its bounded time
+ * (FORGE_REQUEUE_CREDENTIALS_WAIT_S), then stops with one line; the first
+ * run's file, there or not, is never read again. */
+Test(credentials, a_restart_without_its_file_waits_then_stops, .fini = fx_fini,
+     .timeout = 30)
+{
+    json_t *req;
+    forge_prepared_t *p;
+    char *err, *first;
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    fx_init(FORGE_PROFILE_APPTAINER);
+    fx.cfg->requeue_credentials_wait_s = 2;
+    req = request();
+    p = prepare(req);
+    first = credentials_path();
+    cr_assert(forge_render_credentials(&p->request->launch, &b));
+    spitn(first, b.data, b.len, 0600);
+    restart_var = "SLURM_RESTART_COUNT=1";
+    int rc = run_script(p->script, &err);
+    restart_var = NULL;
+    cr_assert_eq(rc, 1, "%s", err);
+    cr_assert(strstr(err, "credentials.1 is missing (run 1 of the job, waited "
+                          "2 s)"),
+              "%s", err);
+    cr_assert(exists(first), "the first run's file was read");
+    char *argv = xasprintf("%s/argv", fx.rec);
+    cr_assert_not(exists(argv), "srun ran");
+    free(argv);
+    free(err);
+    free(first);
+    forge_buf_clear(&b);
+    forge_prepared_destroy(p);
+    json_decref(req);
 }
 
 /* A requeued job: its first run removed the file. */

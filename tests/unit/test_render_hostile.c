@@ -503,7 +503,9 @@ static void expected_srun_argv(const json_t *req, strv_t *out,
         if (jint(pool, "cpus_per_task", 0))
             sv_pushf(out, "--cpus-per-task=%d", jint(pool, "cpus_per_task", 0));
         sv_push(out, "--kill-on-bad-exit=1");
-        if (i) { /* a het component's own logs, in the staging folder */
+        if (i) { /* a het component's own logs, in the staging folder,
+                  * appended to (a requeued job's runs) */
+            sv_push(out, "--open-mode=append");
             sv_pushf(out, "--output=%s/staging/%s/%d/%s.out", fx.storage,
                      jget(req, "launch_id"), jint(req, "attempt", 1),
                      jget(pool, "name"));

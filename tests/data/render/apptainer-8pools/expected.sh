@@ -16,6 +16,17 @@ export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 export WORLD_SIZE=36
 export NNODES=36
 
+# Which run: Slurm counts its requeues of this job. A later run appends to the
+# logs (open_mode append) after a marker line.
+forge_restart="${SLURM_RESTART_COUNT:-0}"
+if ! [[ $forge_restart =~ ^[0-9]{1,9}$ ]]; then
+    forge_restart=0
+fi
+if [ "$forge_restart" -gt 0 ]; then
+    echo "== forge: restart $forge_restart =="
+    echo "== forge: restart $forge_restart ==" >&2
+fi
+
 # The container's environment: --cleanenv plus these APPTAINERENV_ variables,
 # which no host program reads.
 export APPTAINERENV_FORGE_LAUNCH_ID="$FORGE_LAUNCH_ID"
@@ -34,37 +45,37 @@ exec srun --het-group=0 --nodes=1 --ntasks-per-node=1 --kill-on-bad-exit=1 \
     apptainer exec --cleanenv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=1 --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p1.out' '--error=/cluster/forge/staging/eight-pools/1/p1.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p1.out' '--error=/cluster/forge/staging/eight-pools/1/p1.err' \
     /bin/bash -c "$forge_task" forge-task 'p1' 'r1' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=2 --nodes=3 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p2.out' '--error=/cluster/forge/staging/eight-pools/1/p2.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p2.out' '--error=/cluster/forge/staging/eight-pools/1/p2.err' \
     /bin/bash -c "$forge_task" forge-task 'p2' 'r2' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=3 --nodes=4 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p3.out' '--error=/cluster/forge/staging/eight-pools/1/p3.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p3.out' '--error=/cluster/forge/staging/eight-pools/1/p3.err' \
     /bin/bash -c "$forge_task" forge-task 'p3' 'r3' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=4 --nodes=5 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p4.out' '--error=/cluster/forge/staging/eight-pools/1/p4.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p4.out' '--error=/cluster/forge/staging/eight-pools/1/p4.err' \
     /bin/bash -c "$forge_task" forge-task 'p4' 'r4' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=5 --nodes=6 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p5.out' '--error=/cluster/forge/staging/eight-pools/1/p5.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p5.out' '--error=/cluster/forge/staging/eight-pools/1/p5.err' \
     /bin/bash -c "$forge_task" forge-task 'p5' 'r5' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=6 --nodes=7 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p6.out' '--error=/cluster/forge/staging/eight-pools/1/p6.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p6.out' '--error=/cluster/forge/staging/eight-pools/1/p6.err' \
     /bin/bash -c "$forge_task" forge-task 'p6' 'r6' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh' \
   : --het-group=7 --nodes=8 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/eight-pools/1/p7.out' '--error=/cluster/forge/staging/eight-pools/1/p7.err' \
+    --open-mode=append '--output=/cluster/forge/staging/eight-pools/1/p7.out' '--error=/cluster/forge/staging/eight-pools/1/p7.err' \
     /bin/bash -c "$forge_task" forge-task 'p7' 'r7' \
     apptainer exec --cleanenv --nv \
     '/cluster/forge/runtimes/images/pytorch-24.01.sif' './run.sh'

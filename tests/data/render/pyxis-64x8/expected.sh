@@ -16,6 +16,17 @@ export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 export WORLD_SIZE=512
 export NNODES=64
 
+# Which run: Slurm counts its requeues of this job. A later run appends to the
+# logs (open_mode append) after a marker line.
+forge_restart="${SLURM_RESTART_COUNT:-0}"
+if ! [[ $forge_restart =~ ^[0-9]{1,9}$ ]]; then
+    forge_restart=0
+fi
+if [ "$forge_restart" -gt 0 ]; then
+    echo "== forge: restart $forge_restart =="
+    echo "== forge: restart $forge_restart ==" >&2
+fi
+
 # The container's environment: the job's, which Pyxis passes in, holding the
 # request's env as FORGE_E_<NAME>; forge_unpack exports each as NAME inside the
 # container. Never in srun's argv, which Slurm keeps as the step's SubmitLine.

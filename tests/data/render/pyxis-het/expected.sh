@@ -16,15 +16,38 @@ export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 export WORLD_SIZE=40
 export NNODES=6
 
+# Which run: Slurm counts its requeues of this job. A later run appends to the
+# logs (open_mode append) after a marker line.
+forge_restart="${SLURM_RESTART_COUNT:-0}"
+if ! [[ $forge_restart =~ ^[0-9]{1,9}$ ]]; then
+    forge_restart=0
+fi
+if [ "$forge_restart" -gt 0 ]; then
+    echo "== forge: restart $forge_restart =="
+    echo "== forge: restart $forge_restart ==" >&2
+fi
+
 # Credentials: the ingest token and the request's environment are in the 0600
 # file the worker wrote (NUL-separated NAME, VALUE pairs), never in this script,
 # which Slurm keeps. Each name is checked before use; the file is removed before
-# any user code runs, so a requeued or restarted job stops here.
+# any user code runs. A run after a requeue reads its own, credentials.<restart>,
+# which the worker stages once its poll sees the requeue: waited for, bounded.
 forge_cred="$FORGE_STAGING/credentials"
+forge_wait=0
+if [ "$forge_restart" -gt 0 ]; then
+    forge_cred="$forge_cred.$forge_restart"
+    forge_wait=300
+fi
+forge_waited=0
+while [ ! -f "$forge_cred" ] && [ "$forge_waited" -lt "$forge_wait" ]; do
+    sleep 1
+    forge_waited=$((forge_waited + 1))
+done
 if [ ! -f "$forge_cred" ]; then
-    echo "forge: $forge_cred is missing: the job's first run removes it, so a requeued or restarted job cannot start; submit a new attempt" >&2
+    echo "forge: $forge_cred is missing (run $forge_restart of the job, waited ${forge_waited} s): the worker stages each run's credentials; not starting" >&2
     exit 1
 fi
+unset forge_wait forge_waited
 unset ${!FORGE_E_@}
 export FORGE_ENV_NAMES=
 forge_n=0
@@ -102,7 +125,7 @@ exec srun --het-group=0 --nodes=4 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     /bin/sh -c "$forge_unpack" forge-env 'trainer' 'actor critic' \
     'python' '-m' 'rlhf.main' '--steps=1000' \
   : --het-group=1 --nodes=2 --ntasks-per-node=4 --kill-on-bad-exit=1 \
-    '--output=/cluster/forge/staging/rlhf-7/2/rollout.out' '--error=/cluster/forge/staging/rlhf-7/2/rollout.err' \
+    --open-mode=append '--output=/cluster/forge/staging/rlhf-7/2/rollout.out' '--error=/cluster/forge/staging/rlhf-7/2/rollout.err' \
     '--container-image=/cluster/forge/runtimes/images/pytorch-24.01.sqsh' --no-container-mount-home \
     /bin/sh -c "$forge_unpack" forge-env 'rollout' 'generator' \
     'python' '-m' 'rlhf.main' '--steps=1000'

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+"""
+Slurm's own requeue (issue 26): a launch's job, running, is requeued by
+Slurm (a) through preemption, a plain job in the stack's `urgent`
+partition taking the node of a launch in `preempt`
+(PreemptMode=REQUEUE: tests/e2e/slurm/slurm.conf.in), and (b) by
+`scontrol requeue`. Either way the same job runs again: the worker stages
+that run's credentials (credentials.1) once its poll sees the requeue, the
+run reads exactly the env, secret_env and ingest token of the first (the
+job prints their SHA-256 only), both runs' output is in the archive with
+the `== forge: restart 1 ==` marker between them, the platform sees
+RUNNING -> PENDING (requeued, restart_count 1) -> RUNNING -> SUCCEEDED,
+and never two live jobs of the launch.
+"""
+
+import hashlib
+import subprocess
+import tarfile
+import time
+
+import pytest
+
+from harness import StatusReader, Topics, Worker, launch, unique_id, wait_until
+from held_jobs import slurm_call
+
+TICKS = 12  # the command's seconds: its second run must finish them
+
+
+@pytest.fixture(scope="module")
+def requeue(stack, logdir):
+    topics = Topics(stack, "requeue")
+    worker = Worker(stack, topics, unique_id("wq"), unique_id("g"), logdir,
+                    {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "60"})
+    status = StatusReader(stack, topics.status)
+    logs = StatusReader(stack, topics.logs)
+    worker.wait_ready()
+    yield topics, worker, status, logs
+    status.close()
+    logs.close()
+    assert worker.terminate() == 0, worker.tail()
+    worker.stop_quietly()
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def send_launch(topics, partition):
+    mark = unique_id("v")
+    values = {"token": f"tok-{mark}", "secret": f"sek-{mark}",
+              "plain": f"plain-{mark}"}
+    lid = unique_id("rq")
+    cmd = ('echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
+           'echo "secret $(printf %s "$API_KEY" | sha256sum)"; '
+           'echo "plain $(printf %s "$PLAIN" | sha256sum)"; '
+           f'i=0; while [ $i -lt {TICKS} ]; do echo "tick $i"; '
+           'i=$((i + 1)); sleep 1; done')
+    req = launch(lid, ["/bin/bash", "-c", cmd], gpus=1,
+                 env={"PLAIN": values["plain"]})
+    req["secret_env"] = {"API_KEY": values["secret"]}
+    req["ingest"] = {"endpoint": "https://ingest.example.org/v1",
+                     "token": values["token"]}
+    if partition:
+        req["partition"] = partition
+    topics.send(lid, req)
+    return lid, values
+
+
+def seconds(events, t0):
+    return [(e["data"]["state"], e["data"].get("reason"),
+             (e["data"].get("slurm") or {}).get("restart_count"),
+             round(e["_received"] - t0, 1)) for e in events]
+
+
+def check_requeued(stack, slurm, requeue, lid, values, t0):
+    topics, worker, status, logs = requeue
+    end = status.wait_terminal(lid, timeout=80)
+    events = status.of(lid)
+    print(f"{lid}: {seconds(events, t0)}; Slurm jobs "
+          f"{[(j, slurm.jobs[j]['states']) for j in slurm.leaders(lid)]}")
+    assert end["data"]["state"] == "SUCCEEDED", seconds(events, t0)
+    states = [e["data"]["state"] for e in events]
+    first = states.index("RUNNING")
+    assert states[first:] == ["RUNNING", "PENDING", "RUNNING", "SUCCEEDED"], \
+        seconds(events, t0)
+    pending = events[first + 1]["data"]
+    assert pending["reason"] == "requeued"
+    assert pending["slurm"]["restart_count"] == 1
+    assert events[first + 2]["data"]["slurm"]["restart_count"] == 1
+    # one job, the same id throughout; never two live
+    jobs = {e["data"]["slurm"]["job_id"] for e in events
+            if (e["data"].get("slurm") or {}).get("job_id")}
+    assert len(jobs) == 1, jobs
+    assert len(slurm.leaders(lid)) == 1
+    assert slurm.most_alive(lid) == 1
+    # both runs' output, the marker between, the same values in each
+    event = wait_until(f"{lid}'s logs event", lambda: logs.of(lid), 60)[0]
+    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
+        out = t.extractfile("main.out").read().decode()
+        err = t.extractfile("main.err").read().decode()
+    runs = out.split("== forge: restart 1 ==\n")
+    assert len(runs) == 2, out
+    for run in runs:
+        for name, value in values.items():
+            assert f"{name} {sha(value)}  -" in run, (name, out)
+        assert "tick 0" in run, out
+    assert f"tick {TICKS - 1}" in runs[1], out
+    assert "== forge: restart 1 ==" in err
+    for value in values.values():
+        assert value not in out and value not in err
+    for topic in (topics.state, topics.status, topics.logs):
+        for _, v, _ in topics.read_all(topic):
+            for secret in (values["token"], values["secret"]):
+                assert secret.encode() not in v, f"a secret in {topic}"
+    assert any("credentials for restart 1 staged" in line.get("msg", "")
+               for line in worker.lines())
+
+
+def running_job(status, lid):
+    status.wait_state(lid, "RUNNING", timeout=60)
+    return status.of(lid)[-1]["data"]["slurm"]["job_id"]
+
+
+def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
+                                                          requeue):
+    topics, _, status, _ = requeue
+    t0 = time.time()
+    lid, values = send_launch(topics, "preempt")
+    running_job(status, lid)
+    time.sleep(3)  # its first run prints a few ticks
+    # a plain job of the higher tier wants every GPU of the launch's node
+    answer = slurm_call(stack, "POST", "job/submit", {
+        "script": "#!/bin/sh\nsleep 5\n",
+        "job": {"name": "e2e-urgent", "partition": "urgent",
+                "constraints": "h200", "tres_per_node": "gres/gpu:8",
+                "current_working_directory": "/tmp",
+                "standard_output": "/dev/null",
+                "environment": ["PATH=/bin:/usr/bin"],
+                "time_limit": {"set": True, "number": 1}}})
+    assert answer.get("job_id"), answer.get("errors")
+    check_requeued(stack, slurm, requeue, lid, values, t0)
+
+
+def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
+                                                          requeue):
+    topics, _, status, _ = requeue
+    t0 = time.time()
+    lid, values = send_launch(topics, None)
+    job_id = running_job(status, lid)
+    time.sleep(3)
+    subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                    "scontrol", "requeue", str(job_id)], check=True)
+    check_requeued(stack, slurm, requeue, lid, values, t0)
