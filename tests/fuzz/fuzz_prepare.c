@@ -371,7 +371,9 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
         if (pool->cpus_per_task)
             pushf(w, "--cpus-per-task=%d", pool->cpus_per_task);
         pushf(w, "--kill-on-bad-exit=1");
-        if (i) { /* a later het component's own logs */
+        if (i) { /* a later het component's own logs, appended to (a
+                  * requeued job's runs all kept) */
+            pushf(w, "--open-mode=append");
             pushf(w, "--output=%s/staging/%s/%d/%s.out", cluster_root,
                   l->launch_id, l->attempt, pool->name);
             pushf(w, "--error=%s/staging/%s/%d/%s.err", cluster_root,
