@@ -644,10 +644,9 @@ Test(loop, duplicates_conflicts_and_invalid_requests)
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM), "one submit");
 }
 
-/* An attempt refused while an earlier one ran stays REJECTED: read again
- * once that one has ended (a replay, a resend), it changes nothing (no
- * second seq 1 for it); a higher one runs. */
-Test(loop, an_attempt_refused_while_another_ran_stays_decided)
+/* The state topic holds L1's attempt 1, ended SUCCEEDED, archived and
+ * cleaned, with attempt 2 refused while it ran. */
+static void put_l1_ended_with_attempt_2_refused(void)
 {
     const char *req = launch_req("L1", 1);
     forge_launch_record_t *r =
@@ -668,6 +667,14 @@ Test(loop, an_attempt_refused_while_another_ran_stays_decided)
     free(text);
     json_decref(o);
     forge_launch_record_free(r);
+}
+
+/* An attempt refused while an earlier one ran stays REJECTED: read again
+ * once that one has ended (a replay, a resend), it changes nothing (no
+ * second seq 1 for it); a higher one runs. */
+Test(loop, an_attempt_refused_while_another_ran_stays_decided)
+{
+    put_l1_ended_with_attempt_2_refused();
 
     assign(0);
     step();
@@ -689,12 +696,6 @@ Test(loop, an_attempt_refused_while_another_ran_stays_decided)
  * of that refusal); one for a higher attempt is REJECTED. */
 Test(loop, invalid_messages_for_a_decided_launch_leave_a_trace)
 {
-    const char *req = launch_req("L1", 1);
-    forge_launch_record_t *r =
-        forge_launch_record_new("L1", 1, req, strlen(req));
-    forge_error_t err = {0};
-    json_t *o = NULL;
-    char *text;
     const char *dlq[] = {
         "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": \"2\"}",
         "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"attempt\": 2.5}",
@@ -703,18 +704,7 @@ Test(loop, invalid_messages_for_a_decided_launch_leave_a_trace)
         "\"env\": 5}",
         "{\"kind\": \"launch\", \"launch_id\": \"L1\", \"env\": 5}"};
 
-    r->state = FORGE_STATE_SUCCEEDED;
-    r->seq = 5;
-    r->job_id = 7;
-    r->archived = r->cleaned = true;
-    r->refused_attempt = 2;
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
-                 "%s", err.message);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, 0, "L1", text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
+    put_l1_ended_with_attempt_2_refused();
 
     assign(0);
     step();
