@@ -97,6 +97,9 @@ static entry_t *entries_of(forge_slurm_job_list_t *jobs)
                               ? j->het_job_id
                               : j->job_id;
         e[i].job.live = live(j);
+        e[i].job.held = e[i].job.live && j->state_reason &&
+                        !strncmp(j->state_reason, "JobHeld", 7);
+        e[i].job.started = j->nodes && j->nodes[0];
     }
     qsort(e, jobs->count, sizeof(*e), by_comment);
     return e;
@@ -106,7 +109,7 @@ static entry_t *entries_of(forge_slurm_job_list_t *jobs)
 static void copy_tagged(const forge_listing_t *l, const char *comment,
                         forge_tagged_job_t **jobs, size_t *n)
 {
-    entry_t key = {(char *)comment, {0, 0, false}};
+    entry_t key = {(char *)comment, {0}};
     const entry_t *hit =
         bsearch(&key, l->entries, l->count, sizeof(*l->entries), by_comment);
     size_t first, end;

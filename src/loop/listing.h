@@ -30,6 +30,8 @@ typedef struct forge_tagged_job {
     uint32_t job_id;
     uint32_t leader; /* its het job's leader, or job_id */
     bool live;       /* may still start or run (an ended one needs no cancel) */
+    bool held;       /* pending on a hold (JobHeld*): never released */
+    bool started;    /* given nodes: it ran, or runs, its command */
 } forge_tagged_job_t;
 
 forge_listing_t *forge_listing_new(void);

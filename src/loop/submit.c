@@ -4,8 +4,10 @@
  * slurm/submit_held.h: POST held, adopt by the comment tag when the
  * outcome is unknown, release every component, cancel a job left held;
  * the request as the loop prepared it, or, for a restored intent or a
- * retry, prepared here), the clean of an interrupted or cancelled submit, the
- * sweep for late jobs some time after it, a cancel; and, before each step of
+ * retry, prepared here), the adoption of what an interrupted submit made
+ * (or, when it made nothing that may run, a clean and a fresh submit), the
+ * clean of a cancelled one, the sweep for late jobs some time after
+ * either, a cancel; and, before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
@@ -75,7 +77,7 @@ static forge_slurm_client_t *client_of(const submitter_t *s,
 /* The work may_act is asked about, as the log names it. */
 static const char *const work_names[] = {
     [FORGE_WORK_SUBMIT] = "submit",
-    [FORGE_WORK_CLEAN_SUBMIT] = "clean and resubmit",
+    [FORGE_WORK_CLEAN_SUBMIT] = "adopt or resubmit",
     [FORGE_WORK_CLEAN_CANCEL] = "clean of a cancelled intent",
     [FORGE_WORK_CANCEL] = "cancel",
     [FORGE_WORK_SWEEP] = "sweep for late jobs",
@@ -294,8 +296,9 @@ static void sweep_tagged(submitter_t *s, forge_work_t *w, uint32_t keep)
 }
 
 /* An intent without a job id (restored after a crash, or a submit whose
- * outcome was unknown): whatever job its tag finds is cancelled and its
- * staging folder removed. w->status OK when nothing of it is left. */
+ * outcome was unknown) cancelled: whatever job its tag finds is cancelled
+ * and its staging folder removed. w->status OK when nothing of it is
+ * left. */
 static void clean_intent(submitter_t *s, forge_work_t *w)
 {
     forge_error_t err = {0};
@@ -310,12 +313,115 @@ static void clean_intent(submitter_t *s, forge_work_t *w)
         forge_log_warn("%s", err.message);
 }
 
-/* Then submitted afresh: never two live jobs. Withdrawn meanwhile: cleaned
- * all the same, and nothing submitted (do_submit says so). */
+/* How far a tagged job (a component) went: 2 released (pending, running,
+ * or ended after it was given nodes: its command may have run), 1 still
+ * on its submit hold, 0 never to run (ended before it started: cancelled
+ * while held). */
+static int reach(const forge_tagged_job_t *j)
+{
+    if (j->live)
+        return j->held ? 1 : 2;
+    return j->started ? 2 : 0;
+}
+
+/* The job an interrupted submit's tag finds that the launch keeps: the
+ * one that went furthest (a het job by its furthest component), the
+ * lowest id among equals (the first POST); 0 when none may still run.
+ * *held: it has not been released. */
+static uint32_t adoptable(const forge_tagged_job_t *jobs, size_t n, bool *held)
+{
+    uint32_t best = 0;
+    int best_reach = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int r = reach(&jobs[i]);
+        if (r > best_reach || (r && r == best_reach && jobs[i].leader < best)) {
+            best = jobs[i].leader;
+            best_reach = r;
+        }
+    }
+    *held = best_reach == 1;
+    return best;
+}
+
+/* Job id, which an interrupted submit of w made, taken as the launch's:
+ * a held one staged again (the folder a later clean may have removed)
+ * and released, a released one followed as it is (slurm/submit_held.h).
+ * w's result is then a submit's. A held one that cannot be staged (its
+ * sealed request did not open, the folder is unsafe) is cancelled: it
+ * never ran. */
+static void adopt(submitter_t *s, forge_work_t *w, uint32_t job_id, bool held)
+{
+    const forge_work_prepared_t *p;
+    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    forge_slurm_held_job_t job = {NULL, NULL, comment, 1};
+    forge_slurm_released_t made;
+    forge_slurm_result_t res = {0};
+
+    if (held && !w->submit.request) { /* its sealed request did not open */
+        w->status = FORGE_SLURM_REJECTED;
+        forge_work_say(w, "no request to submit");
+    }
+    if (held && (w->status != FORGE_SLURM_OK || !prepared(s, w) ||
+                 !stage(s, w) || !may_act(s, w, true))) {
+        /* never released, so it never ran: nothing is left of it */
+        (void)forge_slurm_cancel(client_of(s, w), job_id, NULL, &res);
+        free(comment);
+        return;
+    }
+    p = w->submit.prepared;
+    job.user = p && p->tenant ? p->tenant->slurm_user : NULL;
+    w->status =
+        forge_slurm_adopt_job(client_of(s, w), &job, job_id, &made, &res);
+    forge_work_say(w, "%s", res.message);
+    w->submit.job_id = made.job_id;
+    w->submit.component_ids = made.component_ids;
+    w->submit.component_count = made.component_count;
+    if (w->status == FORGE_SLURM_OK)
+        forge_log_info("adopted job %u of %s left by an interrupted submit "
+                       "(%s): %s",
+                       job_id, w->launch_id, held ? "held" : "released",
+                       held ? "released" : "followed as it is");
+    free(comment);
+}
+
+/* An interrupted submit (restored after a crash or an aborted
+ * transaction, or one whose outcome was unknown): what its tag finds that
+ * may run is adopted, every other live job of the tag cancelled (a late
+ * POST's); with none, the staging folder is removed and the launch
+ * submitted afresh. The command runs once, never two live jobs.
+ * Withdrawn meanwhile: cleaned all the same, and nothing submitted or
+ * adopted. */
 static void do_clean_submit(submitter_t *s, forge_work_t *w)
 {
-    clean_intent(s, w);
-    if (w->status != FORGE_SLURM_OK || !may_act(s, w, true))
+    forge_tagged_job_t *jobs = NULL;
+    size_t n = 0;
+    forge_slurm_result_t res = {0};
+    forge_error_t err = {0};
+    bool held = false;
+    uint32_t keep;
+
+    if (!may_act(s, w, false))
+        return;
+    if ((w->status = find_tagged(s, w, &jobs, &n, &res)) != FORGE_SLURM_OK) {
+        forge_work_say(w, "%s", res.message);
+        return;
+    }
+    keep = atomic_load(&w->submit.withdraw) ? 0 : adoptable(jobs, n, &held);
+    cancel_tagged(s, w, jobs, n, keep, &res);
+    free(jobs);
+    if (w->status != FORGE_SLURM_OK) {
+        forge_work_say(w, "%s", res.message);
+        return;
+    }
+    if (keep) {
+        adopt(s, w, keep, held);
+        return;
+    }
+    if (may_act(s, w, false) &&
+        forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
+        forge_log_warn("%s", err.message);
+    if (!may_act(s, w, true))
         return;
     if (!w->submit.request) { /* its sealed request did not open */
         w->status = FORGE_SLURM_REJECTED;

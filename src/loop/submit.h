@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * submit.h - the Slurm threads: submits, cancels, and the clean of an
- * interrupted or cancelled submit (work.h kinds SUBMIT, CLEAN_SUBMIT,
+ * submit.h - the Slurm threads: submits, cancels, the adoption of what
+ * an interrupted submit made, and the clean of a cancelled one (work.h kinds SUBMIT, CLEAN_SUBMIT,
  * CLEAN_CANCEL, CANCEL), on FORGE_SLURM_MAX_CONNECTIONS lanes (a pool with
  * a lane per thread, pool.h), each lane with its own slurmrestd client, so
  * a slow submit never delays a poll tick (poller.h) nor an archive
@@ -17,8 +17,8 @@
  * FORGE_WORK_STALE, nothing (more) of it done, a log line saying it was
  * dropped. A submit whose launch was cancelled after it was posted
  * (forge_submit_withdraw) is refused the same way before its POST
- * (FORGE_WORK_WITHDRAWN); a CLEAN_SUBMIT still cancels what its tag finds
- * first, as a CLEAN_CANCEL would.
+ * (FORGE_WORK_WITHDRAWN); a CLEAN_SUBMIT then adopts nothing and
+ * cancels what its tag finds, as a CLEAN_CANCEL would.
  */
 #ifndef FORGE_SUBMIT_H
 #define FORGE_SUBMIT_H

@@ -39,7 +39,8 @@
 
 typedef enum forge_work_kind {
     FORGE_WORK_SUBMIT,       /* render, stage, submit; adopt on unknown */
-    FORGE_WORK_CLEAN_SUBMIT, /* interrupted submit: cancel tagged jobs,
+    FORGE_WORK_CLEAN_SUBMIT, /* interrupted submit: adopt the tagged job
+                                that may run, cancel the others; none:
                                 remove staging, then submit */
     FORGE_WORK_CLEAN_CANCEL, /* an intent cancelled before its submit was
                                 known: cancel tagged jobs, remove staging,

@@ -2,7 +2,8 @@
 /*
  * slurm/submit_held.c - a launch's job made in Slurm (submit_held.h): the
  * held POST, the adoption of an unknown POST by its tag, the release of
- * every component, and the cancel of a job that could not be released.
+ * every component, the cancel of a job that could not be released, and
+ * the adoption of a job an interrupted submit left.
  * On top of client.h's operations only; no state of its own.
  */
 #include "slurm/submit_held.h"
@@ -136,5 +137,49 @@ forge_slurm_status_t forge_slurm_submit_held(forge_slurm_client_t *c,
     if (!learn_components(c, job->pool_count, out, res) ||
         !release_all(c, job->user, out, res))
         return give_up_held(c, out, res);
+    FORGE_TESTPOINT_CRASH("submit.released");
     return FORGE_SLURM_OK;
+}
+
+/* Whether component j still waits on its submit hold. */
+static bool on_hold(const forge_slurm_job_t *j)
+{
+    return j->state_reason && !strncmp(j->state_reason, "JobHeld", 7);
+}
+
+forge_slurm_status_t forge_slurm_adopt_job(forge_slurm_client_t *c,
+                                           const forge_slurm_held_job_t *job,
+                                           uint32_t job_id,
+                                           forge_slurm_released_t *out,
+                                           forge_slurm_result_t *res)
+{
+    forge_slurm_job_list_t parts = {NULL, 0};
+    forge_slurm_result_t got = {0};
+    forge_slurm_status_t st;
+
+    memset(out, 0, sizeof(*out));
+    st = forge_slurm_job_details(c, job_id, &parts, res);
+    if (st != FORGE_SLURM_OK || !parts.count) {
+        forge_slurm_job_list_clear(&parts);
+        return st != FORGE_SLURM_OK ? st
+                                    : (res->status = FORGE_SLURM_NOT_FOUND);
+    }
+    out->job_id = job_id;
+    out->adopted = true;
+    out->component_ids = forge_xcalloc(parts.count, sizeof(uint32_t));
+    out->component_count = parts.count;
+    for (size_t i = 0; i < parts.count; i++)
+        out->component_ids[i] = parts.jobs[i].job_id;
+    for (size_t i = 0; i < parts.count && st == FORGE_SLURM_OK; i++) {
+        if (!on_hold(&parts.jobs[i]))
+            continue;
+        st = forge_slurm_release(c, job->user, parts.jobs[i].job_id, &got);
+        if (st != FORGE_SLURM_OK) {
+            *res = got;
+            snprintf(res->message, sizeof(res->message),
+                     "release of adopted job %u: %.400s", job_id, got.message);
+        }
+    }
+    forge_slurm_job_list_clear(&parts);
+    return st == FORGE_SLURM_OK ? FORGE_SLURM_OK : give_up_held(c, out, res);
 }

@@ -62,4 +62,21 @@ forge_slurm_status_t forge_slurm_submit_held(forge_slurm_client_t *c,
                                              forge_slurm_released_t *out,
                                              forge_slurm_result_t *res);
 
+/*
+ * Adopts job_id, a job an interrupted submit of `job` made (its tag found
+ * it: loop/submit.c), instead of cancelling it and submitting again: what
+ * ran, or runs, its command stays the launch's one job. Every component
+ * still on its submit hold is released (one never released is what a
+ * crash between the POST and the release leaves); a running or ended one
+ * is only taken as it is. Returns OK with out set as for a submit
+ * (out->adopted), NOT_FOUND when Slurm no longer knows the job, or the
+ * failure of its details or a release (a job left held is then cancelled,
+ * as a submit's is: SERVER, out->cancelled_job_id), res saying why.
+ */
+forge_slurm_status_t forge_slurm_adopt_job(forge_slurm_client_t *c,
+                                           const forge_slurm_held_job_t *job,
+                                           uint32_t job_id,
+                                           forge_slurm_released_t *out,
+                                           forge_slurm_result_t *res);
+
 #endif

@@ -12,6 +12,10 @@
  * saw is read from a scripted fake slurmrestd (support_http.h), the one
  * way to hold a submit's answer back while the next item waits.
  *
+ * An interrupted submit adopts the job its tag finds that may run (held:
+ * released; running or ended: followed) and cancels the others; with
+ * none, it submits afresh.
+ *
  * A submit the loop prepared is taken as it is: not parsed, checked nor
  * rendered again.
  *
@@ -463,6 +467,112 @@ Test(ownership, a_sweep_cancels_late_jobs_and_keeps_the_launchs_own)
             cr_assert_str_eq(r.target, "/slurm/v0.0.43/job/9");
         support_http_request_clear(&r);
     }
+    free_list(done);
+}
+
+/* An interrupted submit's tag listed (jobs: the listing's "jobs" items),
+ * job 7's details (details: its items) and the clean run: the result. */
+static forge_work_t *clean_submit_with(const char *jobs, const char *details)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    char body[2048];
+
+    snprintf(body, sizeof(body),
+             "{" META ", \"errors\": [], \"warnings\": [], \"jobs\": [%s]}",
+             jobs);
+    support_http_push(srv, "/slurm/v0.0.43/jobs", 200, body, 0);
+    if (details) {
+        snprintf(body, sizeof(body),
+                 "{" META ", \"errors\": [], \"warnings\": [], \"jobs\": [%s]}",
+                 details);
+        support_http_push(srv, "/slurm/v0.0.43/job/7", 200, body, 0);
+    }
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, 0);
+    forge_pool_post(slurm, work_in(FORGE_WORK_CLEAN_SUBMIT, "L1", 0, gen));
+    return settle(1);
+}
+
+/* The requests of method to target. */
+static size_t seen_at(const char *method, const char *target)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < support_http_count(srv); i++) {
+        support_http_request_t r = support_http_request(srv, i);
+        n += !strcmp(r.method, method) && !strcmp(r.target, target);
+        support_http_request_clear(&r);
+    }
+    return n;
+}
+
+#define HELD_7                                                                 \
+    "{\"job_id\": 7, \"comment\": \"forge:L1:1\", \"job_state\": "             \
+    "[\"PENDING\"], \"state_reason\": \"JobHeldAdmin\"}"
+#define LATE_9                                                                 \
+    "{\"job_id\": 9, \"comment\": \"forge:L1:1\", \"job_state\": "             \
+    "[\"PENDING\"], \"state_reason\": \"JobHeldAdmin\"}"
+
+/* A crash between the POST and the release: the held job is the launch's,
+ * staged again and released; a later POST's held job is cancelled; no
+ * second job is submitted. */
+Test(ownership, an_interrupted_submits_held_job_is_adopted_and_released)
+{
+    forge_work_t *done = clean_submit_with(HELD_7 ", " LATE_9, HELD_7);
+
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 7);
+    cr_assert_eq(done->submit.component_count, 1);
+    cr_assert_eq(seen_at("DELETE", "/slurm/v0.0.43/job/9"), 1, "the late one");
+    cr_assert_eq(seen_at("POST", "/slurm/v0.0.43/job/7"), 1, "released");
+    cr_assert_eq(seen_at("POST", SUBMIT), 0, "nothing submitted again");
+    cr_assert_eq(seen("DELETE", ""), 1);
+    free_list(done);
+}
+
+/* An aborted transaction lost SUBMITTED of a job that runs: it is
+ * followed as it is (not released, not cancelled, not staged again). */
+Test(ownership, an_interrupted_submits_running_job_is_followed)
+{
+    forge_work_t *done = clean_submit_with(
+        "{\"job_id\": 7, \"comment\": \"forge:L1:1\", \"job_state\": "
+        "[\"RUNNING\"], \"nodes\": \"n1\"}, " LATE_9,
+        "{\"job_id\": 7, \"job_state\": [\"RUNNING\"], \"nodes\": \"n1\"}");
+
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 7);
+    cr_assert_eq(seen_at("DELETE", "/slurm/v0.0.43/job/9"), 1);
+    cr_assert_eq(seen_at("POST", "/slurm/v0.0.43/job/7"), 0, "not held");
+    cr_assert_eq(seen_at("POST", SUBMIT), 0);
+    free_list(done);
+}
+
+/* A job that ended after it ran is the launch's: its end is what the poll
+ * then publishes, and the command is not run again. */
+Test(ownership, an_interrupted_submits_ended_job_is_adopted)
+{
+    forge_work_t *done = clean_submit_with(
+        "{\"job_id\": 7, \"comment\": \"forge:L1:1\", \"job_state\": "
+        "[\"COMPLETED\"], \"nodes\": \"n1\"}",
+        "{\"job_id\": 7, \"job_state\": [\"COMPLETED\"], \"nodes\": \"n1\"}");
+
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 7);
+    cr_assert_eq(support_http_count(srv), 2, "the listing, the details");
+    free_list(done);
+}
+
+/* Only jobs that never ran (cancelled while held): submitted afresh. */
+Test(ownership, an_interrupted_submit_that_left_nothing_to_run_is_resubmitted)
+{
+    forge_work_t *done = clean_submit_with(
+        "{\"job_id\": 5, \"comment\": \"forge:L1:1\", \"job_state\": "
+        "[\"CANCELLED\"], \"state_reason\": \"JobHeldAdmin\"}",
+        NULL);
+
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 7, "the new job");
+    cr_assert_eq(seen_at("POST", SUBMIT), 1);
+    cr_assert_eq(seen("DELETE", ""), 0);
     free_list(done);
 }
 
