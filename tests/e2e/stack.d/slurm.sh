@@ -14,6 +14,8 @@
 #   slurm.sh stop DAEMON     stop one daemon by pid (TERM, KILL after 30 s)
 #   slurm.sh start DAEMON    start one daemon unless it runs, wait until it is ready
 #   slurm.sh restart DAEMON  stop, then start
+#   slurm.sh fail slurmd-NODE  the node dies: KILL its slurmd, its slurmstepd
+#                      and their jobs at once (start brings it back)
 #
 # DAEMON: slurmctld, slurmrestd, slurmd-h200-1 or slurmd-a100-1. Stopping one
 # touches no other process: slurmctld saves its state (StateSaveLocation, in
@@ -697,6 +699,58 @@ restart() {
 	start "$1"
 }
 
+# The slurmstepd processes of node $1: each listens on a socket in the
+# node's spool folder (SlurmdSpoolDir=.../spool/%n).
+node_stepds() {
+	local node=$1 p inodes
+	inodes=$(awk -v d="/spool/$node/" 'index($8, d) { print $7 }' /proc/net/unix)
+	[ -n "$inodes" ] || return 0
+	for p in $(chroot_pids); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+		ls -l "/proc/$p/fd" 2>/dev/null | grep -qwF -f <(sed 's/.*/socket:[&]/' <<<"$inodes") &&
+			echo "$p"
+	done
+	return 0
+}
+
+# Pids $@ and every process below them.
+with_descendants() {
+	local frontier=("$@") next p stat
+	while [ ${#frontier[@]} -gt 0 ]; do
+		printf '%s\n' "${frontier[@]}"
+		next=()
+		for p in /proc/[0-9]*/stat; do
+			stat=$(cat "$p" 2>/dev/null) || continue
+			stat=${stat##*) }
+			read -r _ ppid _ <<<"$stat"
+			[[ " ${frontier[*]} " == *" $ppid "* ]] && next+=("$(basename "$(dirname "$p")")")
+		done
+		frontier=("${next[@]}")
+	done
+}
+
+# Node $1 (slurmd-<node>) dies as a power loss would: KILL its slurmd, its
+# slurmstepd and the jobs' processes under them, all at once. slurmctld
+# finds out only when the node stops answering (SlurmdTimeout): the node
+# goes DOWN and its jobs are requeued (JobRequeue=1) or end NODE_FAIL.
+# `start slurmd-<node>` brings the node back (ReturnToService=2).
+fail() {
+	local name=$1 pid pids=()
+	[[ "$name" == slurmd-* ]] || die "fail: only a node's slurmd fails (slurmd-<node>), not $name"
+	if pid=$(daemon_pid "$name"); then pids+=("$pid"); fi
+	mapfile -t -O "${#pids[@]}" pids < <(stray_pids "$name")
+	mapfile -t -O "${#pids[@]}" pids < <(node_stepds "${name#slurmd-}")
+	[ ${#pids[@]} -gt 0 ] || {
+		stack_log "slurm: $name is not running"
+		return 0
+	}
+	mapfile -t pids < <(with_descendants "${pids[@]}" | sort -u)
+	stack_log "slurm: failing ${name#slurmd-}: KILL ${pids[*]}"
+	kill -KILL "${pids[@]}" 2>/dev/null || true
+	wait_gone 10 "${pids[@]}" || die "fail: ${pids[*]} still alive"
+	rm -f "$run/$name.pid"
+}
+
 down() {
 	mkdir -p "$run"
 	stop_all
@@ -726,7 +780,7 @@ status() {
 
 usage() {
 	local IFS='|'
-	echo "usage: $0 prepare|up|down|status | stop|start|restart ${daemons[*]}" >&2
+	echo "usage: $0 prepare|up|down|status | stop|start|restart|fail ${daemons[*]}" >&2
 	exit 2
 }
 
@@ -738,7 +792,7 @@ prepare | up | down)
 	flock 9
 	"$verb"
 	;;
-stop | start | restart)
+stop | start | restart | fail)
 	if [ $# -ne 2 ] || [[ " ${daemons[*]} " != *" $2 "* ]]; then
 		usage
 	fi
