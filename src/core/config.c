@@ -10,6 +10,7 @@
  */
 #include "core/config.h"
 #include "core/config_int.h"
+#include "core/buf.h"
 #include "core/text.h"
 #include "core/util.h"
 
@@ -178,6 +179,23 @@ static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
                            allowed, v);
 }
 
+static forge_rc_t parse_causes(const char *v, const var_rule_t *r,
+                               unsigned *out, forge_error_t *err)
+{
+    const char *bad;
+    forge_buf_t allowed = FORGE_BUF_INIT;
+    forge_rc_t rc = FORGE_OK;
+
+    if (forge_retry_causes_parse(v, out, &bad))
+        return FORGE_OK;
+    forge_retry_causes_format(~0u, &allowed);
+    rc = forge_error_set(
+        err, FORGE_ECONFIG, r->name, "%s: \"%.*s\" is not a cause (causes: %s)",
+        r->name, (int)strcspn(bad, ", \t"), bad, forge_buf_str(&allowed));
+    forge_buf_clear(&allowed);
+    return rc;
+}
+
 /* ---- strings and lists ------------------------------------------------ */
 
 static bool is_name(const char *v)
@@ -291,6 +309,8 @@ static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
         return parse_bool(v, r, (bool *)slot, err);
     case VAR_ENUM:
         return parse_enum(v, r, (int *)slot, err);
+    case VAR_CAUSES:
+        return parse_causes(v, r, (unsigned *)slot, err);
     case VAR_PATHLIST:
         return parse_pathlist(cfg, v, r, err);
     default:
@@ -509,7 +529,8 @@ void forge_config_destroy(forge_config_t *cfg)
         return;
     for (size_t i = 0; i < forge_config_rule_count; i++) {
         var_kind_t k = forge_config_rules[i].kind;
-        if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM && k != VAR_PATHLIST)
+        if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM &&
+            k != VAR_PATHLIST && k != VAR_CAUSES)
             free(*(char **)((char *)cfg + forge_config_rules[i].offset));
     }
     forge_strings_free(cfg->mount_allow, cfg->mount_allow_count);
@@ -564,6 +585,9 @@ static const struct kind_doc {
     {VAR_INT, "integer", NULL},
     {VAR_BOOL, "boolean", "1 or 0 (true/false, yes/no, on/off)"},
     {VAR_ENUM, "enum", NULL},
+    {VAR_CAUSES, "cause list",
+     "comma-separated causes: node_fail, boot_fail, launch_failed, "
+     "preempted, failed (a non-zero exit), out_of_memory, timeout"},
 };
 
 bool forge_config_var(size_t i, forge_config_var_t *out)

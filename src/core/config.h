@@ -13,6 +13,7 @@
 #define FORGE_CONFIG_H
 
 #include "core/error.h"
+#include "core/retry.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,6 +107,9 @@ typedef struct forge_config {
     /* after the clean of an interrupted submit, when to look for a late
      * job its tag finds (submit.c: held, never started) and cancel it */
     int late_job_sweep_s;
+    /* the fleet's retry policy (FORGE_RETRY_*): what a request's `retry`
+     * overrides key by key (retry.h) */
+    forge_retry_policy_t retry;
     char *http_listen;  /* NULL: no health/metrics listener */
     int health_stall_s; /* /healthz: the loop's pass at most this old */
     int ready_slurm_s;  /* /readyz: a slurmrestd answer at most this old */

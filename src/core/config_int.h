@@ -24,6 +24,7 @@ typedef enum var_kind {
     VAR_INT,
     VAR_BOOL,
     VAR_ENUM,
+    VAR_CAUSES, /* retry causes, comma-separated (retry.h) into unsigned */
 } var_kind_t;
 
 /*

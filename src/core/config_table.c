@@ -25,6 +25,7 @@ static const char *const format_names[] = {"json", "text", NULL};
  * commit of the table. */
 #define SEED  "cea768d (seed)"
 #define FIRST "cea768d"
+#define RETRY "issue 26 (retry policy)"
 
 const var_rule_t forge_config_rules[] = {
     {.name = "FORGE_DEFAULT_FLEET_KIND",
@@ -296,6 +297,42 @@ const var_rule_t forge_config_rules[] = {
             "owner looks once more for a late (held) job its tag finds, and "
             "cancels it.",
      .since = "2975fd7 (issue 11)"},
+    {.name = "FORGE_RETRY_MAX_TRIES",
+     .kind = VAR_INT,
+     .offset = AT(retry.max_tries),
+     .default_value = "1",
+     .min = 1,
+     .max = FORGE_RETRY_MAX_TRIES,
+     .doc = "How many tries (Slurm jobs) one attempt of a launch gets when a "
+            "try ends with a cause of `FORGE_RETRY_ON`: 1 never retries. A "
+            "request's `retry.max_tries` overrides it (docs/CONTRACT.md "
+            "section 3, \"A retry\").",
+     .since = RETRY},
+    {.name = "FORGE_RETRY_ON",
+     .kind = VAR_CAUSES,
+     .offset = AT(retry.causes),
+     .default_value = "node_fail,boot_fail,launch_failed",
+     .doc = "The causes a try is retried on (a request's `retry.on` "
+            "overrides it). `failed`, `out_of_memory` and `timeout` are the "
+            "job's own: retried only where a policy names them.",
+     .since = RETRY},
+    {.name = "FORGE_RETRY_BACKOFF_S",
+     .kind = VAR_INT,
+     .offset = AT(retry.backoff_s),
+     .default_value = "30",
+     .min = 0,
+     .max = FORGE_RETRY_BACKOFF_MAX,
+     .doc = "Seconds before the second try; doubled for each try after it, "
+            "at most 600 (a request's `retry.backoff_s` overrides it).",
+     .since = RETRY},
+    {.name = "FORGE_RETRY_EXCLUDE_FAILED_NODES",
+     .kind = VAR_BOOL,
+     .offset = AT(retry.exclude_failed_nodes),
+     .default_value = "1",
+     .doc = "Whether a retry excludes the nodes the failed tries ran on "
+            "(Slurm's `excluded_nodes`; a request's "
+            "`retry.exclude_failed_nodes` overrides it).",
+     .since = RETRY},
     {.name = "FORGE_HTTP_LISTEN",
      .kind = VAR_HOSTPORT,
      .offset = AT(http_listen),

@@ -200,6 +200,45 @@ Test(config, unknown_forge_variables_are_listed_not_fatal)
     forge_config_destroy(cfg);
 }
 
+/* The retry policy's defaults (retry.h): one try, the infrastructure's
+ * causes but preemption, 30 s, failed nodes excluded; and every value. */
+Test(config, retry_policy_defaults_and_values)
+{
+    char *none[] = {NULL};
+    char *envp[] = {
+        "FORGE_RETRY_MAX_TRIES=3", "FORGE_RETRY_ON= preempted , failed,timeout",
+        "FORGE_RETRY_BACKOFF_S=0", "FORGE_RETRY_EXCLUDE_FAILED_NODES=no", NULL};
+    forge_config_t *cfg = load_ok(none);
+
+    cr_assert_eq(cfg->retry.max_tries, 1);
+    cr_assert_eq(cfg->retry.causes, FORGE_RETRY_NODE_FAIL |
+                                        FORGE_RETRY_BOOT_FAIL |
+                                        FORGE_RETRY_LAUNCH_FAILED);
+    cr_assert_eq(cfg->retry.backoff_s, 30);
+    cr_assert(cfg->retry.exclude_failed_nodes);
+    forge_config_destroy(cfg);
+    cfg = load_ok(envp);
+    cr_assert_eq(cfg->retry.max_tries, 3);
+    cr_assert_eq(cfg->retry.causes, FORGE_RETRY_PREEMPTED | FORGE_RETRY_FAILED |
+                                        FORGE_RETRY_TIMEOUT);
+    cr_assert_eq(cfg->retry.backoff_s, 0);
+    cr_assert_not(cfg->retry.exclude_failed_nodes);
+    forge_config_destroy(cfg);
+}
+
+/* A cause that is not one: named, with the ones there are. */
+Test(config, a_bad_retry_cause_is_named)
+{
+    char *envp[] = {"FORGE_RETRY_ON=node_fail, oom", NULL};
+    forge_config_t *cfg = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_ECONFIG);
+    cr_assert_str_eq(err.field, "FORGE_RETRY_ON");
+    cr_assert(strstr(err.message, "\"oom\" is not a cause"), "%s", err.message);
+    cr_assert(strstr(err.message, "out_of_memory"), "%s", err.message);
+}
+
 /* ---- refused values: each names its variable ------------------------- */
 
 /* Arrays, not pointers: Criterion runs each case in a fresh process where
@@ -285,6 +324,14 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_LOG_LEVEL=verbose"}, "FORGE_LOG_LEVEL"},
     {{"FORGE_LOG_FORMAT=xml"}, "FORGE_LOG_FORMAT"},
     {{"FORGE_SLURM_PARTITION=gpu\nrm"}, "FORGE_SLURM_PARTITION"},
+    {{"FORGE_RETRY_MAX_TRIES=0"}, "FORGE_RETRY_MAX_TRIES"},
+    {{"FORGE_RETRY_MAX_TRIES=11"}, "FORGE_RETRY_MAX_TRIES"},
+    {{"FORGE_RETRY_ON=node_fail,deadline"}, "FORGE_RETRY_ON"},
+    {{"FORGE_RETRY_ON=NODE_FAIL"}, "FORGE_RETRY_ON"},
+    {{"FORGE_RETRY_BACKOFF_S=601"}, "FORGE_RETRY_BACKOFF_S"},
+    {{"FORGE_RETRY_BACKOFF_S=-1"}, "FORGE_RETRY_BACKOFF_S"},
+    {{"FORGE_RETRY_EXCLUDE_FAILED_NODES=sometimes"},
+     "FORGE_RETRY_EXCLUDE_FAILED_NODES"},
 };
 
 ParameterizedTestParameters(config, refused_values)
