@@ -13,6 +13,7 @@
  */
 #include "request/request.h"
 #include "request/field.h"
+#include "request/request_retry.h"
 #include "core/util.h"
 
 #include <stdio.h>
@@ -450,6 +451,8 @@ static const forge_field_t launch_fields[] = {
     {"qos", FORGE_FIELD_STR, AT(qos), false, &pat_name64, 0, 1, 64, 0, 0, NULL},
     {"ingest", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
      ingest_object},
+    {"retry", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
+     forge_request_retry_object},
     {"labels", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, labels_map},
 };
 

@@ -16,6 +16,7 @@
 #define FORGE_REQUEST_H
 
 #include "core/error.h"
+#include "core/retry.h"
 #include "request/jdoc.h"
 
 #include <stdbool.h>
@@ -82,6 +83,9 @@ typedef struct forge_launch {
     char *ingest_token; /* secret: never rendered, logged or published */
     forge_kv_t *labels;
     size_t label_count;
+    /* the fleet's retry policy as this request overrides it (issue 26):
+     * retry.set names the keys it set (core/retry.h) */
+    forge_retry_override_t retry;
 } forge_launch_t;
 
 typedef struct forge_cancel {

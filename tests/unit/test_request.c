@@ -261,6 +261,22 @@ static bad_request_t bad[] = {
     {LAUNCH(", \"ingest\": {\"endpoint\": \"ftp://x\", \"token\": \"t\"}"),
      "schema", "$.ingest.endpoint"},
     {LAUNCH(", \"labels\": {\"a\": 5}"), "schema", "$.labels.a"},
+    {LAUNCH(", \"retry\": 3"), "schema", "$.retry"},
+    {LAUNCH(", \"retry\": {\"max_tries\": 0}"), "schema", "$.retry.max_tries"},
+    {LAUNCH(", \"retry\": {\"max_tries\": 11}"), "schema", "$.retry.max_tries"},
+    {LAUNCH(", \"retry\": {\"max_tries\": 2.5}"), "schema",
+     "$.retry.max_tries"},
+    {LAUNCH(", \"retry\": {\"on\": \"node_fail\"}"), "schema", "$.retry.on"},
+    {LAUNCH(", \"retry\": {\"on\": [\"node_fail\", \"oom\"]}"), "schema",
+     "$.retry.on[1]"},
+    {LAUNCH(", \"retry\": {\"on\": [1]}"), "schema", "$.retry.on[0]"},
+    {LAUNCH(", \"retry\": {\"on\": [\"timeout\", \"timeout\"]}"), "schema",
+     "$.retry.on"},
+    {LAUNCH(", \"retry\": {\"backoff_s\": -1}"), "schema", "$.retry.backoff_s"},
+    {LAUNCH(", \"retry\": {\"backoff_s\": 601}"), "schema",
+     "$.retry.backoff_s"},
+    {LAUNCH(", \"retry\": {\"exclude_failed_nodes\": 1}"), "schema",
+     "$.retry.exclude_failed_nodes"},
     {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
      "\"images/a.sqsh\", \"format\": \"sqsh\"}, \"command\": [\"run\"], "
      "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
@@ -295,6 +311,47 @@ ParameterizedTest(bad_request_t *c, request, refused)
     cr_assert_str_eq(forge_rc_name(err.code), c->code, "%s\n-> %s", c->json,
                      err.message);
     cr_assert_str_eq(err.field, c->field, "%s\n-> %s", c->json, err.message);
+}
+
+/* `retry` overrides the keys it sets (retry.set), nothing else; absent,
+ * it sets none. */
+Test(request, retry_overrides_what_it_sets)
+{
+    forge_prepared_t *p = prepare_ok(
+        LAUNCH(", \"retry\": {\"max_tries\": 4, \"on\": [\"preempted\", "
+               "\"node_fail\"], \"exclude_failed_nodes\": false}"));
+    const forge_retry_override_t *o = &p->request->launch.retry;
+
+    cr_assert_eq(o->set, FORGE_RETRY_SET_MAX_TRIES | FORGE_RETRY_SET_CAUSES |
+                             FORGE_RETRY_SET_EXCLUDE);
+    cr_assert_eq(o->value.max_tries, 4);
+    cr_assert_eq(o->value.causes,
+                 FORGE_RETRY_PREEMPTED | FORGE_RETRY_NODE_FAIL);
+    cr_assert_not(o->value.exclude_failed_nodes);
+    forge_prepared_destroy(p);
+    p = prepare_ok(LAUNCH(", \"retry\": {\"on\": [], \"backoff_s\": 0}"));
+    o = &p->request->launch.retry;
+    cr_assert_eq(o->set, FORGE_RETRY_SET_CAUSES | FORGE_RETRY_SET_BACKOFF);
+    cr_assert_eq(o->value.causes, 0, "[] names no cause");
+    cr_assert_eq(o->value.backoff_s, 0);
+    forge_prepared_destroy(p);
+    p = prepare_ok(LAUNCH(""));
+    cr_assert_eq(p->request->launch.retry.set, 0);
+    forge_prepared_destroy(p);
+}
+
+/* An unknown cause's error lists the causes there are. */
+Test(request, a_bad_retry_cause_says_which_there_are)
+{
+    const char *json = LAUNCH(", \"retry\": {\"on\": [\"oom\"]}");
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_neq(forge_prepare(json, strlen(json), cfg, cat, &p, &err), 0);
+    cr_assert(strstr(err.message, "$.retry.on[0] must be one of the causes "
+                                  "node_fail,boot_fail,launch_failed,"
+                                  "preempted,failed,out_of_memory,timeout"),
+              "%s", err.message);
 }
 
 Test(request, too_large_refused_before_parsing)
