@@ -18,6 +18,7 @@
 #include "core/paths.h"
 #include "core/shell.h"
 #include "render/staging.h"
+#include "render/try.h"
 #include "request/request_paths.h"
 #include "core/util.h"
 #include "core/version.h"
@@ -657,6 +658,7 @@ char *forge_render_script(const forge_launch_t *launch,
     put_header(&s, cfg);
     put_identity(&s, launch, sp.cluster_staging);
     put_restart(&s);
+    forge_try_put_marker(&s); /* a later try's first run (try.h) */
     put_credentials(&s, cfg, pairs);
     put_ingest(&s, launch);
     if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
@@ -710,6 +712,8 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     /* held until the worker that posted it releases it (submit.c): a POST
      * slurmctld takes after its worker gave up on it starts nothing */
     json_object_set_new_nocheck(job, "hold", json_true());
+    if (forge_try_requeue_off(l, cfg)) /* a node failure is the retry's */
+        json_object_set_new_nocheck(job, "requeue", json_false());
     set_str(job, "partition",
             l->partition ? l->partition : cfg->slurm_partition);
     set_str(job, "account", l->account ? l->account : cfg->slurm_account);

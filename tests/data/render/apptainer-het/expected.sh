@@ -27,6 +27,17 @@ if [ "$forge_restart" -gt 0 ]; then
     echo "== forge: restart $forge_restart ==" >&2
 fi
 
+# Which try: a retry of a failed try is a new job of the same attempt, its try
+# in FORGE_TRY (1 when unset); its first run marks the logs it appends to.
+forge_try="${FORGE_TRY:-1}"
+if ! [[ $forge_try =~ ^[0-9]{1,9}$ ]]; then
+    forge_try=1
+fi
+if [ "$forge_try" -gt 1 ] && [ "$forge_restart" -eq 0 ]; then
+    echo "== forge: try $forge_try =="
+    echo "== forge: try $forge_try ==" >&2
+fi
+
 # Credentials: the ingest token and the request's environment are in the 0600
 # file the worker wrote (NUL-separated NAME, VALUE pairs), never in this script,
 # which Slurm keeps. Each name is checked before use; the file is removed before
