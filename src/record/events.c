@@ -71,6 +71,10 @@ json_t *forge_event_status(const forge_status_event_t *e)
                      string_or_null(e->reason), "at", at, "worker_id",
                      e->worker_id, "labels", labels, "slurm",
                      e->slurm ? json_deep_copy(e->slurm) : no_job());
+    if (e->try_num > 0)
+        json_object_set_new(data, "try", json_integer(e->try_num));
+    if (e->retry)
+        json_object_set_new(data, "retry", json_deep_copy(e->retry));
     if (e->error_code)
         json_object_set_new(
             data, "error",

@@ -32,6 +32,10 @@ typedef struct forge_status_event {
     const char *error_field; /* REJECTED: the JSON path */
     const char *error_message;
     long long at_ms; /* when the state was observed, ms since the epoch */
+    int try_num;     /* which try of the attempt (issue 26); 0: not said */
+    /* a retry's PENDING (reason retrying): the `retry` object, borrowed
+     * ({try, max_tries, cause, not_before, excluded_nodes}); NULL: none */
+    const json_t *retry;
 } forge_status_event_t;
 
 /* The whole CloudEvent (new reference). */

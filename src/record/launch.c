@@ -4,8 +4,10 @@
  * form kept in the state topic (launch.h). The encoding carries a version
  * ("v": 1) so a later worker can read records an older one wrote; the
  * request goes in sealed (seal.h), old records' clear requests are read.
+ * A record's tries (the retry step, its fields' JSON) are launch_retry.c's.
  */
 #include "record/launch.h"
+#include "record/launch_int.h"
 #include "core/jscan.h"
 #include "core/util.h"
 
@@ -42,6 +44,8 @@ void forge_launch_record_free(forge_launch_record_t *r)
     forge_launch_drop_request(r);
     free(r->component_ids);
     free(r->slurm_states);
+    free(r->retry_cause);
+    free(r->excluded_nodes);
     free(r);
 }
 
@@ -66,6 +70,8 @@ forge_launch_record_t *forge_launch_record_copy(const forge_launch_record_t *r)
         memcpy(c->component_ids, r->component_ids,
                r->component_count * sizeof(uint32_t));
     c->slurm_states = forge_xstrdup(r->slurm_states);
+    c->retry_cause = forge_xstrdup(r->retry_cause);
+    c->excluded_nodes = forge_xstrdup(r->excluded_nodes);
     return c;
 }
 
@@ -83,7 +89,7 @@ void forge_launch_drop_request(forge_launch_record_t *r)
 
 void forge_launch_compact(forge_launch_record_t *r)
 {
-    if (!r->request)
+    if (!r->request || forge_launch_may_retry(r))
         return;
     explicit_bzero(r->request, r->request_len);
     free(r->request);
@@ -114,8 +120,9 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
 }
 
 /* What the record's sealed value holds: the whole request until its job
- * id is recorded, then only what is still needed of it (held.h: kept, or
- * made from the request's bytes). The text to seal (*copy when it was
+ * id is recorded (or, while a retry may need it, until it can no longer),
+ * then only what is still needed of it (held.h: kept, or made from the
+ * request's bytes). The text to seal (*copy when it was
  * made here: it holds secrets, the caller wipes it), or NULL: nothing to
  * seal now. */
 static const char *to_seal(const forge_launch_record_t *r,
@@ -124,7 +131,7 @@ static const char *to_seal(const forge_launch_record_t *r,
     forge_held_t *made = NULL;
 
     *copy = NULL;
-    if (r->job_id && (kept || r->request)) {
+    if (r->job_id && (kept || r->request) && !forge_launch_may_retry(r)) {
         if (!kept)
             kept = made = forge_held_of_trusted(r->request, r->request_len);
         if (kept)
@@ -226,6 +233,7 @@ forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
     if (r->restarts_staged > 0)
         json_object_set_new(*out, "restarts_staged",
                             json_integer(r->restarts_staged));
+    forge_launch_put_retry(*out, r);
     return FORGE_OK;
 }
 
@@ -317,6 +325,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     r->sweep_due = json_is_true(json_object_get(o, "sweep_due")); /* optional */
     r->restarts = count_json(json_object_get(o, "restarts"));
     r->restarts_staged = count_json(json_object_get(o, "restarts_staged"));
+    forge_launch_read_retry(r, o);
     return FORGE_OK;
 }
 
@@ -357,6 +366,14 @@ enum {
     K_SWEEP,
     K_RESTARTS,
     K_STAGED,
+    K_MAX_TRIES,
+    K_RETRY_ON,
+    K_BACKOFF,
+    K_EXCLUDE,
+    K_TRY,
+    K_CAUSE,
+    K_EXCLUDED,
+    K_NOT_BEFORE,
     K__COUNT
 };
 #define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
@@ -395,6 +412,14 @@ static const fast_key_t fast_keys[K__COUNT] = {
     KEY("sweep_due", T_BOOL),
     KEY("restarts", T_INT),
     KEY("restarts_staged", T_INT),
+    KEY("retry_max_tries", T_INT),
+    KEY("retry_on", T_STR),
+    KEY("retry_backoff_s", T_INT),
+    KEY("retry_exclude", T_BOOL),
+    KEY("try", T_INT),
+    KEY("retry_cause", T_STR),
+    KEY("excluded_nodes", T_STR),
+    KEY("retry_not_before_ms", T_INT),
 };
 
 typedef struct fast {
@@ -573,6 +598,28 @@ static void fast_request(forge_launch_record_t *r, const fast_t *f,
         free(aad);
 }
 
+/* A string the fast path read, when it saw the key (else NULL). */
+static const char *fast_text(const fast_t *f, int k, size_t *n)
+{
+    *n = f->seen & (1u << k) ? f->str_len[k] : 0;
+    return f->seen & (1u << k) ? f->str[k] : NULL;
+}
+
+static void fast_retry(forge_launch_record_t *r, const fast_t *f)
+{
+    forge_retry_read_t t = {0};
+
+    t.max_tries = f->num[K_MAX_TRIES];
+    t.backoff_s = f->num[K_BACKOFF];
+    t.try_num = f->num[K_TRY];
+    t.not_before_ms = f->num[K_NOT_BEFORE];
+    t.exclude = f->num[K_EXCLUDE] != 0;
+    t.on = fast_text(f, K_RETRY_ON, &t.on_len);
+    t.cause = fast_text(f, K_CAUSE, &t.cause_len);
+    t.excluded = fast_text(f, K_EXCLUDED, &t.excluded_len);
+    forge_launch_take_retry(r, &t);
+}
+
 /* The record from what fast_scan read, as fill makes it. */
 static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
 {
@@ -608,6 +655,7 @@ static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
     r->sweep_due = f->num[K_SWEEP] != 0;
     r->restarts = count_of(f->num[K_RESTARTS]);
     r->restarts_staged = count_of(f->num[K_STAGED]);
+    fast_retry(r, f);
     return r;
 }
 

@@ -55,6 +55,7 @@
 #define FORGE_LAUNCH_H
 
 #include "core/error.h"
+#include "core/retry.h"
 #include "core/sha256.h"
 #include "record/held.h"
 #include "record/state.h"
@@ -109,6 +110,20 @@ typedef struct forge_launch_record {
      * absent while 0. */
     int restarts;
     int restarts_staged;
+    /* Retries (issue 26, core/retry.h): the policy the launch was accepted
+     * with, kept for all its tries (max_tries 0 or 1: never retried;
+     * records from before read so); which try of the attempt the record
+     * is at (1-based, 0 read as 1); the cause of the last retry; the nodes
+     * the failed tries ran on, when the policy excludes them (Slurm's node
+     * list, comma-separated); and when the next try may be submitted
+     * (wall clock, ms; 0: at once). A record whose policy may still retry
+     * keeps its whole request, sealed, with its job id too (the next try
+     * is submitted from it). Each optional, absent while unset. */
+    forge_retry_policy_t retry;
+    int try_num;
+    char *retry_cause;
+    char *excluded_nodes;
+    long long retry_not_before_ms;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request
@@ -140,12 +155,40 @@ bool forge_launch_refused(const forge_launch_record_t *r, int attempt);
 forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
                                 long long now_ms) FORGE_WARN_UNUSED;
 
+/*
+ * The next try (issue 26): the job of r's try ended with a cause its
+ * policy retries (core/retry.h: forge_retry_decide), and r becomes the
+ * next try's intent: PENDING (seq + 1, updated_at = now_ms), try + 1, no
+ * job (its ids, the Slurm states seen, missing_since, the requeue counts
+ * and a sweep due are the ended job's: gone), cause as retry_cause, the
+ * nodes that job ran on (Slurm's node list; NULL: none) added to
+ * excluded_nodes when the policy excludes them, not_before_ms as
+ * retry_not_before_ms. FORGE_EINVAL (nothing changes) from a state a
+ * retry may not leave (state.h: forge_state_retry_legal).
+ */
+forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
+                              const char *failed_nodes, long long not_before_ms,
+                              long long now_ms) FORGE_WARN_UNUSED;
+
+/* r's try (1-based: a record from before tries is at its first). */
+int forge_launch_try(const forge_launch_record_t *r);
+
+/* Whether r's policy may still retry it (a try left, a cause named): its
+ * whole request is then kept with its job id (forge_launch_compact leaves
+ * it, and records carry it sealed). */
+bool forge_launch_may_retry(const forge_launch_record_t *r);
+
+/* Whether r is an intent: a live launch without a job, whose submit (or
+ * next try's) is to be made: ACCEPTED, or PENDING after a retry. */
+bool forge_launch_is_intent(const forge_launch_record_t *r);
+
 /* Forgets the request (the logs are safe, or there are none): the next
  * record written carries none, sealed or not. */
 void forge_launch_drop_request(forge_launch_record_t *r);
 
 /* The job id is recorded: the request's bytes are no longer needed
- * (what is, the caller keeps: held.h), and are wiped and freed. */
+ * (what is, the caller keeps: held.h), and are wiped and freed; unless a
+ * retry may still need them (forge_launch_may_retry). */
 void forge_launch_compact(forge_launch_record_t *r);
 
 /* What a record's request is sealed for ("forge-state/v1/<id>/<attempt>"):

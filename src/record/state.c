@@ -39,8 +39,10 @@ static const char *const names[FORGE_STATE__COUNT] = {
  * PENDING → RUNNING → outcome, skipping allowed; RUNNING → PENDING (requeue,
  * preemption with requeue); REJECTED only before submission (from NONE or
  * ACCEPTED); LOST only once Slurm had the job (SUBMITTED, PENDING, RUNNING);
- * CANCELLED from ACCEPTED on (a cancel before the submit). Terminal states
- * have no row: nothing leaves them. No row holds its own state.
+ * CANCELLED from ACCEPTED on (a cancel before the submit); PENDING →
+ * SUBMITTED: a retry's next try submitted (its PENDING, reason retrying,
+ * is forge_state_retry_legal's move). Terminal states have no row: nothing
+ * leaves them. No row holds its own state.
  */
 static const uint16_t allowed[FORGE_STATE__COUNT] = {
     [FORGE_STATE_NONE] = BIT(FORGE_STATE_ACCEPTED) | BIT(FORGE_STATE_REJECTED),
@@ -50,8 +52,9 @@ static const uint16_t allowed[FORGE_STATE__COUNT] = {
     [FORGE_STATE_SUBMITTED] = BIT(FORGE_STATE_PENDING) |
                               BIT(FORGE_STATE_RUNNING) | OUTCOMES |
                               BIT(FORGE_STATE_LOST),
-    [FORGE_STATE_PENDING] =
-        BIT(FORGE_STATE_RUNNING) | OUTCOMES | BIT(FORGE_STATE_LOST),
+    [FORGE_STATE_PENDING] = BIT(FORGE_STATE_SUBMITTED) |
+                            BIT(FORGE_STATE_RUNNING) | OUTCOMES |
+                            BIT(FORGE_STATE_LOST),
     [FORGE_STATE_RUNNING] =
         BIT(FORGE_STATE_PENDING) | OUTCOMES | BIT(FORGE_STATE_LOST),
 };
@@ -79,6 +82,12 @@ forge_state_t forge_state_from_name(const char *name)
 bool forge_state_is_terminal(forge_state_t s)
 {
     return in_range(s) && (TERMINAL & BIT(s)) != 0;
+}
+
+bool forge_state_retry_legal(forge_state_t from)
+{
+    return from == FORGE_STATE_SUBMITTED || from == FORGE_STATE_PENDING ||
+           from == FORGE_STATE_RUNNING;
 }
 
 bool forge_state_transition_legal(forge_state_t from, forge_state_t to)

@@ -36,9 +36,19 @@ bool forge_state_is_terminal(forge_state_t s);
 /*
  * Whether a launch may go from `from` to `to`: forward along ACCEPTED →
  * SUBMITTED → PENDING → RUNNING → terminal, skipping allowed; RUNNING →
- * PENDING (requeue); REJECTED only before SUBMITTED; nothing leaves a
- * terminal state; a state never "moves" to itself.
+ * PENDING (requeue); PENDING → SUBMITTED (a retry's next try submitted);
+ * REJECTED only before SUBMITTED; nothing leaves a terminal state; a state
+ * never "moves" to itself.
  */
 bool forge_state_transition_legal(forge_state_t from, forge_state_t to);
+
+/*
+ * Whether a launch in `from` may be retried: its try's job ended with a
+ * cause its policy retries (core/retry.h), and the launch goes PENDING
+ * (reason `retrying`) as the next try's intent instead of the terminal
+ * state. From SUBMITTED, PENDING (a job that failed before a poll saw it
+ * run: the one move to the same state) and RUNNING.
+ */
+bool forge_state_retry_legal(forge_state_t from);
 
 #endif

@@ -131,6 +131,48 @@ Test(events, every_kind_of_event_is_valid_under_the_schema)
     json_decref(slurm);
 }
 
+/* A retry's PENDING (issue 26): `try` and the `retry` object, valid under
+ * the schema; an event that says no try has none. */
+Test(events, a_retrying_event_says_which_try_and_why)
+{
+    char dir[] = "/tmp/forge-events-XXXXXX", cmd[1024], path[64];
+    forge_status_event_t e = base_event();
+    json_t *slurm = sample_slurm(), *ev, *data, *retry;
+
+    retry = json_pack("{s:i, s:i, s:s, s:s, s:[s]}", "try", 2, "max_tries", 3,
+                      "cause", "node_fail", "not_before",
+                      "2026-12-02T17:45:09.123Z", "excluded_nodes", "h200-1");
+    ev = forge_event_status(&e);
+    data = json_object_get(ev, "data");
+    cr_assert_null(json_object_get(data, "try"));
+    cr_assert_null(json_object_get(data, "retry"));
+    json_decref(ev);
+    e.seq = 4;
+    e.previous = FORGE_STATE_RUNNING;
+    e.state = FORGE_STATE_PENDING;
+    e.reason = "retrying";
+    e.slurm = slurm;
+    e.try_num = 2;
+    e.retry = retry;
+    ev = forge_event_status(&e);
+    data = json_object_get(ev, "data");
+    cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
+    cr_assert(json_equal(json_object_get(data, "retry"), retry));
+    json_decref(ev);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/retrying.json", dir);
+    write_event(path, &e);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tests/schema/validate.py "
+             "status-changed.v1.json %s",
+             FORGE_SOURCE_DIR, path);
+    cr_assert_eq(system(cmd), 0, "the retrying event breaks the schema");
+    unlink(path);
+    rmdir(dir);
+    json_decref(retry);
+    json_decref(slurm);
+}
+
 /* logs_archived names the refused entries of the staging folder, and the
  * event stays valid under schemas/logs-archived.v1.json; so does a
  * REJECTED for an unsafe staging folder under status-changed. */

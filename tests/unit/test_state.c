@@ -22,7 +22,7 @@ static const char *const legal[FORGE_STATE__COUNT] = {
     /* NONE      */ ".x.......x.",
     /* ACCEPTED  */ "..xxxxxxxx.",
     /* SUBMITTED */ "...xxxxxx.x",
-    /* PENDING   */ "....xxxxx.x",
+    /* PENDING   */ "..x.xxxxx.x",
     /* RUNNING   */ "...x.xxxx.x",
     /* SUCCEEDED */ "...........",
     /* FAILED    */ "...........",
@@ -85,10 +85,25 @@ Test(state, contract_examples)
                                                FORGE_STATE_REJECTED));
     cr_expect_not(
         forge_state_transition_legal(FORGE_STATE_ACCEPTED, FORGE_STATE_LOST));
+    /* a retry's next try submitted (issue 26) */
+    cr_expect(forge_state_transition_legal(FORGE_STATE_PENDING,
+                                           FORGE_STATE_SUBMITTED));
     cr_expect_not(forge_state_transition_legal(FORGE_STATE_PENDING,
-                                               FORGE_STATE_SUBMITTED));
+                                               FORGE_STATE_ACCEPTED));
     cr_expect_not(forge_state_transition_legal(FORGE_STATE_SUCCEEDED,
                                                FORGE_STATE_RUNNING));
+}
+
+/* A retry leaves a live state with a job for PENDING (retrying), the one
+ * move to PENDING from PENDING; never before a job, never after the end. */
+Test(state, a_retry_leaves_a_state_with_a_job)
+{
+    for (int s = 0; s < FORGE_STATE__COUNT; s++) {
+        bool want = s == FORGE_STATE_SUBMITTED || s == FORGE_STATE_PENDING ||
+                    s == FORGE_STATE_RUNNING;
+        cr_expect_eq(forge_state_retry_legal((forge_state_t)s), want, "%s",
+                     label(s));
+    }
 }
 
 Test(state, out_of_range_is_never_legal)
