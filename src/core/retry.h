@@ -34,6 +34,12 @@ enum {
 };
 
 #define FORGE_RETRY_CAUSE_COUNT 7
+
+/* The causes that are a node's failure: only the nodes of a try that ended
+ * with one of them are excluded from the next (a preemption, an exit, an
+ * OOM, a time limit say nothing against the node). */
+#define FORGE_RETRY_NODE_CAUSES                                                \
+    (FORGE_RETRY_NODE_FAIL | FORGE_RETRY_BOOT_FAIL | FORGE_RETRY_LAUNCH_FAILED)
 #define FORGE_RETRY_MAX_TRIES   10  /* a policy's max_tries: 1..10 */
 #define FORGE_RETRY_BACKOFF_MAX 600 /* seconds: the first delay, and any */
 

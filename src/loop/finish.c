@@ -40,7 +40,9 @@ void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now)
 
     if (r->cleaned || e->busy || now < e->retry_at_ms)
         return;
-    if (r->job_id && !r->archived) {
+    /* a job ran (a retried launch's earlier tries did, even when its last
+     * never reached Slurm: their logs are in the folder) */
+    if ((r->job_id || forge_launch_try(r) > 1) && !r->archived) {
         if (w->archives_out >= FORGE_ARCHIVE_SLOTS)
             return; /* back-pressure: the next tick asks again */
         kind = FORGE_WORK_ARCHIVE;

@@ -90,6 +90,14 @@ static void fail_unreadable(forge_loop_t *w, forge_entry_t *e)
     forge_loop_publish_event(w, e, &c, true);
 }
 
+/* A submit refused: REJECTED, or FAILED for a later try (the launch ran:
+ * REJECTED only ever comes before a job, state.h). */
+static forge_state_t refused_state(const forge_entry_t *e)
+{
+    return forge_launch_try(e->rec) > 1 ? FORGE_STATE_FAILED
+                                        : FORGE_STATE_REJECTED;
+}
+
 static void on_submitted(forge_loop_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_loop_entry_of(w, work);
@@ -101,7 +109,9 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
     if (work->status == FORGE_SLURM_OK) {
         change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
         e->rec->job_id = work->submit.job_id;
-        forge_launch_compact(e->rec); /* no submit needs its bytes again */
+        e->rec->retry_not_before_ms = 0; /* the try is submitted */
+        /* no submit needs its bytes again, unless a retry may */
+        forge_launch_compact(e->rec);
         free(e->rec->component_ids);
         e->rec->component_ids = work->submit.component_ids;
         e->rec->component_count = work->submit.component_count;
@@ -120,8 +130,7 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
         /* refused before Slurm saw it (the staging folder unsafe, the
          * request's check): the reason is our own code */
         forge_error_t err = {0};
-        change_t c = {FORGE_STATE_REJECTED, forge_rc_name(work->code), NULL,
-                      &err};
+        change_t c = {refused_state(e), forge_rc_name(work->code), NULL, &err};
         forge_error_set(&err, work->code, "$", "%s", work->message);
         forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
                        forge_rc_name(work->code), work->message);
@@ -131,7 +140,7 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
         fail_unreadable(w, e);
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
-        change_t c = {FORGE_STATE_REJECTED, "slurm_refused", NULL, &err};
+        change_t c = {refused_state(e), "slurm_refused", NULL, &err};
         forge_error_set(&err, FORGE_ESCHEMA, "$", "Slurm refused the job: %s",
                         work->message);
         forge_loop_publish_event(w, e, &c, true);
@@ -296,12 +305,14 @@ static void tend_entry(void *ctx, forge_entry_t *e)
     if (r->job_id) { /* a live job: into this tick's batch */
         forge_loop_tick_add(t->poll, r);
         forge_loop_restage_due(t->w, e, t->now); /* a requeue not staged */
-    } else if (r->state == FORGE_STATE_ACCEPTED && !e->busy &&
-               t->now >= e->retry_at_ms && (r->request || r->request_error)) {
-        /* an intent without a job: restored after a crash, or a submit to
-         * retry. Clean whatever the tag finds first: never two jobs. A
-         * cancelled one too (its submit may have reached Slurm), and then
-         * nothing is submitted. */
+    } else if (forge_launch_is_intent(r) && !e->busy &&
+               t->now >= e->retry_at_ms && t->now >= e->next_try_ms &&
+               (r->request || r->request_error)) {
+        /* an intent without a job: restored after a crash, a submit to
+         * retry, or a retry's next try (tries.c) once its backoff passed.
+         * Clean whatever the tag finds first: never two jobs. A cancelled
+         * one too (its submit may have reached Slurm), and then nothing is
+         * submitted. */
         e->busy = true;
         forge_loop_defer(t->w,
                          forge_loop_new_work(r->cancel_requested

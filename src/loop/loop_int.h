@@ -98,6 +98,20 @@ int forge_loop_write_record(forge_loop_t *w, const forge_entry_t *e);
 int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
                              const change_t *c, bool store);
 
+/* A retry's PENDING (tries.c): e's record already moved from `from`
+ * (launch.h: forge_launch_retry); its event, carrying retry (events.h),
+ * and its record. */
+int forge_loop_publish_retry(forge_loop_t *w, forge_entry_t *e,
+                             forge_state_t from, const change_t *c,
+                             const json_t *retry);
+
+/* tries.c: a terminal move c of e that a poll saw, retried instead when
+ * e's policy names its cause and a try is left (core/retry.h): PENDING
+ * (retrying) published and e's record the next try's intent, submitted
+ * once its backoff has passed. True when it was; false: publish c. */
+bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
+                              const change_t *c);
+
 /* REJECTED for an attempt that conflicts with a live one: an event, but no
  * record (the live attempt's record stays the launch's). */
 void forge_loop_publish_unstored(forge_loop_t *w, const char *launch_id,

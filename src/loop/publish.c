@@ -39,6 +39,7 @@ forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
     forge_work_t *work = forge_work_new(
         kind, e->rec->launch_id, e->rec->attempt, e->partition, e->generation);
 
+    work->try_num = forge_launch_try(e->rec);
     if (kind == FORGE_WORK_CANCEL || kind == FORGE_WORK_SWEEP) {
         work->cancel.job_id = e->rec->job_id;
     } else if (kind == FORGE_WORK_ARCHIVE || kind == FORGE_WORK_RESTAGE) {
@@ -46,6 +47,7 @@ forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
         work->files.restart = e->rec->restarts;
     } else if (kind != FORGE_WORK_CLEANUP) {
         work->submit.request = request_of(e, &work->submit.request_len);
+        work->submit.excluded_nodes = forge_xstrdup(e->rec->excluded_nodes);
     }
     return work;
 }
@@ -95,16 +97,16 @@ int forge_loop_write_record(forge_loop_t *w, const forge_entry_t *e)
                                    e->rec->launch_id, o);
 }
 
-int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
-                             const change_t *c, bool store)
+/* The status event of e's move from `from` to c->to (e's record moved
+ * already), with e's record (store) or without; retry: a retry's object
+ * (events.h), or NULL. */
+static int emit(forge_loop_t *w, forge_entry_t *e, forge_state_t from,
+                const change_t *c, const json_t *retry, bool store)
 {
-    forge_state_t from = e->rec->state;
     const forge_held_t *l = e->held;
     forge_status_event_t ev = {0};
     int rc;
 
-    if (forge_launch_advance(e->rec, c->to, forge_timestamp_now_ms()))
-        return 0; /* not a legal move: nothing to say */
     forge_hooks()->moved((int)from, (int)c->to, c->reason);
     ev.launch_id = e->rec->launch_id;
     ev.attempt = e->rec->attempt;
@@ -122,6 +124,8 @@ int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
         ev.error_message = c->error->message;
     }
     ev.at_ms = e->rec->updated_at_ms;
+    ev.try_num = forge_launch_try(e->rec);
+    ev.retry = retry;
     FORGE_TESTPOINT_EVENT_STATE(forge_state_name(c->to));
     rc = forge_loop_produce_json(w, w->cfg->topic_status, -1, e->rec->launch_id,
                                  forge_event_status(&ev));
@@ -132,6 +136,23 @@ int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
                          forge_state_name(c->to));
     }
     return rc || !store ? rc : forge_loop_write_record(w, e);
+}
+
+int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
+                             const change_t *c, bool store)
+{
+    forge_state_t from = e->rec->state;
+
+    if (forge_launch_advance(e->rec, c->to, forge_timestamp_now_ms()))
+        return 0; /* not a legal move: nothing to say */
+    return emit(w, e, from, c, NULL, store);
+}
+
+int forge_loop_publish_retry(forge_loop_t *w, forge_entry_t *e,
+                             forge_state_t from, const change_t *c,
+                             const json_t *retry)
+{
+    return emit(w, e, from, c, retry, true);
 }
 
 void forge_loop_publish_unstored(forge_loop_t *w, const char *launch_id,

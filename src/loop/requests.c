@@ -123,6 +123,9 @@ static void on_launch(forge_loop_t *w, const forge_kafka_message_t *m,
     }
     rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
                                   m->value_len);
+    /* the policy of every try of this attempt: the fleet's as the request
+     * overrides it (core/retry.h) */
+    rec->retry = forge_retry_policy_merge(&w->cfg->retry, &l->retry);
     /* the entry keeps the request's labels and secrets (held.h); p keeps
      * the request, which l points into, until its caller frees it */
     e = forge_owner_put_held(w->owner, rec, forge_held_of_request(p->request),

@@ -62,6 +62,8 @@ void forge_loop_on_restaged(forge_loop_t *w, forge_entry_t *e,
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
                              {"error", forge_rc_name(work->code)}};
 
+    if (work->try_num != forge_launch_try(e->rec))
+        return; /* the job of a try that ended: a retry followed (tries.c) */
     if (work->code != FORGE_OK) {
         e->retry_at_ms = forge_clock_ms() + RESTAGE_RETRY_MS;
         forge_log_fields(FORGE_LOG_WARN, f, 2,

@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/testpoint.h"
+#include "core/timestamp.h"
 #include "core/util.h"
 #include "loop/loop_int.h"
 
@@ -134,6 +135,18 @@ static void decode_record(void *ctx, int32_t partition, const char *key,
     r->records++;
 }
 
+/* A retry's next try waits out what is left of its backoff (the record's
+ * wall clock time, onto the monotonic clock: core/clock.h), whoever owns
+ * it now. */
+static void restore_backoff(forge_entry_t *e)
+{
+    long long left = e->rec->retry_not_before_ms - forge_timestamp_now_ms();
+
+    if (forge_launch_is_intent(e->rec) && e->rec->retry_not_before_ms &&
+        left > 0)
+        e->next_try_ms = forge_clock_ms() + left;
+}
+
 /* r's records into the table, in order (later wins), or freed. */
 static void take_records(forge_loop_t *w, restoring_t *r, bool keep)
 {
@@ -148,6 +161,7 @@ static void take_records(forge_loop_t *w, restoring_t *r, bool keep)
             e = forge_owner_put_registered(w->owner, d->rec, d->held,
                                            r->partition);
             e->submit_unknown = e->rec->job_id == 0;
+            restore_backoff(e);
             if (e->rec->sweep_due) /* the last owner's sweep, not done */
                 e->sweep_at_ms = forge_clock_ms() +
                                  (long long)w->cfg->late_job_sweep_s * 1000;

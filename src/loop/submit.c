@@ -4,7 +4,10 @@
  * slurm/submit_held.h: POST held, adopt by the comment tag when the
  * outcome is unknown, release every component, cancel a job left held;
  * the request as the loop prepared it, or, for a restored intent or a
- * retry, prepared here), the adoption of what an interrupted submit made
+ * retried submit, prepared here; a retry's later try (tries.c) is always
+ * prepared here, tagged with its try and into the staging folder of the
+ * tries before it, which it never removes: render/try.h), the adoption of
+ * what an interrupted submit made
  * (or, when it made nothing that may run, a clean and a fresh submit), the
  * clean of a cancelled one, the sweep for late jobs some time after
  * either, a cancel; and, before each step of
@@ -36,6 +39,7 @@
 #include "core/util.h"
 #include "render/render.h"
 #include "render/staging.h"
+#include "render/try.h"
 #include "prepare/prepare.h"
 #include "loop/listing.h"
 #include "loop/work.h"
@@ -147,13 +151,27 @@ void forge_submit_withdraw(forge_pool_t *slurm, const char *launch_id,
 
 /* ---- submit ------------------------------------------------------------ */
 
+/* w's comment tag: its launch's attempt's, and its try's from the second
+ * on (render/try.h): a try's clean never finds another try's jobs. New. */
+static char *tag_of(const forge_work_t *w)
+{
+    return forge_try_tag(w->launch_id, w->attempt, w->try_num);
+}
+
+/* A later try's staging folder holds the earlier tries' logs, which the
+ * archive keeps: it is written over, never removed before a submit. */
+static bool keeps_staging(const forge_work_t *w)
+{
+    return w->try_num > 1;
+}
+
 /* The jobs carrying w's comment tag, in a listing of slurmctld's jobs
  * begun after w was made (listing.h). */
 static forge_slurm_status_t find_tagged(submitter_t *s, const forge_work_t *w,
                                         forge_tagged_job_t **jobs, size_t *n,
                                         forge_slurm_result_t *res)
 {
-    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    char *comment = tag_of(w);
     forge_slurm_status_t st = forge_listing_find(
         s->listing, client_of(s, w), comment, w->made_ns, jobs, n, res);
 
@@ -191,6 +209,9 @@ static bool prepared(submitter_t *s, forge_work_t *w)
     }
     forge_work_take_prepared(w, p, &p->request->launch, tenant);
     forge_prepared_destroy(p);
+    /* a later try: its tag, FORGE_TRY, the nodes it may not use */
+    forge_try_apply(w->submit.prepared->payload, w->launch_id, w->attempt,
+                    w->try_num, w->submit.excluded_nodes);
     return true;
 }
 
@@ -229,7 +250,7 @@ static bool stage(submitter_t *s, forge_work_t *w)
 static void post(submitter_t *s, forge_work_t *w)
 {
     const forge_work_prepared_t *p = w->submit.prepared;
-    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    char *comment = tag_of(w);
     forge_slurm_held_job_t job = {p->payload,
                                   p->tenant ? p->tenant->slurm_user : NULL,
                                   comment, p->pool_count};
@@ -251,7 +272,9 @@ static void post(submitter_t *s, forge_work_t *w)
 static void do_submit(submitter_t *s, forge_work_t *w)
 {
     if (may_act(s, w, true) && prepared(s, w) && stage(s, w)) {
-        FORGE_TESTPOINT_CRASH("submit.before");
+        /* a later try's submit (tries.c): its intent committed */
+        FORGE_TESTPOINT_CRASH(w->try_num > 1 ? "retry.before"
+                                             : "submit.before");
         /* refused now: its staging folder goes with the launch's cleanup */
         if (may_act(s, w, true))
             post(s, w);
@@ -306,7 +329,7 @@ static void clean_intent(submitter_t *s, forge_work_t *w)
     if (!may_act(s, w, false))
         return;
     sweep_tagged(s, w, 0);
-    if (w->status != FORGE_SLURM_OK)
+    if (w->status != FORGE_SLURM_OK || keeps_staging(w))
         return;
     if (may_act(s, w, false) &&
         forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
@@ -353,7 +376,7 @@ static uint32_t adoptable(const forge_tagged_job_t *jobs, size_t n, bool *held)
 static void adopt(submitter_t *s, forge_work_t *w, uint32_t job_id, bool held)
 {
     const forge_work_prepared_t *p;
-    char *comment = forge_render_job_comment(w->launch_id, w->attempt);
+    char *comment = tag_of(w);
     forge_slurm_held_job_t job = {NULL, NULL, comment, 1};
     forge_slurm_released_t made;
     forge_slurm_result_t res = {0};
@@ -418,7 +441,7 @@ static void do_clean_submit(submitter_t *s, forge_work_t *w)
         adopt(s, w, keep, held);
         return;
     }
-    if (may_act(s, w, false) &&
+    if (!keeps_staging(w) && may_act(s, w, false) &&
         forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);
     if (!may_act(s, w, true))

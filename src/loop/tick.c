@@ -103,7 +103,7 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     if (m.moves && forge_state_is_terminal(m.to))
         forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm,
                         forge_clock_ms());
-    if (m.moves)
+    if (m.moves && !forge_loop_retry_instead(w, e, &c)) /* tries.c */
         forge_loop_publish_event(w, e, &c, true);
     json_decref(slurm);
 }
@@ -123,7 +123,8 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
                    "the records rewound: %s",
                    (unsigned)job_id, forge_state_name(end->state));
     e->rec->missing_since_ms = 0;
-    forge_loop_publish_event(w, e, &c, true);
+    if (!forge_loop_retry_instead(w, e, &c)) /* tries.c */
+        forge_loop_publish_event(w, e, &c, true);
     return true;
 }
 

@@ -65,6 +65,7 @@ static void free_prepared(forge_work_prepared_t *p)
 static void free_submit(forge_work_t *w)
 {
     free(w->submit.request);
+    free(w->submit.excluded_nodes);
     free(w->submit.component_ids);
     free_prepared(w->submit.prepared);
 }

@@ -89,6 +89,8 @@ typedef struct forge_work_submit {
     /* NULL: prepared on the Slurm thread from `request` (a restored
      * intent, a retry) */
     forge_work_prepared_t *prepared;
+    /* the nodes a later try may not use (render/try.h; NULL: none) */
+    char *excluded_nodes;
     atomic_bool withdraw; /* set by forge_submit_withdraw */
     /* results */
     uint32_t job_id; /* the new job (the leader) */
@@ -155,6 +157,7 @@ typedef struct forge_work {
     forge_work_kind_t kind;
     char *launch_id; /* NULL for a POLL */
     int attempt;
+    int try_num; /* the launch's try it was made for (1-based; 0: none) */
     /* the launch's partition, and the generation it was made in */
     int32_t partition;
     uint64_t generation;

@@ -162,13 +162,18 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
  * job (its ids, the Slurm states seen, missing_since, the requeue counts
  * and a sweep due are the ended job's: gone), cause as retry_cause, the
  * nodes that job ran on (Slurm's node list; NULL: none) added to
- * excluded_nodes when the policy excludes them, not_before_ms as
+ * excluded_nodes when the policy excludes them and the cause is a node's
+ * failure (core/retry.h: FORGE_RETRY_NODE_CAUSES), not_before_ms as
  * retry_not_before_ms. FORGE_EINVAL (nothing changes) from a state a
  * retry may not leave (state.h: forge_state_retry_legal).
  */
 forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
                               const char *failed_nodes, long long not_before_ms,
                               long long now_ms) FORGE_WARN_UNUSED;
+
+/* r's excluded nodes as a JSON array of Slurm node list entries ("h200-1",
+ * "gpu[1-4]"; [] for none): new reference. */
+json_t *forge_launch_excluded_json(const forge_launch_record_t *r);
 
 /* r's try (1-based: a record from before tries is at its first). */
 int forge_launch_try(const forge_launch_record_t *r);

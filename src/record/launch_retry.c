@@ -95,6 +95,21 @@ static void exclude_nodes(char **list, const char *nodes)
     forge_buf_clear(&b);
 }
 
+json_t *forge_launch_excluded_json(const forge_launch_record_t *r)
+{
+    json_t *list = json_array();
+    const char *nodes = r->excluded_nodes;
+    size_t at = 0;
+
+    while (nodes && nodes[at]) {
+        const char *e = nodes + at;
+        size_t n = node_entry(nodes, &at);
+        if (n)
+            json_array_append_new(list, json_stringn(e, n));
+    }
+    return list;
+}
+
 forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
                               const char *failed_nodes, long long not_before_ms,
                               long long now_ms)
@@ -116,7 +131,8 @@ forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
     r->sweep_due = false;
     free(r->retry_cause);
     r->retry_cause = forge_xstrdup(cause);
-    if (r->retry.exclude_failed_nodes)
+    if (r->retry.exclude_failed_nodes &&
+        (forge_retry_cause_of_reason(cause) & FORGE_RETRY_NODE_CAUSES))
         exclude_nodes(&r->excluded_nodes, failed_nodes);
     r->retry_not_before_ms = not_before_ms;
     return FORGE_OK;

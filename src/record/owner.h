@@ -47,6 +47,9 @@ typedef struct forge_entry {
     bool submit_unknown;
     /* times on the monotonic clock (core/clock.h) */
     long long retry_at_ms; /* a failed submit waits until then */
+    /* a retry's next try (loop/tries.c) is not submitted before then: its
+     * backoff, from the record's retry_not_before */
+    long long next_try_ms;
     int submit_failures;
     long long cancel_sent_ms; /* when a cancel was last posted; 0: never */
     /* when to look for late jobs of an interrupted submit (its clean ran:

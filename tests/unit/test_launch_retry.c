@@ -222,14 +222,14 @@ Test(launch_retry, a_retry_makes_the_next_tries_intent)
     cr_assert_not(r->sweep_due);
     cr_assert_eq(r->retry_not_before_ms, 5000);
     cr_assert(forge_launch_is_intent(r), "PENDING without a job: an intent");
-    /* the second try ran on other nodes, and failed too */
+    /* the second try ran on other nodes, and they failed too */
     r->job_id = 78;
     cr_assert_eq(forge_launch_advance(r, FORGE_STATE_SUBMITTED, 500), 0);
     cr_assert_eq(
-        forge_launch_retry(r, "preempted", "a100-1,h200-1,gpu[1,3]", 6000, 600),
+        forge_launch_retry(r, "boot_fail", "a100-1,h200-1,gpu[1,3]", 6000, 600),
         FORGE_OK);
     cr_assert_eq(forge_launch_try(r), 3);
-    cr_assert_str_eq(r->retry_cause, "preempted");
+    cr_assert_str_eq(r->retry_cause, "boot_fail");
     cr_assert_str_eq(r->excluded_nodes, "h200-1,a100-1,gpu[1,3]",
                      "each node once, a bracket's commas its own");
     cr_assert_not(forge_launch_may_retry(r), "the third of three");
@@ -255,7 +255,7 @@ Test(launch_retry, a_retry_leaves_only_a_state_with_a_job)
     forge_launch_record_free(r);
 }
 
-Test(launch_retry, failed_nodes_are_kept_only_when_the_policy_excludes_them)
+Test(launch_retry, failed_nodes_are_kept_only_for_a_nodes_failure_to_exclude)
 {
     forge_launch_record_t *r = running();
 
@@ -267,6 +267,11 @@ Test(launch_retry, failed_nodes_are_kept_only_when_the_policy_excludes_them)
     r = running();
     cr_assert_eq(forge_launch_retry(r, "boot_fail", NULL, 0, 400), FORGE_OK);
     cr_assert_null(r->excluded_nodes, "no nodes: none");
+    forge_launch_record_free(r);
+    r = running(); /* a preemption says nothing against the node */
+    cr_assert_eq(forge_launch_retry(r, "preempted", "h200-1", 0, 400),
+                 FORGE_OK);
+    cr_assert_null(r->excluded_nodes);
     forge_launch_record_free(r);
 }
 
