@@ -67,11 +67,29 @@ static json_t *archive_of(const forge_launch_record_t *r)
     return json_string(path);
 }
 
+/* A launch's tries (issue 26): which try the record is at, the policy's
+ * max_tries (1: never retried), the last retry's cause, the nodes the
+ * next try may not use, when it is submitted at the earliest. */
+static void put_tries(json_t *o, const forge_launch_record_t *r)
+{
+    json_object_set_new(o, "try", json_integer(forge_launch_try(r)));
+    json_object_set_new(
+        o, "max_tries",
+        json_integer(r->retry.max_tries > 1 ? r->retry.max_tries : 1));
+    json_object_set_new(o, "retry_cause",
+                        r->retry_cause ? json_string(r->retry_cause)
+                                       : json_null());
+    json_object_set_new(o, "excluded_nodes", forge_launch_excluded_json(r));
+    json_object_set_new(o, "retry_not_before",
+                        time_or_null(r->retry_not_before_ms));
+}
+
 json_t *forge_launches_json(const forge_launch_table_entry_t *e)
 {
     const forge_launch_record_t *r = e->rec;
+    json_t *o;
 
-    return json_pack(
+    o = json_pack(
         "{s:s, s:i, s:s, s:I, s:o, s:o, s:i, s:I, s:b, s:b, s:b, s:o, s:s, "
         "s:o, s:o, s:o, s:o, s:o}",
         "launch_id", r->launch_id, "attempt", r->attempt, "state",
@@ -86,6 +104,8 @@ json_t *forge_launches_json(const forge_launch_table_entry_t *e)
         time_or_null(r->updated_at_ms), "missing_since",
         time_or_null(r->missing_since_ms), "slurm_states",
         r->slurm_states ? json_string(r->slurm_states) : json_null());
+    put_tries(o, r);
+    return o;
 }
 
 #define ROW "%-28s %7s %-10s %5s %-20s %4s %-8s %-9s %s\n"

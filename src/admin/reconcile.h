@@ -70,7 +70,9 @@ typedef struct forge_recon_launch {
     int status_attempt; /* 0: none */
     long status_seq;    /* the last event's seq */
     forge_state_t status_state;
-    uint32_t status_job_id; /* the last event's slurm.job_id, 0: none */
+    uint32_t status_job_id; /* the last event's slurm.job_id, 0: none (a
+                               retry's PENDING names the failed try's) */
+    int status_try;         /* the last event's try (1 when it names none) */
     bool status_gap;        /* a seq did not follow the one before */
     /* logs topic: the highest attempt archived, 0: none */
     int logs_attempt;
@@ -80,11 +82,11 @@ void forge_recon_launch_free(forge_recon_launch_t *l); /* NULL-safe */
 
 typedef struct forge_recon_sources {
     forge_recon_map_t *launches; /* launch_id -> forge_recon_launch_t */
-    forge_recon_map_t *jobs;     /* "<id>:<attempt>" -> job list (Slurm) */
-    size_t state_records;        /* records read (before "latest wins") */
-    size_t partitions;           /* of the requests topic */
-    size_t foreign_jobs;         /* tagged, another deployment's */
-    bool accounting;             /* slurmdbd answers */
+    forge_recon_map_t *jobs; /* "<id>:<attempt>:<try>" -> job list (Slurm) */
+    size_t state_records;    /* records read (before "latest wins") */
+    size_t partitions;       /* of the requests topic */
+    size_t foreign_jobs;     /* tagged, another deployment's */
+    bool accounting;         /* slurmdbd answers */
 } forge_recon_sources_t;
 
 void forge_recon_sources_clear(forge_recon_sources_t *s);
@@ -110,20 +112,26 @@ forge_recon_read_topics(const forge_config_t *cfg, const forge_sealer_t *sealer,
 
 /* ---- reconcile_slurm.c -------------------------------------------------- */
 
-/* Every job tagged forge:<id>:<attempt> whose working directory lies in
+/* Every job tagged forge:<id>:<attempt>, or forge:<id>:<attempt>:<try> for
+ * a retry's later try (render/try.h), whose working directory lies in
  * this deployment's staging folder (staging: "<FORGE_SLURM_STORAGE_ROOT>/
  * staging/", where the worker runs every job) into s->jobs, keyed
- * "<id>:<attempt>" (a het job's components together); tagged jobs
- * elsewhere are another deployment's on the same cluster: only counted
- * (s->foreign_jobs). FORGE_EIO: slurmrestd failed. */
+ * "<id>:<attempt>:<try>" (forge_recon_tag_key; a het job's components
+ * together); tagged jobs elsewhere are another deployment's on the same
+ * cluster: only counted (s->foreign_jobs). FORGE_EIO: slurmrestd failed. */
 forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c, const char *staging,
                                   forge_recon_sources_t *s,
                                   forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* The jobs tagged for (launch_id, attempt); NULL: none. */
+/* The key of s->jobs for the tag of (launch_id, attempt, try_num):
+ * "<id>:<attempt>:<try>" (a try < 1 is the first), cut to size. */
+void forge_recon_tag_key(char *key, size_t size, const char *launch_id,
+                         int attempt, int try_num);
+
+/* The jobs tagged for try try_num of (launch_id, attempt); NULL: none. */
 const forge_slurm_job_list_t *
 forge_recon_jobs_of(const forge_recon_sources_t *s, const char *launch_id,
-                    int attempt);
+                    int attempt, int try_num);
 
 /* Of list (sorted by leader, then het_offset, as read_slurm leaves it),
  * the components of the job led by leader: a view into list (never

@@ -161,13 +161,13 @@ static forge_slurm_job_list_t pick_job(forge_recon_item_t *it,
 }
 
 static const forge_slurm_job_list_t *take_tag(planning_t *p, const char *id,
-                                              int attempt)
+                                              int attempt, int try_num)
 {
-    char key[128];
+    char key[160];
 
-    snprintf(key, sizeof(key), "%s:%d", id, attempt);
+    forge_recon_tag_key(key, sizeof(key), id, attempt, try_num);
     *forge_recon_map_slot(p->used, key) = (void *)1;
-    return forge_recon_jobs_of(p->s, id, attempt);
+    return forge_recon_jobs_of(p->s, id, attempt, try_num);
 }
 
 /* ---- a launch with a record --------------------------------------------- */
@@ -216,7 +216,8 @@ static void plan_live_record(planning_t *p, forge_recon_item_t *it,
 static void plan_recorded(planning_t *p, const forge_recon_launch_t *l)
 {
     const forge_launch_record_t *r = l->rec;
-    const forge_slurm_job_list_t *jobs = take_tag(p, l->launch_id, r->attempt);
+    const forge_slurm_job_list_t *jobs =
+        take_tag(p, l->launch_id, r->attempt, forge_launch_try(r));
     forge_recon_item_t *it =
         new_item(p, l->launch_id, r->attempt, FORGE_RECON_CONSISTENT);
 
@@ -254,7 +255,7 @@ static int rebuild_attempt(const planning_t *p, const forge_recon_launch_t *l)
 
     if (l->request_partition >= 0 && l->request_attempt > a &&
         (l->request_consumed ||
-         forge_recon_jobs_of(p->s, l->launch_id, l->request_attempt)))
+         forge_recon_jobs_of(p->s, l->launch_id, l->request_attempt, 1)))
         a = l->request_attempt;
     return a;
 }
@@ -273,6 +274,7 @@ static void rebuild(planning_t *p, forge_recon_item_t *it,
     if (l->status_attempt == it->attempt) {
         r->state = l->status_state;
         r->seq = l->status_seq;
+        r->try_num = l->status_try; /* its policy is the request's: lost */
     }
     it->state = r->state;
     r->cancel_requested = with_request && l->cancel_requested;
@@ -306,7 +308,8 @@ static void plan_unrecorded(planning_t *p, const forge_recon_launch_t *l)
 
     if (!attempt)
         return;
-    jobs = take_tag(p, l->launch_id, attempt);
+    jobs = take_tag(p, l->launch_id, attempt,
+                    l->status_attempt == attempt ? l->status_try : 1);
     if (l->request_partition < 0) { /* nowhere to put a record */
         if (!forge_recon_any_live(jobs))
             return;
@@ -338,9 +341,10 @@ static void plan_orphans(planning_t *p)
     for (size_t i = 0; i < forge_recon_map_count(jobs); i++) {
         const forge_slurm_job_list_t *l = forge_recon_map_at(jobs, i);
         const char *key = forge_recon_map_key_at(jobs, i);
-        char *id = forge_xstrdup(key), *colon = strrchr(id, ':');
+        char *id = forge_xstrdup(key), *colon = strchr(id, ':');
         forge_recon_item_t *it;
 
+        /* "<id>:<attempt>:<try>": a launch_id holds no ':' */
         if (colon && !forge_recon_map_get(p->used, key) &&
             forge_recon_any_live(l)) {
             *colon = '\0';

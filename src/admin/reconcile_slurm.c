@@ -2,7 +2,8 @@
 /*
  * reconcile_slurm.c - what Slurm says of the launches, for reconcile
  * (reconcile.h): every job whose comment carries the worker's tag
- * `forge:<launch_id>:<attempt>` (render.c puts it on every job), from one
+ * `forge:<launch_id>:<attempt>`, or `forge:<launch_id>:<attempt>:<try>`
+ * for a retry's later try (render/try.h puts it on every job), from one
  * GET /jobs, grouped by tag; accounting (slurmdbd) for a job the live list
  * no longer has, where there is accounting. Ended jobs stay in slurmctld's
  * list for MinJobAge (300 s by default): a job that ended longer ago and
@@ -18,6 +19,7 @@
  */
 #include "admin/reconcile.h"
 #include "render/render.h"
+#include "render/try.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "slurm/verdict.h"
@@ -42,18 +44,25 @@ static int by_leader(const void *a, const void *b)
     return x->het_offset - y->het_offset;
 }
 
-/* "<id>:<attempt>" of a tag, or NULL when comment is not one. */
+void forge_recon_tag_key(char *key, size_t size, const char *launch_id,
+                         int attempt, int try_num)
+{
+    snprintf(key, size, "%s:%d:%d", launch_id, attempt,
+             try_num > 1 ? try_num : 1);
+}
+
+/* The s->jobs key of a tag (new), or NULL when comment is not one. */
 static char *tag_key(const char *comment)
 {
-    const char *id = comment + strlen(FORGE_JOB_TAG_PREFIX),
-               *colon = strrchr(id, ':');
-    char *end;
-    long attempt;
+    forge_try_tag_parts_t t;
+    char id[128], key[160];
 
-    if (!colon || colon == id)
+    if (!forge_try_tag_parse(comment, &t) || t.id_len >= sizeof(id))
         return NULL;
-    attempt = strtol(colon + 1, &end, 10);
-    return *end || attempt < 1 ? NULL : forge_xstrdup(id);
+    memcpy(id, t.id, t.id_len);
+    id[t.id_len] = '\0';
+    forge_recon_tag_key(key, sizeof(key), id, t.attempt, t.try_num);
+    return forge_xstrdup(key);
 }
 
 static void add_job(forge_recon_map_t *m, const char *key, forge_slurm_job_t *j)
@@ -103,11 +112,11 @@ forge_rc_t forge_recon_read_slurm(forge_slurm_client_t *c, const char *staging,
 
 const forge_slurm_job_list_t *
 forge_recon_jobs_of(const forge_recon_sources_t *s, const char *launch_id,
-                    int attempt)
+                    int attempt, int try_num)
 {
-    char key[128];
+    char key[160];
 
-    snprintf(key, sizeof(key), "%s:%d", launch_id, attempt);
+    forge_recon_tag_key(key, sizeof(key), launch_id, attempt, try_num);
     return forge_recon_map_get(s->jobs, key);
 }
 
@@ -142,16 +151,18 @@ bool forge_recon_any_live(const forge_slurm_job_list_t *list)
 /* The job a launch's record (or, without one, its last event) names, when
  * it is live by those and Slurm's list does not have it. */
 static uint32_t missing_job(const forge_recon_sources_t *s,
-                            const forge_recon_launch_t *l, int *attempt)
+                            const forge_recon_launch_t *l, int *attempt,
+                            int *try_num)
 {
     const forge_slurm_job_list_t *jobs;
     uint32_t id = l->rec ? l->rec->job_id : l->status_job_id;
     forge_state_t st = l->rec ? l->rec->state : l->status_state;
 
     *attempt = l->rec ? l->rec->attempt : l->status_attempt;
+    *try_num = l->rec ? forge_launch_try(l->rec) : l->status_try;
     if (!id || st == FORGE_STATE_NONE || forge_state_is_terminal(st))
         return 0;
-    jobs = forge_recon_jobs_of(s, l->launch_id, *attempt);
+    jobs = forge_recon_jobs_of(s, l->launch_id, *attempt, *try_num);
     return forge_recon_job_view(jobs, id).count ? 0 : id;
 }
 
@@ -162,9 +173,9 @@ void forge_recon_read_accounting(forge_slurm_client_t *c,
         forge_recon_launch_t *l = forge_recon_map_at(s->launches, i);
         forge_slurm_job_list_t found = {NULL, 0};
         forge_slurm_result_t res = {0};
-        char key[128];
-        int attempt;
-        uint32_t id = missing_job(s, l, &attempt);
+        char key[160];
+        int attempt, try_num;
+        uint32_t id = missing_job(s, l, &attempt, &try_num);
 
         if (!id)
             continue;
@@ -175,7 +186,7 @@ void forge_recon_read_accounting(forge_slurm_client_t *c,
             continue;
         }
         s->accounting = true;
-        snprintf(key, sizeof(key), "%s:%d", l->launch_id, attempt);
+        forge_recon_tag_key(key, sizeof(key), l->launch_id, attempt, try_num);
         for (size_t j = 0; j < found.count; j++)
             add_job(s->jobs, key, &found.jobs[j]);
         forge_slurm_job_list_clear(&found);

@@ -30,6 +30,7 @@
 #include "admin/topic_scan.h"
 #include "request/request.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,27 @@ static json_t *event_data(const forge_scan_record_t *r, json_t **doc)
     return json_object_get(*doc, "data");
 }
 
+/* One event d (data) of the launch's latest attempt: its seq, state, try
+ * and job. A retry's PENDING names the job of the try that failed: the
+ * next try has none yet. */
+static void status_event(forge_recon_launch_t *l, const json_t *d, long seq,
+                         const json_t *job)
+{
+    json_int_t try_num = json_integer_value(json_object_get(d, "try"));
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+
+    if (seq != l->status_seq + 1)
+        l->status_gap = true;
+    l->status_seq = seq;
+    l->status_state =
+        forge_state_from_name(json_string_value(json_object_get(d, "state")));
+    l->status_try = try_num > 1 && try_num <= INT_MAX ? (int)try_num : 1;
+    if (reason && !strcmp(reason, "retrying"))
+        l->status_job_id = 0;
+    else if (json_integer_value(job) > 0)
+        l->status_job_id = (uint32_t)json_integer_value(job);
+}
+
 static void on_status(void *ctx, const forge_scan_record_t *r)
 {
     forge_recon_sources_t *s = ctx;
@@ -196,15 +218,8 @@ static void on_status(void *ctx, const forge_scan_record_t *r)
             l->status_seq = 0;
             l->status_job_id = 0;
         }
-        if (attempt == l->status_attempt) {
-            if (seq != l->status_seq + 1)
-                l->status_gap = true;
-            l->status_seq = seq;
-            l->status_state = forge_state_from_name(
-                json_string_value(json_object_get(d, "state")));
-            if (json_integer_value(job) > 0)
-                l->status_job_id = (uint32_t)json_integer_value(job);
-        }
+        if (attempt == l->status_attempt)
+            status_event(l, d, seq, job);
     }
     free(key);
     json_decref(doc);

@@ -142,8 +142,30 @@ Test(launches, json_never_shows_the_request)
         json_integer_value(json_array_get(json_object_get(j, "job_ids"), 0)),
         4711);
     cr_assert(json_is_null(json_object_get(j, "archive")));
+    cr_assert_eq(json_integer_value(json_object_get(j, "try")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(j, "max_tries")), 1);
+    cr_assert(json_is_null(json_object_get(j, "retry_cause")));
+    cr_assert_eq(json_array_size(json_object_get(j, "excluded_nodes")), 0);
     free(text);
     json_decref(j);
+    /* a retry's next try (issue 26) */
+    e.rec = forge_launch_record_copy(r);
+    e.rec->retry = (forge_retry_policy_t){3, FORGE_RETRY_NODE_FAIL, 30, true};
+    cr_assert_eq(forge_launch_retry(e.rec, "node_fail", "h200-1", 5000, 3000),
+                 FORGE_OK);
+    j = forge_launches_json(&e);
+    cr_assert_eq(json_integer_value(json_object_get(j, "try")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(j, "max_tries")), 3);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "retry_cause")),
+                     "node_fail");
+    cr_assert_str_eq(json_string_value(json_array_get(
+                         json_object_get(j, "excluded_nodes"), 0)),
+                     "h200-1");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "retry_not_before")),
+                     "1970-01-01T00:00:05.000Z");
+    json_decref(j);
+    forge_launch_record_free(e.rec);
+    e.rec = r;
 
     out = open_memstream(&row, &row_len);
     forge_launches_print_row(out, &e);

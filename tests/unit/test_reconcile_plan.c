@@ -22,15 +22,17 @@ static forge_recon_sources_t sources(void)
     return s;
 }
 
-/* A job tagged for (id, attempt) in state `state`, exit code exit. */
-static void tagged_job(forge_recon_sources_t *s, const char *id, int attempt,
-                       uint32_t job_id, const char *state, int exit)
+/* A job tagged for try try_num of (id, attempt) in state `state`, exit
+ * code exit. */
+static void tagged_try_job(forge_recon_sources_t *s, const char *id,
+                           int attempt, int try_num, uint32_t job_id,
+                           const char *state, int exit)
 {
     char key[128];
     forge_slurm_job_list_t **l;
     forge_slurm_job_t *j;
 
-    snprintf(key, sizeof(key), "%s:%d", id, attempt);
+    forge_recon_tag_key(key, sizeof(key), id, attempt, try_num);
     l = (forge_slurm_job_list_t **)forge_recon_map_slot(s->jobs, key);
     if (!*l)
         *l = forge_xcalloc(1, sizeof(**l));
@@ -43,6 +45,13 @@ static void tagged_job(forge_recon_sources_t *s, const char *id, int attempt,
     j->state_count = 1;
     j->exit_code = exit;
     j->comment = forge_xstrdup("forge:tag");
+}
+
+/* A job tagged for (id, attempt), its first try. */
+static void tagged_job(forge_recon_sources_t *s, const char *id, int attempt,
+                       uint32_t job_id, const char *state, int exit)
+{
+    tagged_try_job(s, id, attempt, 1, job_id, state, exit);
 }
 
 static forge_recon_launch_t *consumed(forge_recon_sources_t *s, const char *id,
@@ -286,6 +295,77 @@ Test(reconcile_plan, refused_request_gets_its_rejected_record_back)
     cr_assert_eq(it->rec->seq, 1);
     cr_assert_null(it->rec->request);
     cr_assert_eq(it->event_count, 0);
+    forge_recon_plan_clear(&p);
+    forge_recon_sources_clear(&s);
+}
+
+/* A retry's tries (issue 26) are told apart by their tags: a record at its
+ * second try takes that try's job, never the first's (ended), adopts an
+ * interrupted submit of its own try, and a live job of a try it has left
+ * is cancelled. */
+Test(reconcile_plan, a_records_try_takes_only_its_own_tags_jobs)
+{
+    forge_recon_sources_t s = sources();
+    forge_recon_plan_t p;
+    forge_launch_record_t *r;
+
+    /* a: at try 2 with its job; try 1's ended job beside it */
+    r = record(consumed(&s, "a", FORGE_STATE_RUNNING, 5, 301),
+               FORGE_STATE_RUNNING, 5, 301);
+    r->try_num = 2;
+    tagged_try_job(&s, "a", 1, 1, 300, "NODE_FAIL", -1);
+    tagged_try_job(&s, "a", 1, 2, 301, "RUNNING", -1);
+    /* b: the next try's intent; its try's job found (adopted), the first
+     * try's ended one left alone */
+    r = record(consumed(&s, "b", FORGE_STATE_PENDING, 3, 0),
+               FORGE_STATE_PENDING, 3, 0);
+    r->try_num = 2;
+    tagged_try_job(&s, "b", 1, 1, 310, "NODE_FAIL", -1);
+    tagged_try_job(&s, "b", 1, 2, 311, "RUNNING", -1);
+    /* c: the intent of try 3, nothing of it submitted yet; a job of try 2
+     * still live (it should not be): cancelled */
+    r = record(consumed(&s, "c", FORGE_STATE_PENDING, 5, 0),
+               FORGE_STATE_PENDING, 5, 0);
+    r->try_num = 3;
+    tagged_try_job(&s, "c", 1, 2, 320, "RUNNING", -1);
+    forge_recon_plan_make(&s, NOW, &p);
+    cr_assert_eq(p.count, 4, "%zu items", p.count);
+    cr_assert_str_eq(p.items[0].launch_id, "a");
+    cr_assert_eq(p.items[0].kind, FORGE_RECON_CONSISTENT);
+    cr_assert_str_eq(p.items[1].launch_id, "b");
+    cr_assert_eq(p.items[1].kind, FORGE_RECON_ADOPT);
+    cr_assert_eq(p.items[1].rec->job_id, 311);
+    cr_assert_eq(p.items[1].rec->try_num, 2);
+    cr_assert_eq(p.items[1].events[0].state, FORGE_STATE_RUNNING);
+    cr_assert_str_eq(p.items[2].launch_id, "c");
+    cr_assert_eq(p.items[2].kind, FORGE_RECON_CONSISTENT, "nothing of try 3");
+    cr_assert_str_eq(p.items[3].launch_id, "c");
+    cr_assert_eq(p.items[3].kind, FORGE_RECON_ORPHAN_CANCEL);
+    cr_assert_eq(p.items[3].cancel_count, 1);
+    cr_assert_eq(p.items[3].cancel_jobs[0], 320);
+    forge_recon_plan_clear(&p);
+    forge_recon_sources_clear(&s);
+}
+
+/* The state topic lost in a retry's backoff: rebuilt at the try the status
+ * topic names; the failed try's job (its retrying PENDING names it) is not
+ * the rebuilt record's. */
+Test(reconcile_plan, a_rebuilt_launch_keeps_its_try)
+{
+    forge_recon_sources_t s = sources();
+    forge_recon_plan_t p;
+    forge_recon_launch_t *l = consumed(&s, "a", FORGE_STATE_PENDING, 4, 0);
+
+    l->status_try = 2;
+    tagged_try_job(&s, "a", 1, 1, 300, "NODE_FAIL", -1);
+    forge_recon_plan_make(&s, NOW, &p);
+    const forge_recon_item_t *it = &p.items[0];
+    cr_assert_eq(p.count, 1, "%zu items", p.count);
+    cr_assert_eq(it->kind, FORGE_RECON_REBUILD);
+    cr_assert_eq(it->rec->try_num, 2);
+    cr_assert_eq(it->rec->job_id, 0, "the next try's intent");
+    cr_assert_eq(it->rec->state, FORGE_STATE_PENDING);
+    cr_assert(forge_launch_is_intent(it->rec));
     forge_recon_plan_clear(&p);
     forge_recon_sources_clear(&s);
 }
