@@ -15,8 +15,9 @@ processes through Kafka only, against the real stack (tests/e2e/stack up):
                 topic, collecting events by launch_id on its own thread
   SlurmWatch    a thread that lists slurmctld's jobs every 0.3 s through
                 slurmrestd and remembers every job it ever saw, by comment tag
-                (forge:<launch_id>:<attempt>), so duplicates are counted even
-                after a job ended
+                (forge:<launch_id>:<attempt>, and :<try> after it for a
+                retry's later tries: one attempt's tries together), so
+                duplicates are counted even after a job ended
 
 The requests are built here too (launch(), het_launch(), cancel()), in the
 contract's bare JSON form; the image file they name is created under the
@@ -260,10 +261,20 @@ def held(job):
             (prio == 0 or (job.get("state_reason") or "").startswith("JobHeld")))
 
 
+def attempt_tag(comment):
+    """forge:<launch_id>:<attempt> of a job's tag, and its try (1 when the
+    tag names none: forge:<launch_id>:<attempt>:<try> for a retry's later
+    tries, issue 26)."""
+    parts = comment.split(":")
+    if len(parts) == 4 and parts[3].isdigit():
+        return ":".join(parts[:3]), int(parts[3])
+    return comment, 1
+
+
 class SlurmWatch:
     """Every Slurm job seen while it runs, by comment tag. A held pending
     job is not alive (it cannot start until released): most_alive counts
-    the jobs that could run."""
+    the jobs that could run, an attempt's tries together."""
 
     def __init__(self, stack):
         self.stack = stack
@@ -293,12 +304,18 @@ class SlurmWatch:
                 het = (j.get("het_job_id") or {}).get("number", 0) or 0
                 leader = het or jid
                 state = j["job_state"]
+                comment, try_num = attempt_tag(comment)
                 rec = self.jobs.setdefault(jid, {"comment": comment,
-                                                 "leader": leader, "states": []})
+                                                 "try": try_num,
+                                                 "leader": leader, "states": [],
+                                                 "nodes": ""})
+                if j.get("nodes"):
+                    rec["nodes"] = j["nodes"]
                 if not rec["states"] or rec["states"][-1] != state:
                     rec["states"].append(state)
                 ended = any(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                                  "NODE_FAIL", "OUT_OF_MEMORY") for s in state)
+                                  "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+                                  "PREEMPTED", "DEADLINE") for s in state)
                 rec["held"] = held(j)
                 if not ended and not rec["held"]:
                     live.setdefault(comment, set()).add(leader)
@@ -307,11 +324,19 @@ class SlurmWatch:
                                              len(leaders))
 
     def leaders(self, launch_id, attempt=1):
-        """Distinct Slurm jobs (het leaders) ever seen for one attempt."""
+        """Distinct Slurm jobs (het leaders) ever seen for one attempt,
+        every try of it."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
             return sorted({j["leader"] for j in self.jobs.values()
                            if j["comment"] == tag})
+
+    def tries(self, launch_id, attempt=1):
+        """{leader: (try, nodes, states)} of one attempt's jobs."""
+        tag = f"forge:{launch_id}:{attempt}"
+        with self.lock:
+            return {j["leader"]: (j["try"], j["nodes"], list(j["states"]))
+                    for j in self.jobs.values() if j["comment"] == tag}
 
     def most_alive(self, launch_id, attempt=1):
         """The most jobs of one attempt seen able to run at once; at least
