@@ -211,6 +211,7 @@ static int produce_item(const forge_recon_run_t *run, forge_kafka_t *k,
             .label_count = kept ? kept->label_count : 0,
             .slurm = ev->slurm,
             .at_ms = it->rec->updated_at_ms,
+            .try_num = forge_launch_try(it->rec),
         };
         rc = produce_json(k, run->cfg->topic_status, -1, it->launch_id,
                           forge_event_status(&s), err);
