@@ -348,7 +348,7 @@ Test(tries, a_non_zero_exit_is_never_retried_unless_named)
     step();
     expect_states("X2", "ACCEPTED SUBMITTED PENDING");
     tick_step();
-    next_work(FORGE_LANE_SLURM, FORGE_WORK_CLEAN_SUBMIT, "X2");
+    forge_work_free(next_work(FORGE_LANE_SLURM, FORGE_WORK_CLEAN_SUBMIT, "X2"));
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_SLURM),
                    "X1 ended: nothing more of it");
 }
