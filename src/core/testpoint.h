@@ -53,7 +53,9 @@
  * (observe/health.h)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
- * "submit.after" (Slurm took the job, its id not yet recorded).
+ * "submit.after" (Slurm took the job, held, its id not yet recorded),
+ * "submit.released" (the job released: it may run; its id not yet
+ * recorded).
  *
  * Compiled in only when the build defines FORGE_TEST_HOOKS (CMake option
  * of the same name; scripts/build sets it for the builds the tests use). A

@@ -324,6 +324,17 @@ class SlurmWatch:
                       for j in self.jobs.values())
             return max(self.max_live.get(tag, 0), 1 if ran else 0)
 
+    def ran(self, launch_id, attempt=1):
+        """The Slurm jobs (het leaders) of one attempt seen running or
+        ended after they ran: those that ran its command. A job cancelled
+        while held never did."""
+        tag = f"forge:{launch_id}:{attempt}"
+        with self.lock:
+            return sorted({j["leader"] for j in self.jobs.values()
+                           if j["comment"] == tag and
+                           any(set(s) & RAN
+                               for s in j["states"])})
+
     def close(self):
         self.stopping = True
         self.thread.join(5)
