@@ -379,6 +379,7 @@ class Verdict:
         return (f"chaos {self.kind}: sent {n['sent']} / terminal {n['terminal']}"
                 f" / lost {n['lost']} / duplicate terminal events {n['dup_terminal']}"
                 f" / duplicate live jobs {n['dup_live']}"
+                f" / commands run twice {n['ran_twice']}"
                 f" / false LOST/FAILED {n['false_lost']}"
                 f" / last fault to all terminal {settle}"
                 f" | faults {n['faults']}, seq breaks {n['seq']},"
@@ -426,6 +427,9 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
         if slurm.most_alive(p.lid) > 1:
             v.bad("dup_live", p.lid, f"{slurm.most_alive(p.lid)} live jobs at "
                   f"once: {jobs}")
+        if len(slurm.ran(p.lid)) > 1:  # an interrupted submit is adopted
+            v.bad("ran_twice", p.lid, f"jobs {slurm.ran(p.lid)} each ran the "
+                  f"command: {jobs}")
         # LOST says Slurm had no record: false when SlurmWatch saw the job
         # end (any way); FAILED is false when the job completed.
         truth = slurm_end(jobs)
