@@ -35,13 +35,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from harness import (TERMINAL, TOP, StatusReader, Worker, het_launch, launch,
-                     unique_id, wait_until)
+                     stack_verb, unique_id, wait_until)
 
 SUMMARY = []  # one line per scenario run, for conftest's terminal summary
 # The test's own Kafka clients say nothing below critical: a broker restart
 # is what the scenario does, not news (the workers' logs keep theirs).
 QUIET = {"log_level": 2}
-STACK = os.path.join(TOP, "tests", "e2e", "stack")
 
 # What each kind of launch must end as; cancels target a job that would run
 # far longer than the cancel takes to arrive.
@@ -248,13 +247,6 @@ class Faults:
 
     def last_end(self):
         return max((end for _, _, end in self.done), default=None)
-
-
-def stack_verb(verb, daemon):
-    """tests/e2e/stack VERB DAEMON; it returns once the daemon is ready."""
-    r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 
 def sleep_watching(fleet, seconds):

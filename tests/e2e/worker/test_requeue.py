@@ -10,7 +10,9 @@ run reads exactly the env, secret_env and ingest token of the first (the
 job prints their SHA-256 only), both runs' output is in the archive with
 the `== forge: restart 1 ==` marker between them, the platform sees
 RUNNING -> PENDING (requeued, restart_count 1) -> RUNNING -> SUCCEEDED,
-and never two live jobs of the launch.
+and never two live jobs of the launch. And (c) by a node failure: the
+node's slurmd and the job's processes killed at once, the job requeued by
+slurmctld, run again once the node is back.
 """
 
 import hashlib
@@ -20,7 +22,8 @@ import time
 
 import pytest
 
-from harness import StatusReader, Topics, Worker, launch, unique_id, wait_until
+from harness import (StatusReader, Topics, Worker, launch, stack_verb, unique_id,
+                     wait_until)
 from held_jobs import slurm_call
 
 TICKS = 12  # the command's seconds: its second run must finish them
@@ -72,9 +75,9 @@ def seconds(events, t0):
              round(e["_received"] - t0, 1)) for e in events]
 
 
-def check_requeued(stack, slurm, requeue, lid, values, t0):
+def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80):
     topics, worker, status, logs = requeue
-    end = status.wait_terminal(lid, timeout=80)
+    end = status.wait_terminal(lid, timeout=timeout)
     events = status.of(lid)
     print(f"{lid}: {seconds(events, t0)}; Slurm jobs "
           f"{[(j, slurm.jobs[j]['states']) for j in slurm.leaders(lid)]}")
@@ -150,4 +153,27 @@ def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
     time.sleep(3)
     subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
                     "scontrol", "requeue", str(job_id)], check=True)
+    check_requeued(stack, slurm, requeue, lid, values, t0)
+
+
+def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
+    """The launch's node dies while it runs (tests/e2e/stack fail: its
+    slurmd, slurmstepd and the job's processes KILLed at once, a power
+    loss): slurmctld finds the node not answering (SlurmdTimeout 8 s) and
+    requeues the job (JobRequeue=1); the platform sees PENDING (requeued),
+    the worker stages the restart's credentials, and once the node is back
+    the same job runs again from the start and SUCCEEDS. The launch needs
+    an h200, which only that node has: it waits for it."""
+    topics, _, status, _ = requeue
+    t0 = time.time()
+    lid, values = send_launch(topics, None)
+    running_job(status, lid)
+    time.sleep(3)
+    try:
+        stack_verb("fail", "slurmd-h200-1")
+        wait_until(f"{lid} requeued after its node failed",
+                   lambda: any(e["data"].get("reason") == "requeued"
+                               for e in status.of(lid)), 90)
+    finally:
+        stack_verb("start", "slurmd-h200-1")
     check_requeued(stack, slurm, requeue, lid, values, t0)
