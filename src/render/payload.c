@@ -42,6 +42,29 @@ static void set_str(json_t *o, const char *key, const char *value)
         json_object_set_new_nocheck(o, key, text(value));
 }
 
+/*
+ * The request's checkpoint_signal (request/checkpoint.h) as Slurm's
+ * --signal=SIG@SECONDS: kill_warning_signal (the name, which slurmctld
+ * reads as its own number: "USR1") and kill_warning_delay (seconds before
+ * the end), the same fields in v0.0.41 to v0.0.45 (data_parser
+ * parsers.c, JOB_DESC_MSG). No kill_warning_flags: without BATCH_JOB
+ * ("B:") Slurm signals every step of the job and not the batch shell, so
+ * the signal reaches the srun step's tasks, the command itself in both
+ * runtime profiles (the task wrappers exec it), never only the script,
+ * which has exec'd srun. Every het component carries it: each is a job of
+ * its own to slurmctld, which signals the steps of the component whose
+ * time is near (or that is preempted).
+ */
+static void put_checkpoint_signal(json_t *job, const forge_launch_t *l)
+{
+    if (!l->checkpoint_signal)
+        return;
+    json_object_set_new_nocheck(job, "kill_warning_signal",
+                                text(l->checkpoint_signal));
+    json_object_set_new_nocheck(job, "kill_warning_delay",
+                                json_integer(l->checkpoint_seconds));
+}
+
 static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
                          const forge_pool_t *pool, const char *constraint,
                          const char *cluster_staging)
@@ -106,6 +129,7 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     forge_buf_puts(&b, l->launch_id);
     json_array_append_new(env, text(forge_buf_str(&b)));
     json_object_set_new_nocheck(job, "environment", env);
+    put_checkpoint_signal(job, l);
     forge_buf_clear(&b);
     free(name);
     free(comment);
