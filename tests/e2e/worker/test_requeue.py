@@ -10,9 +10,11 @@ run reads exactly the env, secret_env and ingest token of the first (the
 job prints their SHA-256 only), both runs' output is in the archive with
 the `== forge: restart 1 ==` marker between them, the platform sees
 RUNNING -> PENDING (requeued, restart_count 1) -> RUNNING -> SUCCEEDED,
-and never two live jobs of the launch. And (c) by a node failure: the
-node's slurmd and the job's processes killed at once, the job requeued by
-slurmctld, run again once the node is back.
+and never two live jobs of the launch. The preempted launch asks a
+checkpoint signal (USR1): with PreemptParameters=send_user_signal its
+first run gets it when the preemption begins, before the requeue. And (c)
+by a node failure: the node's slurmd and the job's processes killed at
+once, the job requeued by slurmctld, run again once the node is back.
 """
 
 import hashlib
@@ -48,12 +50,17 @@ def sha(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def send_launch(topics, partition):
+def send_launch(topics, partition, checkpoint=False):
     mark = unique_id("v")
     values = {"token": f"tok-{mark}", "secret": f"sek-{mark}",
               "plain": f"plain-{mark}"}
     lid = unique_id("rq")
-    cmd = ('echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
+    # USR1 reaches the step's processes, this bash and its sleep: the sleep
+    # ends, the trap prints at once, and the ticks go on until the requeue's
+    # SIGTERM (GraceTime 2 s later)
+    trap = "trap 'echo checkpoint signal USR1' USR1; " if checkpoint else ""
+    cmd = (trap +
+           'echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
            'echo "secret $(printf %s "$API_KEY" | sha256sum)"; '
            'echo "plain $(printf %s "$PLAIN" | sha256sum)"; '
            f'i=0; while [ $i -lt {TICKS} ]; do echo "tick $i"; '
@@ -65,6 +72,8 @@ def send_launch(topics, partition):
                      "token": values["token"]}
     if partition:
         req["partition"] = partition
+    if checkpoint:  # far from the 5 min time limit: only the preemption
+        req["checkpoint_signal"] = {"signal": "USR1", "seconds_before_end": 60}
     topics.send(lid, req)
     return lid, values
 
@@ -117,6 +126,7 @@ def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80):
                 assert secret.encode() not in v, f"a secret in {topic}"
     assert any("credentials for restart 1 staged" in line.get("msg", "")
                for line in worker.lines())
+    return runs
 
 
 def running_job(status, lid):
@@ -128,7 +138,7 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
                                                           requeue):
     topics, _, status, _ = requeue
     t0 = time.time()
-    lid, values = send_launch(topics, "preempt")
+    lid, values = send_launch(topics, "preempt", checkpoint=True)
     running_job(status, lid)
     time.sleep(3)  # its first run prints a few ticks
     # a plain job of the higher tier wants every GPU of the launch's node
@@ -141,7 +151,11 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
                 "environment": ["PATH=/bin:/usr/bin"],
                 "time_limit": {"set": True, "number": 1}}})
     assert answer.get("job_id"), answer.get("errors")
-    check_requeued(stack, slurm, requeue, lid, values, t0)
+    runs = check_requeued(stack, slurm, requeue, lid, values, t0)
+    # the checkpoint signal came when the preemption began, to the first
+    # run only (the second ran to its end, far from its time limit)
+    assert "checkpoint signal USR1" in runs[0], runs[0]
+    assert "checkpoint signal USR1" not in runs[1], runs[1]
 
 
 def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
