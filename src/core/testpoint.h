@@ -55,7 +55,8 @@
  * Points: "submit.before" (the intent committed, Slurm not yet called),
  * "submit.after" (Slurm took the job, held, its id not yet recorded),
  * "submit.released" (the job released: it may run; its id not yet
- * recorded).
+ * recorded), "restage.before" (a requeue recorded, its run's credentials
+ * not yet staged).
  *
  * Compiled in only when the build defines FORGE_TEST_HOOKS (CMake option
  * of the same name; scripts/build sets it for the builds the tests use). A

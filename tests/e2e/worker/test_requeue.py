@@ -191,3 +191,39 @@ def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
     finally:
         stack_verb("start", "slurmd-h200-1")
     check_requeued(stack, slurm, requeue, lid, values, t0)
+
+
+def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
+        stack, slurm, logdir):
+    """kill -9 of the worker between the requeue it recorded (PENDING,
+    requeued) and the staging of the restart's credentials (test point
+    restage.before): its heir finds the record's restart count above the
+    staged one and stages them; the run, waiting for them meanwhile, gets
+    exactly its values and SUCCEEDS. One job, never two live."""
+    topics = Topics(stack, "requeue-crash")
+    group = unique_id("g")
+    crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
+                      {"FORGE_TEST_CRASH_POINT": "restage.before",
+                       "FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+    status = StatusReader(stack, topics.status)
+    logs = StatusReader(stack, topics.logs)
+    try:
+        crashing.wait_ready()
+        t0 = time.time()
+        lid, values = send_launch(topics, None)
+        job_id = running_job(status, lid)
+        time.sleep(2)
+        subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                        "scontrol", "requeue", str(job_id)], check=True)
+        assert crashing.wait_exit(60) == -9, crashing.tail()
+        heir = Worker(stack, topics, unique_id("wb"), group, logdir,
+                      {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+        check_requeued(stack, slurm, (topics, heir, status, logs), lid, values,
+                       t0, timeout=120)
+        assert heir.terminate() == 0, heir.tail()
+    finally:
+        status.close()
+        logs.close()
+        crashing.stop_quietly()
+        if "heir" in locals():
+            heir.stop_quietly()
