@@ -175,8 +175,10 @@ static int submit_prepared(forge_slurm_client_t *c, const forge_config_t *cfg,
 {
     const forge_launch_t *l = &p->request->launch;
     char *comment = forge_render_job_comment(l->launch_id, l->attempt);
-    forge_slurm_held_job_t job = {
-        p->payload, tenant ? tenant->slurm_user : NULL, comment, l->pool_count};
+    forge_slurm_held_job_t job = {.payload = p->payload,
+                                  .user = tenant ? tenant->slurm_user : NULL,
+                                  .comment = comment,
+                                  .pool_count = l->pool_count};
     forge_slurm_released_t made = {0};
     forge_slurm_result_t res = {0};
     forge_slurm_status_t st;

@@ -293,8 +293,9 @@ const var_rule_t forge_config_rules[] = {
      .default_value = "300",
      .min = 1,
      .max = 86400,
-     .doc = "After the clean of an interrupted submit, when the launch's "
-            "owner looks once more for a late (held) job its tag finds, and "
+     .doc = "After an interrupted submit is settled (its job adopted, or "
+            "the launch submitted or cancelled), when the launch's owner "
+            "looks once more for a late (held) job its tag finds, and "
             "cancels it.",
      .since = "2975fd7 (issue 11)"},
     {.name = "FORGE_RETRY_MAX_TRIES",

@@ -53,9 +53,12 @@
  * (observe/health.h)
  *
  * Points: "submit.before" (the intent committed, Slurm not yet called),
- * "submit.after" (Slurm took the job, its id not yet recorded),
- * "retry.before" (a retry's next try: its intent committed, its staging
- * folder written, its POST not yet made: loop/tries.c, loop/submit.c).
+ * "submit.after" (Slurm took the job, held, its id not yet recorded),
+ * "submit.released" (the job released: it may run; its id not yet
+ * recorded), "restage.before" (a requeue recorded, its run's credentials
+ * not yet staged), "retry.before" (a retry's next try: its intent
+ * committed, its staging folder written, its POST not yet made:
+ * loop/tries.c, loop/submit.c).
  *
  * Compiled in only when the build defines FORGE_TEST_HOOKS (CMake option
  * of the same name; scripts/build sets it for the builds the tests use). A

@@ -80,6 +80,7 @@ static void do_restage(files_t *fs, forge_work_t *w)
     const char *user;
     forge_error_t err = {0};
 
+    FORGE_TESTPOINT_CRASH("restage.before");
     if (!forge_held_credentials(w->files.kept, &b)) {
         forge_log_warn("%s: requeued (restart %d), no credentials kept to "
                        "stage for it",

@@ -244,6 +244,20 @@ static bool stage(submitter_t *s, forge_work_t *w)
     return true;
 }
 
+/* submit_held.h's `owned` for w: its partition still held in the
+ * generation w was made in (refused once: not asked again). */
+typedef struct owner_check {
+    submitter_t *s;
+    forge_work_t *w;
+} owner_check_t;
+
+static bool still_owned(void *ctx)
+{
+    owner_check_t *o = ctx;
+
+    return o->w->refused != FORGE_WORK_STALE && still_held(o->s, o->w);
+}
+
 /* The POST, and what it made: the job and its components, released
  * (slurm/submit_held.h: the one way a job is made, `forge-worker submit`
  * takes it too); a job left held is cancelled and the submit retried. */
@@ -251,9 +265,11 @@ static void post(submitter_t *s, forge_work_t *w)
 {
     const forge_work_prepared_t *p = w->submit.prepared;
     char *comment = tag_of(w);
-    forge_slurm_held_job_t job = {p->payload,
-                                  p->tenant ? p->tenant->slurm_user : NULL,
-                                  comment, p->pool_count};
+    owner_check_t check = {s, w};
+    forge_slurm_held_job_t job = {
+        p->payload,  p->tenant ? p->tenant->slurm_user : NULL,
+        comment,     p->pool_count,
+        still_owned, &check};
     forge_slurm_released_t made;
     forge_slurm_result_t res = {0};
 
@@ -377,7 +393,8 @@ static void adopt(submitter_t *s, forge_work_t *w, uint32_t job_id, bool held)
 {
     const forge_work_prepared_t *p;
     char *comment = tag_of(w);
-    forge_slurm_held_job_t job = {NULL, NULL, comment, 1};
+    owner_check_t check = {s, w};
+    forge_slurm_held_job_t job = {NULL, NULL, comment, 1, still_owned, &check};
     forge_slurm_released_t made;
     forge_slurm_result_t res = {0};
 

@@ -72,9 +72,11 @@ char *forge_render_script(const forge_launch_t *launch,
 
 /*
  * The submit body for cfg->slurm_api_version: {"job": {...}} for one pool,
- * {"jobs": [...]} for several, with `script` in the (first) job. New
- * reference (json_decref). FORGE_ESERIES_* if a pool's series is not
- * usable (forge_request_check() would have said so first).
+ * {"jobs": [...]} for several, with `script` in the (first) job; a
+ * checkpoint_signal as kill_warning_signal and kill_warning_delay in every
+ * component (payload.c). New reference (json_decref). FORGE_ESERIES_* if a
+ * pool's series is not usable (forge_request_check() would have said so
+ * first).
  */
 forge_rc_t forge_render_payload(const forge_launch_t *launch,
                                 const forge_config_t *cfg,

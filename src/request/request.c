@@ -6,12 +6,14 @@
  * Each JSON object is described by a table of fields (key, type, where it
  * lands, bounds, the error code of a violation; field.h, whose
  * forge_field_parse_table walks a table). Arrays and maps with rules of
- * their own have small handlers here.
+ * their own have small handlers here; checkpoint_signal's are in
+ * checkpoint.c.
  * The rules are the ones of schemas/launch-request.v1.json and
  * schemas/cancel-request.v1.json; tests/schema checks both sides agree on
  * every example.
  */
 #include "request/request.h"
+#include "request/checkpoint.h"
 #include "request/field.h"
 #include "request/request_retry.h"
 #include "core/util.h"
@@ -454,6 +456,8 @@ static const forge_field_t launch_fields[] = {
     {"retry", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
      forge_request_retry_object},
     {"labels", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, labels_map},
+    {"checkpoint_signal", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
+     forge_checkpoint_object},
 };
 
 #define CA(field) offsetof(forge_cancel_t, field)

@@ -83,6 +83,11 @@ typedef struct forge_launch {
     char *ingest_token; /* secret: never rendered, logged or published */
     forge_kv_t *labels;
     size_t label_count;
+    /* optional (request/checkpoint.h): the signal Slurm sends the job's
+     * steps checkpoint_seconds before its end, "USR1" say; a static name
+     * of the allow-list, never owned; NULL: none */
+    const char *checkpoint_signal;
+    int checkpoint_seconds; /* 0..65535 */
     /* the fleet's retry policy as this request overrides it (issue 26):
      * retry.set names the keys it set (core/retry.h) */
     forge_retry_override_t retry;

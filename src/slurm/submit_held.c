@@ -93,18 +93,37 @@ static bool release_all(forge_slurm_client_t *c, const char *user,
     return true;
 }
 
-/* A job made but not released: cancelled as far as it can be (the clean
- * before a retry cancels what its tag still finds), and the submit failed,
+/* Whether the caller still owns the launch (submit_held.h: job->owned);
+ * res says so when it does not. */
+static bool owned(const forge_slurm_held_job_t *job, forge_slurm_result_t *res)
+{
+    if (!job->owned || job->owned(job->owned_ctx))
+        return true;
+    snprintf(res->message, sizeof(res->message),
+             "the launch is no longer this worker's");
+    return false;
+}
+
+/* A job made but not released: cancelled as far as it can be when the
+ * caller still owns the launch (the clean before a retry cancels what its
+ * tag still finds), else left held to its owner now; the submit failed,
  * retriable: never taken as Slurm's refusal of the launch. */
 static forge_slurm_status_t give_up_held(forge_slurm_client_t *c,
+                                         const forge_slurm_held_job_t *job,
                                          forge_slurm_released_t *out,
                                          forge_slurm_result_t *res)
 {
     forge_slurm_result_t cancel = {0};
 
-    (void)forge_slurm_cancel(c, out->job_id, NULL, &cancel);
+    if (owned(job, &cancel)) {
+        (void)forge_slurm_cancel(c, out->job_id, NULL, &cancel);
+        out->cancelled_job_id = out->job_id;
+    } else {
+        forge_log_info("job %u not released (%s): left held to the launch's "
+                       "owner now",
+                       out->job_id, res->message);
+    }
     free(out->component_ids);
-    out->cancelled_job_id = out->job_id;
     out->component_ids = NULL;
     out->component_count = 0;
     out->job_id = 0;
@@ -134,9 +153,9 @@ forge_slurm_status_t forge_slurm_submit_held(forge_slurm_client_t *c,
     }
     if (st != FORGE_SLURM_OK)
         return st;
-    if (!learn_components(c, job->pool_count, out, res) ||
+    if (!learn_components(c, job->pool_count, out, res) || !owned(job, res) ||
         !release_all(c, job->user, out, res))
-        return give_up_held(c, out, res);
+        return give_up_held(c, job, out, res);
     FORGE_TESTPOINT_CRASH("submit.released");
     return FORGE_SLURM_OK;
 }
@@ -181,5 +200,6 @@ forge_slurm_status_t forge_slurm_adopt_job(forge_slurm_client_t *c,
         }
     }
     forge_slurm_job_list_clear(&parts);
-    return st == FORGE_SLURM_OK ? FORGE_SLURM_OK : give_up_held(c, out, res);
+    return st == FORGE_SLURM_OK ? FORGE_SLURM_OK
+                                : give_up_held(c, job, out, res);
 }

@@ -31,6 +31,14 @@ typedef struct forge_slurm_held_job {
     const char *comment;   /* its tag, forge:<launch_id>:<attempt>
                               (render.h): an unknown POST is looked up by it */
     size_t pool_count;     /* its components: 1, or a het job's count */
+    /* Asked right before the job is released, or cancelled because it
+     * could not be: false when the caller no longer owns the launch. The
+     * job is then left as it is, held, for the launch's owner now to adopt
+     * by its tag or sweep (loop/submit.c): a fenced-out worker never
+     * starts a job beside its heir's, nor cancels one its heir adopted.
+     * NULL: always owned (a one-shot command). */
+    bool (*owned)(void *ctx);
+    void *owned_ctx;
 } forge_slurm_held_job_t;
 
 /* What it made. */
@@ -52,7 +60,8 @@ typedef struct forge_slurm_released {
  *   AUTH      the token was refused: nothing made
  *   SERVER    made but not released (the release or, for a het job, its
  *             components' details failed): cancelled as far as it could be
- *             (out->cancelled_job_id), res saying why; retriable
+ *             (out->cancelled_job_id), res saying why; retriable; or no
+ *             longer owned (job->owned): left held, not cancelled
  *   other     the POST's own failure, no job found by its tag: retriable
  *             (a clean before the retry cancels what the tag finds later)
  * out is always set (zero but for OK and the cancelled id).

@@ -357,7 +357,8 @@ forge_slurm_status_t sl_submit_held(forge_slurm_client_t *c, sl_trace_t *t,
     forge_prepared_t *p = prepare_staged(t, req);
     const forge_launch_t *l = &p->request->launch;
     char *comment = forge_render_job_comment(l->launch_id, l->attempt);
-    forge_slurm_held_job_t job = {p->payload, NULL, comment, l->pool_count};
+    forge_slurm_held_job_t job = {
+        .payload = p->payload, .comment = comment, .pool_count = l->pool_count};
     forge_slurm_status_t st = forge_slurm_submit_held(c, &job, made, res);
 
     if (st == FORGE_SLURM_OK) {

@@ -6,8 +6,9 @@
  * bash -n passes, paths are cluster-side, every het component carries
  * environment and working directory, the ingest token and the env and
  * secret_env values are nowhere in the script or the submit body (they are
- * in the credentials file, whose bytes are checked too), and enroot-pyxis
- * tasks start through one constant /bin/sh wrapper that dash accepts.
+ * in the credentials file, whose bytes are checked too), enroot-pyxis
+ * tasks start through one constant /bin/sh wrapper that dash accepts, and a
+ * checkpoint signal is in every component of the body, only there.
  * (test_render_credentials and test_render_hostile run the scripts and
  * check srun's argv.)
  *
@@ -420,6 +421,93 @@ Test(render, job_name_and_comment_tag_the_launch)
     cr_assert_str_eq(json_string_value(json_object_get(job, "partition")),
                      "gpu-large", "the request overrides the default");
     forge_prepared_destroy(p);
+}
+
+/* ---- the checkpoint signal --------------------------------------------- */
+
+/* The components of a body: "jobs", or the one "job" (borrowed). */
+static size_t components(json_t *payload, json_t *out[FORGE_POOLS_MAX])
+{
+    json_t *jobs = json_object_get(payload, "jobs");
+
+    if (!jobs) {
+        out[0] = json_object_get(payload, "job");
+        return 1;
+    }
+    for (size_t c = 0; c < json_array_size(jobs); c++)
+        out[c] = json_array_get(jobs, c);
+    return json_array_size(jobs);
+}
+
+/*
+ * Slurm's --signal=SIG@SECONDS, in each runtime profile, one pool and
+ * several: every component carries kill_warning_signal (by name) and
+ * kill_warning_delay, none kill_warning_flags (BATCH_JOB would signal the
+ * batch shell alone, which has exec'd srun, and not the command); nothing
+ * else of the body changes, and the script not at all (it carries no
+ * #SBATCH line: the body holds the job's options). Without the field, no
+ * kill_warning_ member at all.
+ */
+Test(render, checkpoint_signal_in_every_component_and_only_there)
+{
+    static const struct {
+        const char *name;
+        int seconds;
+    } asked[] = {{"USR1", 300}, {"USR2", 60}, {"TERM", 0}, {"HUP", 65535}};
+
+    for (size_t i = 0; i < sizeof(all_cases) / sizeof(all_cases[0]); i++) {
+        forge_config_t *cfg;
+        forge_series_catalog_t *cat;
+        forge_prepared_t *p = load_case(all_cases[i], &cfg, &cat);
+        forge_launch_t *l = &p->request->launch;
+        forge_error_t err = {0};
+        json_t *without = NULL, *with = NULL, *c0[FORGE_POOLS_MAX],
+               *c1[FORGE_POOLS_MAX];
+        const char *name = asked[i % 4].name;
+        int seconds = asked[i % 4].seconds;
+
+        l->checkpoint_signal = NULL;
+        l->checkpoint_seconds = 0;
+        char *plain = forge_render_script(l, cfg);
+        cr_assert_eq(forge_render_payload(l, cfg, cat, plain, &without, &err),
+                     0);
+        l->checkpoint_signal = name;
+        l->checkpoint_seconds = seconds;
+        char *script = forge_render_script(l, cfg);
+        cr_assert_eq(forge_render_payload(l, cfg, cat, script, &with, &err), 0);
+        cr_assert_str_eq(script, plain, "%s: the signal shapes the script",
+                         all_cases[i]);
+        size_t n = components(with, c1);
+        cr_assert_eq(components(without, c0), n);
+        cr_assert_eq(n, l->pool_count, "%s", all_cases[i]);
+        for (size_t c = 0; c < n; c++) {
+            json_t *job = c1[c];
+            cr_assert_str_eq(
+                json_string_value(json_object_get(job, "kill_warning_signal")),
+                name, "%s component %zu", all_cases[i], c);
+            cr_assert(
+                json_is_integer(json_object_get(job, "kill_warning_delay")));
+            cr_assert_eq(
+                json_integer_value(json_object_get(job, "kill_warning_delay")),
+                seconds, "%s component %zu", all_cases[i], c);
+            cr_assert_null(json_object_get(job, "kill_warning_flags"),
+                           "every step is signalled, not the batch shell");
+            json_object_del(job, "kill_warning_signal");
+            json_object_del(job, "kill_warning_delay");
+            cr_assert_null(json_object_get(c0[c], "kill_warning_flags"));
+            cr_assert_null(json_object_get(c0[c], "kill_warning_signal"));
+            cr_assert_null(json_object_get(c0[c], "kill_warning_delay"));
+        }
+        cr_assert(json_equal(with, without),
+                  "%s: the signal changed more of the body", all_cases[i]);
+        free(plain);
+        free(script);
+        json_decref(with);
+        json_decref(without);
+        forge_prepared_destroy(p);
+        forge_series_catalog_destroy(cat);
+        forge_config_destroy(cfg);
+    }
 }
 
 /* ---- the credentials file ---------------------------------------------- */

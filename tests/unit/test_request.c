@@ -2,8 +2,8 @@
 /*
  * test_request.c - request parsing and validation: both envelopes, every
  * error code of the contract with its JSON path, the configuration-dependent
- * checks, unknown fields, cancel requests, and salvaging a launch_id from a
- * refused message.
+ * checks, unknown fields, cancel requests, the checkpoint signal, and
+ * salvaging a launch_id from a refused message.
  */
 #include "prepare/prepare.h"
 #include "request/request.h"
@@ -277,6 +277,42 @@ static bad_request_t bad[] = {
      "$.retry.backoff_s"},
     {LAUNCH(", \"retry\": {\"exclude_failed_nodes\": 1}"), "schema",
      "$.retry.exclude_failed_nodes"},
+    {LAUNCH(", \"checkpoint_signal\": \"USR1\""), "schema",
+     "$.checkpoint_signal"},
+    {LAUNCH(", \"checkpoint_signal\": [\"USR1\", 60]"), "schema",
+     "$.checkpoint_signal"},
+    {LAUNCH(", \"checkpoint_signal\": {}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"KILL\"}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"STOP\"}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"SIGUSR1\"}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"usr1\"}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\\u0000\"}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": 10}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": null}"), "schema",
+     "$.checkpoint_signal.signal"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\", "
+            "\"seconds_before_end\": 65536}"),
+     "schema", "$.checkpoint_signal.seconds_before_end"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\", "
+            "\"seconds_before_end\": -1}"),
+     "schema", "$.checkpoint_signal.seconds_before_end"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\", "
+            "\"seconds_before_end\": 1.5}"),
+     "schema", "$.checkpoint_signal.seconds_before_end"},
+    {LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\", "
+            "\"seconds_before_end\": \"120\"}"),
+     "schema", "$.checkpoint_signal.seconds_before_end"},
+    {"{\"specversion\": \"1.0\", \"type\": \"forge.launch.requested\", "
+     "\"id\": \"e\", \"source\": \"s\", \"data\": {" BASE
+     ", \"checkpoint_signal\": {\"signal\": \"CONT\"}}}",
+     "schema", "$.data.checkpoint_signal.signal"},
     {"{\"kind\": \"launch\", \"launch_id\": \"L1\", \"image\": {\"path\": "
      "\"images/a.sqsh\", \"format\": \"sqsh\"}, \"command\": [\"run\"], "
      "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
@@ -478,6 +514,39 @@ Test(request, error_json_replaces_bytes_that_are_not_utf8)
                      "caf\xc3\xa9 ??? ??");
     json_decref(o);
     free(text);
+}
+
+/* checkpoint_signal: each name of the allow-list, seconds at both bounds
+ * and by default (Slurm's 60), unknown members ignored as everywhere. */
+Test(request, checkpoint_signal_is_parsed)
+{
+    static const char *const names[] = {"USR1", "USR2", "TERM", "INT", "HUP"};
+    forge_prepared_t *p;
+    char json[1024];
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(json, sizeof(json),
+                 LAUNCH(", \"checkpoint_signal\": {\"signal\": \"%s\", "
+                        "\"seconds_before_end\": %zu}"),
+                 names[i], i == 0 ? (size_t)0 : 65535);
+        p = prepare_ok(json);
+        cr_assert_str_eq(p->request->launch.checkpoint_signal, names[i]);
+        cr_assert_eq(p->request->launch.checkpoint_seconds, i ? 65535 : 0);
+        forge_prepared_destroy(p);
+    }
+    p = prepare_ok(LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR2\", "
+                          "\"x_future\": {\"flags\": [\"B\"]}}"));
+    cr_assert_str_eq(p->request->launch.checkpoint_signal, "USR2");
+    cr_assert_eq(p->request->launch.checkpoint_seconds, 60, "Slurm's default");
+    forge_prepared_destroy(p);
+    p = prepare_ok(LAUNCH(", \"checkpoint_signal\": {\"signal\": \"USR1\", "
+                          "\"seconds_before_end\": 300.0}"));
+    cr_assert_eq(p->request->launch.checkpoint_seconds, 300, "an integer");
+    forge_prepared_destroy(p);
+    p = prepare_ok(LAUNCH(""));
+    cr_assert_null(p->request->launch.checkpoint_signal);
+    cr_assert_eq(p->request->launch.checkpoint_seconds, 0);
+    forge_prepared_destroy(p);
 }
 
 Test(request, roles_map_to_pools)

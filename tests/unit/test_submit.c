@@ -341,6 +341,26 @@ Test(ownership, queued_clean_of_a_partition_that_moved_cancels_nothing)
     free_list(done);
 }
 
+/* The partition moves while a submit's POST waits for its answer: the job
+ * it made is neither released (it would start beside the heir's) nor
+ * cancelled (the heir may have adopted it): left held, the heir's to adopt
+ * or sweep. */
+Test(ownership, a_job_made_after_its_partition_moved_is_left_held)
+{
+    uint64_t gen = forge_generation_begin(gens, 0);
+    forge_work_t *done;
+
+    support_http_push(srv, SUBMIT, 200, SUBMITTED, HOLD_MS);
+    forge_pool_post(slurm, work_in(FORGE_WORK_SUBMIT, "L1", 0, gen));
+    wait_requests(1); /* the POST is out, its answer held */
+    forge_generation_end(gens, 0);
+    done = settle(1);
+    cr_assert_eq(support_http_count(srv), 1, "no release, no cancel");
+    cr_assert_eq(done->refused, FORGE_WORK_STALE);
+    cr_assert_eq(done->submit.job_id, 0);
+    free_list(done);
+}
+
 Test(ownership, submit_withdrawn_while_queued_never_posts)
 {
     forge_work_t *done = behind_a_slow_submit(FORGE_WORK_SUBMIT, l2_cancelled);
@@ -819,7 +839,8 @@ static void held_fini(void)
 
 TestSuite(held, .init = held_init, .fini = held_fini, .timeout = 30);
 
-static const forge_slurm_held_job_t one_pool = {NULL, NULL, "forge:L1:1", 1};
+static const forge_slurm_held_job_t one_pool = {.comment = "forge:L1:1",
+                                                .pool_count = 1};
 
 /* The payload of a job: its own body does not matter to the fake. */
 static forge_slurm_status_t submit_held(size_t pools,

@@ -4,7 +4,8 @@
  * --version names librdkafka >= 2.11.1 and the API versions; a bad
  * environment variable, or a bad state key file, stops `run` with exit 78
  * and a message naming it; so does a listener address that cannot be had
- * (a port in use: exit 1).
+ * (a port in use: exit 1); `render --format payload` shows a checkpoint
+ * signal as Slurm's fields.
  */
 #include "core/version.h"
 
@@ -224,6 +225,60 @@ Test(worker_cli, a_listener_address_it_cannot_have_stops_run)
     cr_assert(strstr(r.err, "FORGE_HTTP_LISTEN") && strstr(r.err, "in use"),
               "%s", r.err);
     close(fd);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* `render --format payload` shows what would be submitted: a request's
+ * checkpoint_signal as kill_warning_signal and kill_warning_delay, no
+ * kill_warning_flags; `validate` refuses a signal off the allow-list with
+ * the contract's error JSON and its path. */
+Test(worker_cli, render_payload_shows_the_checkpoint_signal)
+{
+    static const char catalog[] =
+        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+        "\"gpus_per_node\": 8}}}";
+    static const char head[] =
+        "{\"kind\": \"launch\", \"launch_id\": \"ck-1\", \"image\": "
+        "{\"path\": \"a.sif\", \"format\": \"sif\"}, \"command\": "
+        "[\"train\"], \"pools\": [{\"name\": \"p\", \"series\": "
+        "\"h200\", \"nodes\": 1}], \"checkpoint_signal\": ";
+    char dir[] = "/tmp/forge-cli-render-XXXXXX";
+    char series[192], good[192], bad[192], root[192], image[192], cmd[128];
+    char text[512];
+    char *argv[] = {"forge-worker", "render", "--format",
+                    "payload",      NULL,     NULL};
+    char *envp[] = {root, series, "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+                    NULL};
+    run_result_t r;
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_file(dir, "series.json", catalog, sizeof(catalog) - 1, 0644, series,
+               "FORGE_GPU_SERIES_FILE");
+    snprintf(root, sizeof(root), "FORGE_STORAGE_ROOT=%s", dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/runtimes'", dir);
+    cr_assert_eq(system(cmd), 0);
+    write_file(dir, "runtimes/a.sif", "", 0, 0644, image, "IMAGE");
+    snprintf(text, sizeof(text), "%s%s}", head,
+             "{\"signal\": \"USR1\", \"seconds_before_end\": 300}");
+    write_file(dir, "good.json", text, strlen(text), 0644, good, "REQUEST");
+    snprintf(text, sizeof(text), "%s%s}", head, "{\"signal\": \"KILL\"}");
+    write_file(dir, "bad.json", text, strlen(text), 0644, bad, "REQUEST");
+
+    argv[4] = good + strlen("REQUEST=");
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"kill_warning_signal\": \"USR1\""), "%s", r.out);
+    cr_assert(strstr(r.out, "\"kill_warning_delay\": 300"), "%s", r.out);
+    cr_assert_null(strstr(r.out, "kill_warning_flags"), "%s", r.out);
+    argv[1] = "validate";
+    argv[2] = bad + strlen("REQUEST=");
+    argv[3] = NULL;
+    run_worker(argv, envp, &r);
+    cr_assert_eq(r.exit_code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "\"field\":\"$.checkpoint_signal.signal\""), "%s",
+              r.err);
+    cr_assert(strstr(r.err, "\"error\":\"schema\""), "%s", r.err);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }

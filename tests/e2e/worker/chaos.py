@@ -35,13 +35,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from harness import (TERMINAL, TOP, StatusReader, Worker, het_launch, launch,
-                     unique_id, wait_until)
+                     stack_verb, unique_id, wait_until)
 
 SUMMARY = []  # one line per scenario run, for conftest's terminal summary
 # The test's own Kafka clients say nothing below critical: a broker restart
 # is what the scenario does, not news (the workers' logs keep theirs).
 QUIET = {"log_level": 2}
-STACK = os.path.join(TOP, "tests", "e2e", "stack")
 
 # What each kind of launch must end as; cancels target a job that would run
 # far longer than the cancel takes to arrive.
@@ -250,13 +249,6 @@ class Faults:
         return max((end for _, _, end in self.done), default=None)
 
 
-def stack_verb(verb, daemon):
-    """tests/e2e/stack VERB DAEMON; it returns once the daemon is ready."""
-    r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
-
-
 def sleep_watching(fleet, seconds):
     """Sleeps, noticing workers that die on their own."""
     end = time.monotonic() + seconds
@@ -379,6 +371,7 @@ class Verdict:
         return (f"chaos {self.kind}: sent {n['sent']} / terminal {n['terminal']}"
                 f" / lost {n['lost']} / duplicate terminal events {n['dup_terminal']}"
                 f" / duplicate live jobs {n['dup_live']}"
+                f" / commands run twice {n['ran_twice']}"
                 f" / false LOST/FAILED {n['false_lost']}"
                 f" / last fault to all terminal {settle}"
                 f" | faults {n['faults']}, seq breaks {n['seq']},"
@@ -426,6 +419,9 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
         if slurm.most_alive(p.lid) > 1:
             v.bad("dup_live", p.lid, f"{slurm.most_alive(p.lid)} live jobs at "
                   f"once: {jobs}")
+        if len(slurm.ran(p.lid)) > 1:  # an interrupted submit is adopted
+            v.bad("ran_twice", p.lid, f"jobs {slurm.ran(p.lid)} each ran the "
+                  f"command: {jobs}")
         # LOST says Slurm had no record: false when SlurmWatch saw the job
         # end (any way); FAILED is false when the job completed.
         truth = slurm_end(jobs)

@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+STACK = os.path.join(TOP, "tests", "e2e", "stack")
 PARTITIONS = 6
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "LOST", "REJECTED"}
 
@@ -52,6 +53,14 @@ def wait_until(what, predicate, timeout, step=0.2):
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(step)
+
+
+def stack_verb(verb, daemon):
+    """tests/e2e/stack VERB DAEMON (stop, start, restart, fail); it returns
+    once the daemon is ready (start) or gone (stop, fail)."""
+    r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 
 class Stack:
@@ -348,6 +357,17 @@ class SlurmWatch:
                       any(set(s) & RAN for s in j["states"])
                       for j in self.jobs.values())
             return max(self.max_live.get(tag, 0), 1 if ran else 0)
+
+    def ran(self, launch_id, attempt=1):
+        """The Slurm jobs (het leaders) of one attempt seen running or
+        ended after they ran: those that ran its command. A job cancelled
+        while held never did."""
+        tag = f"forge:{launch_id}:{attempt}"
+        with self.lock:
+            return sorted({j["leader"] for j in self.jobs.values()
+                           if j["comment"] == tag and
+                           any(set(s) & RAN
+                               for s in j["states"])})
 
     def close(self):
         self.stopping = True

@@ -5,10 +5,13 @@ FORGE_TEST_ABORT_TXN=1: the worker's first transaction, carrying the first
 launch's ACCEPTED event, its state record and its request's offset): a
 read_committed reader never sees it, a read_uncommitted one does (proof the
 abort really happened with data on the broker), and the worker redoes the
-work from the committed offsets: one ACCEPTED, one Slurm job.
+work from the committed offsets: one ACCEPTED, one Slurm job. Then each
+later transaction of a launch aborted in turn.
 """
 
 import json
+
+import pytest
 
 from harness import (PARTITIONS, StatusReader, Topics, Worker,
                      assert_contiguous, launch, unique_id)
@@ -41,30 +44,44 @@ def test_read_committed_reader_sees_no_aborted_event(stack, slurm, logdir):
         worker.stop_quietly()
 
 
-def test_aborted_terminal_event_is_published_again(stack, slurm, logdir):
-    """The transaction carrying a launch's SUCCEEDED is aborted (as a broker
-    restart or an abortable commit error would): the records go back to
-    RUNNING, and the next ticks must see the job's end again and publish
-    SUCCEEDED once - not call it unchanged until slurmctld forgets the job
-    and the launch ends LOST (seen before the poll memory was rewound with
-    the records)."""
-    topics = Topics(stack, "abort-terminal")
+@pytest.mark.parametrize("state", ["SUBMITTED", "RUNNING", "SUCCEEDED"])
+def test_each_aborted_transaction_of_a_launch_is_redone_once(stack, slurm,
+                                                              logdir, state):
+    """The transaction carrying a launch's SUBMITTED, then RUNNING, then
+    SUCCEEDED is aborted (as a broker restart or an abortable commit error
+    would; the first, ACCEPTED's, is the test above): the records go back to
+    what committed, and the launch still ends in its true state with each
+    event once and exactly one Slurm job having run its command.
+    SUBMITTED's abort leaves an intent whose job runs: it is adopted by its
+    tag, not cancelled and submitted again (issue 26: a training run was
+    killed and restarted from zero by a broker hiccup). SUCCEEDED's: the
+    next ticks see the job's end again and publish SUCCEEDED once, not call
+    it unchanged until slurmctld forgets the job (LOST)."""
+    topics = Topics(stack, "abort-" + state.lower())
     committed = StatusReader(stack, topics.status, "read_committed")
     worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
-                    {"FORGE_TEST_ABORT_TXN_STATE": "SUCCEEDED",
+                    {"FORGE_TEST_ABORT_TXN_STATE": state,
                      "FORGE_LOST_GRACE_S": "5"})
     try:
         worker.wait_ready()
-        lid = unique_id("abort-end")
-        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 1"]))
+        lid = unique_id("abort-" + state.lower())
+        topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 4"]))
         # Well inside MinJobAge (60 s): an answer from the job's end, not
         # from its disappearance.
-        done = committed.wait_terminal(lid, timeout=45)
-        assert worker.logged("aborting the transaction carrying a SUCCEEDED")
+        done = committed.wait_terminal(lid, timeout=60)
+        assert worker.logged(f"aborting the transaction carrying a {state}")
         assert done["data"]["state"] == "SUCCEEDED", committed.states(lid)
-        assert_contiguous(committed.of(lid), lid)
-        assert committed.states(lid).count("SUCCEEDED") == 1
-        assert len(slurm.leaders(lid)) == 1
+        events = committed.of(lid)
+        assert_contiguous(events, lid)
+        for s in ("ACCEPTED", "SUBMITTED", "SUCCEEDED"):
+            assert committed.states(lid).count(s) == 1, committed.states(lid)
+        assert len(slurm.leaders(lid)) == 1, slurm.leaders(lid)
+        assert slurm.ran(lid) == slurm.leaders(lid)
+        job_ids = {e["data"]["slurm"]["job_id"] for e in events
+                   if (e["data"].get("slurm") or {}).get("job_id")}
+        assert job_ids == set(slurm.leaders(lid)), job_ids
+        if state == "SUBMITTED":
+            assert worker.logged(f"adopted job {job_ids.pop()} of {lid}")
         assert worker.terminate() == 0, worker.tail()
     finally:
         committed.close()

@@ -43,14 +43,13 @@ import threading
 import pytest
 
 from harness import (TOP, StatusReader, Topics, Worker, command_env, launch,
-                     own_storage, unique_id, wait_until)
+                     own_storage, stack_verb, unique_id, wait_until)
 
 BINARY = os.environ.get("FORGE_WORKER_BIN",
                         os.path.join(TOP, "build", "forge-worker"))
 SAMPLES = os.path.join(TOP, "deploy", "samples")
 INVALID = os.path.join(TOP, "schemas", "examples", "invalid",
                        "launch-attempt-zero.json")
-STACK = os.path.join(TOP, "tests", "e2e", "stack")
 RAN = set()  # the commands (README's first word after forge-worker) run
 
 
@@ -257,12 +256,6 @@ def e2e_lock_exclusive():
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def stack_verb(verb, daemon):
-    r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 
 def test_ping_and_slurmrestd_stopped(stack, storage, topics):

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 kill -9 of a worker between the committed intent (ACCEPTED) and the recorded
-job id, at the two test points of src/core/testpoint.h: before the Slurm call,
-and after Slurm took the job. The partition's next owner finds the intent
-at restore, cancels whatever carries the launch's comment tag, and submits
-afresh: exactly one live Slurm job at any time, one terminal event.
+job id, at the three test points of src/core/testpoint.h: before the Slurm
+call, after Slurm took the job (held), and after its release (it may run).
+The partition's next owner finds the intent at restore and adopts the job
+the launch's comment tag finds (a held one released, a released one
+followed), or, when there is none, submits: exactly one Slurm job runs the
+command, never two live at once, one terminal event.
 """
 
 import http.server
@@ -19,8 +21,9 @@ from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
                      unique_id, wait_until)
 
 
-@pytest.mark.parametrize("point", ["submit.after", "submit.before"])
-def test_next_owner_cleans_and_resubmits(stack, slurm, logdir, point):
+@pytest.mark.parametrize("point",
+                         ["submit.before", "submit.after", "submit.released"])
+def test_next_owner_adopts_or_submits(stack, slurm, logdir, point):
     topics = Topics(stack, "crash")
     group = unique_id("g")
     crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
@@ -29,14 +32,15 @@ def test_next_owner_cleans_and_resubmits(stack, slurm, logdir, point):
     try:
         crashing.wait_ready()
         lid = unique_id("crash")
-        # long enough for the orphan to be alive when the heir takes over
-        # (session timeout 6 s, then rebalance and restore)
+        # long enough to be alive when the heir takes over (session
+        # timeout 6 s, then rebalance and restore)
         topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 20"]))
         assert crashing.wait_exit(60) == -9, crashing.tail()
         reader.wait_state(lid, "ACCEPTED", timeout=30)  # the reader's lag
         assert reader.states(lid) == ["ACCEPTED"]
-        if point == "submit.after":  # the orphan Slurm took before the crash
+        if point != "submit.before":  # the job Slurm took before the crash
             wait_until("the orphan job", lambda: slurm.leaders(lid), 10)
+        orphans = slurm.leaders(lid)
 
         heir = Worker(stack, topics, unique_id("wb"), group, logdir)
         done = reader.wait_terminal(lid, timeout=120)
@@ -47,15 +51,11 @@ def test_next_owner_cleans_and_resubmits(stack, slurm, logdir, point):
         assert events[1]["source"] == f"forge-worker/{heir.worker_id}"
         leaders = slurm.leaders(lid)
         submitted = events[1]["data"]["slurm"]["job_id"]
-        assert leaders[-1] == submitted
-        if point == "submit.after":
-            assert len(leaders) == 2, leaders
-            orphan = slurm.jobs[leaders[0]]["states"]
-            assert "CANCELLED" in orphan[-1], orphan
-            assert heir.logged(f"cancelled job {leaders[0]} left by an "
-                               "interrupted submit")
-        else:
-            assert len(leaders) == 1, leaders
+        assert leaders == [submitted], leaders
+        assert slurm.ran(lid) == [submitted], "the command ran once"
+        if orphans:
+            assert orphans == [submitted]
+            assert heir.logged(f"adopted job {submitted} of {lid}")
         assert slurm.most_alive(lid) == 1
         assert heir.terminate() == 0, heir.tail()
     finally:

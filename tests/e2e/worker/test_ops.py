@@ -31,10 +31,9 @@ import urllib.error
 import urllib.request
 import uuid
 
-from harness import (TOP, StatusReader, Topics, Worker, launch, unique_id,
-                     wait_until)
+from harness import (TOP, StatusReader, Topics, Worker, launch, stack_verb,
+                     unique_id, wait_until)
 
-STACK = os.path.join(TOP, "tests", "e2e", "stack")
 STALL_S = 8          # FORGE_HEALTH_STALL_S
 READY_SLURM_S = 6    # FORGE_READY_SLURM_S: the probe pings every 2 s
 MAX_POLL_MS = 20000  # a restore then stalls 2.5 s (M/8), a pass 5 s (M/4)
@@ -95,12 +94,6 @@ def promtool_check(text):
     r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
-
-
-def stack_verb(verb, daemon):
-    r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 
 class Timeline:

@@ -116,9 +116,10 @@ def test_queued_submits_stay_behind_when_the_partitions_move(stack, slurm,
                                                              logdir):
     """The old owner (SIGSTOP) is thrown out of the group with one submit in
     slow flight and three queued behind it; the heir cleans and submits all
-    four. Resumed, the old owner learns its partitions are lost, then Slurm
+    four, adopting the one whose POST reached Slurm (held: released).
+    Resumed, the old owner learns its partitions are lost, then Slurm
     answers: its queued submits must not POST (before the fix they did, and
-    each launch had two live jobs)."""
+    each launch had two live jobs), and it cancels nothing."""
     proxy = HoldingProxy(stack.env["FORGE_SLURM_REST_URL"])
     topics = Topics(stack, "own-move")
     group = unique_id("g")
@@ -143,7 +144,7 @@ def test_queued_submits_stay_behind_when_the_partitions_move(stack, slurm,
 
         os.kill(old.proc.pid, signal.SIGSTOP)
         heir = Worker(stack, topics, unique_id("wb"), group, logdir)
-        for lid in ids:  # the heir cleaned by the tag and submitted
+        for lid in ids:  # the heir adopted by the tag or submitted
             reader.wait_state(lid, "SUBMITTED", timeout=120)
         os.kill(old.proc.pid, signal.SIGCONT)
         wait_until("the old owner to learn its partitions are lost",
@@ -162,13 +163,16 @@ def test_queued_submits_stay_behind_when_the_partitions_move(stack, slurm,
             f"the old owner posted again: {proxy.tags}"
         for lid in queued:
             assert len(slurm.leaders(lid)) == 1, (lid, slurm.leaders(lid))
-        # the submit on the wire reached Slurm; the heir cancelled it
-        assert len(slurm.leaders(flying)) == 2, slurm.leaders(flying)
+        # the submit on the wire reached Slurm; the heir adopted its job
+        assert len(slurm.leaders(flying)) == 1, slurm.leaders(flying)
+        assert heir.logged(f"adopted job {slurm.leaders(flying)[0]} of "
+                           f"{flying}")
         for lid in ids:
             events = reader.of(lid)
             assert_contiguous(events, lid)
             assert [e["data"]["state"] for e in events].count("SUCCEEDED") == 1
             assert slurm.most_alive(lid) == 1, (lid, slurm.jobs)
+            assert len(slurm.ran(lid)) == 1, (lid, slurm.jobs)
         for lid in queued:
             assert dropped(old, lid), old.tail()
         assert old.terminate() == 0, old.tail()
@@ -189,7 +193,8 @@ def test_queued_submit_is_dropped_when_an_abort_rewinds(stack, slurm, logdir):
     and the second is queued. The rewind restores the partitions: the
     queued submit was made before it and must not POST (before the fix it
     did, then the rewound intent's clean found and cancelled that job and
-    submitted another: two jobs for one tag)."""
+    submitted another: two jobs for one tag). The first, on the wire when
+    the rewind came, is adopted by its tag."""
     proxy = HoldingProxy(stack.env["FORGE_SLURM_REST_URL"])
     topics = Topics(stack, "own-rewind")
     reader = StatusReader(stack, topics.status)
@@ -217,9 +222,10 @@ def test_queued_submit_is_dropped_when_an_abort_rewinds(stack, slurm, logdir):
             f"the queued submit posted after the rewind: {proxy.tags}"
         assert len(slurm.leaders(ids[1])) == 1, slurm.leaders(ids[1])
         assert len(slurm.leaders(ids[2])) == 1, slurm.leaders(ids[2])
-        # the first was on the wire: cleaned by its tag and submitted again
-        assert len(slurm.leaders(ids[0])) == 2, slurm.leaders(ids[0])
+        # the first was on the wire: its job adopted by its tag
+        assert len(slurm.leaders(ids[0])) == 1, slurm.leaders(ids[0])
         for lid in ids:
+            assert len(slurm.ran(lid)) == 1, (lid, slurm.jobs)
             assert_contiguous(reader.of(lid), lid)
             assert reader.states(lid).count("ACCEPTED") == 1
             assert slurm.most_alive(lid) == 1, (lid, slurm.jobs)

@@ -10,7 +10,11 @@ run reads exactly the env, secret_env and ingest token of the first (the
 job prints their SHA-256 only), both runs' output is in the archive with
 the `== forge: restart 1 ==` marker between them, the platform sees
 RUNNING -> PENDING (requeued, restart_count 1) -> RUNNING -> SUCCEEDED,
-and never two live jobs of the launch.
+and never two live jobs of the launch. The preempted launch asks a
+checkpoint signal (USR1): with PreemptParameters=send_user_signal its
+first run gets it when the preemption begins, before the requeue. And (c)
+by a node failure: the node's slurmd and the job's processes killed at
+once, the job requeued by slurmctld, run again once the node is back.
 """
 
 import hashlib
@@ -20,7 +24,8 @@ import time
 
 import pytest
 
-from harness import StatusReader, Topics, Worker, launch, unique_id, wait_until
+from harness import (StatusReader, Topics, Worker, launch, stack_verb, unique_id,
+                     wait_until)
 from held_jobs import slurm_call
 
 TICKS = 12  # the command's seconds: its second run must finish them
@@ -45,12 +50,17 @@ def sha(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def send_launch(topics, partition):
+def send_launch(topics, partition, checkpoint=False):
     mark = unique_id("v")
     values = {"token": f"tok-{mark}", "secret": f"sek-{mark}",
               "plain": f"plain-{mark}"}
     lid = unique_id("rq")
-    cmd = ('echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
+    # USR1 reaches the step's processes, this bash and its sleep: the sleep
+    # ends, the trap prints at once, and the ticks go on until the requeue's
+    # SIGTERM (GraceTime 2 s later)
+    trap = "trap 'echo checkpoint signal USR1' USR1; " if checkpoint else ""
+    cmd = (trap +
+           'echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
            'echo "secret $(printf %s "$API_KEY" | sha256sum)"; '
            'echo "plain $(printf %s "$PLAIN" | sha256sum)"; '
            f'i=0; while [ $i -lt {TICKS} ]; do echo "tick $i"; '
@@ -62,6 +72,8 @@ def send_launch(topics, partition):
                      "token": values["token"]}
     if partition:
         req["partition"] = partition
+    if checkpoint:  # far from the 5 min time limit: only the preemption
+        req["checkpoint_signal"] = {"signal": "USR1", "seconds_before_end": 60}
     topics.send(lid, req)
     return lid, values
 
@@ -72,9 +84,9 @@ def seconds(events, t0):
              round(e["_received"] - t0, 1)) for e in events]
 
 
-def check_requeued(stack, slurm, requeue, lid, values, t0):
+def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80):
     topics, worker, status, logs = requeue
-    end = status.wait_terminal(lid, timeout=80)
+    end = status.wait_terminal(lid, timeout=timeout)
     events = status.of(lid)
     print(f"{lid}: {seconds(events, t0)}; Slurm jobs "
           f"{[(j, slurm.jobs[j]['states']) for j in slurm.leaders(lid)]}")
@@ -114,6 +126,7 @@ def check_requeued(stack, slurm, requeue, lid, values, t0):
                 assert secret.encode() not in v, f"a secret in {topic}"
     assert any("credentials for restart 1 staged" in line.get("msg", "")
                for line in worker.lines())
+    return runs
 
 
 def running_job(status, lid):
@@ -125,7 +138,7 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
                                                           requeue):
     topics, _, status, _ = requeue
     t0 = time.time()
-    lid, values = send_launch(topics, "preempt")
+    lid, values = send_launch(topics, "preempt", checkpoint=True)
     running_job(status, lid)
     time.sleep(3)  # its first run prints a few ticks
     # a plain job of the higher tier wants every GPU of the launch's node
@@ -138,7 +151,11 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
                 "environment": ["PATH=/bin:/usr/bin"],
                 "time_limit": {"set": True, "number": 1}}})
     assert answer.get("job_id"), answer.get("errors")
-    check_requeued(stack, slurm, requeue, lid, values, t0)
+    runs = check_requeued(stack, slurm, requeue, lid, values, t0)
+    # the checkpoint signal came when the preemption began, to the first
+    # run only (the second ran to its end, far from its time limit)
+    assert "checkpoint signal USR1" in runs[0], runs[0]
+    assert "checkpoint signal USR1" not in runs[1], runs[1]
 
 
 def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
@@ -151,3 +168,62 @@ def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
     subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
                     "scontrol", "requeue", str(job_id)], check=True)
     check_requeued(stack, slurm, requeue, lid, values, t0)
+
+
+def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
+    """The launch's node dies while it runs (tests/e2e/stack fail: its
+    slurmd, slurmstepd and the job's processes KILLed at once, a power
+    loss): slurmctld finds the node not answering (SlurmdTimeout 8 s) and
+    requeues the job (JobRequeue=1); the platform sees PENDING (requeued),
+    the worker stages the restart's credentials, and once the node is back
+    the same job runs again from the start and SUCCEEDS. The launch needs
+    an h200, which only that node has: it waits for it."""
+    topics, _, status, _ = requeue
+    t0 = time.time()
+    lid, values = send_launch(topics, None)
+    running_job(status, lid)
+    time.sleep(3)
+    try:
+        stack_verb("fail", "slurmd-h200-1")
+        wait_until(f"{lid} requeued after its node failed",
+                   lambda: any(e["data"].get("reason") == "requeued"
+                               for e in status.of(lid)), 90)
+    finally:
+        stack_verb("start", "slurmd-h200-1")
+    check_requeued(stack, slurm, requeue, lid, values, t0)
+
+
+def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
+        stack, slurm, logdir):
+    """kill -9 of the worker between the requeue it recorded (PENDING,
+    requeued) and the staging of the restart's credentials (test point
+    restage.before): its heir finds the record's restart count above the
+    staged one and stages them; the run, waiting for them meanwhile, gets
+    exactly its values and SUCCEEDS. One job, never two live."""
+    topics = Topics(stack, "requeue-crash")
+    group = unique_id("g")
+    crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
+                      {"FORGE_TEST_CRASH_POINT": "restage.before",
+                       "FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+    status = StatusReader(stack, topics.status)
+    logs = StatusReader(stack, topics.logs)
+    try:
+        crashing.wait_ready()
+        t0 = time.time()
+        lid, values = send_launch(topics, None)
+        job_id = running_job(status, lid)
+        time.sleep(2)
+        subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                        "scontrol", "requeue", str(job_id)], check=True)
+        assert crashing.wait_exit(60) == -9, crashing.tail()
+        heir = Worker(stack, topics, unique_id("wb"), group, logdir,
+                      {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+        check_requeued(stack, slurm, (topics, heir, status, logs), lid, values,
+                       t0, timeout=120)
+        assert heir.terminate() == 0, heir.tail()
+    finally:
+        status.close()
+        logs.close()
+        crashing.stop_quietly()
+        if "heir" in locals():
+            heir.stop_quietly()

@@ -26,16 +26,14 @@ retrying, `try`, `retry`) in place of the end.
 
 import json
 import os
-import subprocess
 import tarfile
 import time
 
 import pytest
 
-from harness import (TOP, StatusReader, Topics, Worker, assert_contiguous,
-                     launch, unique_id, wait_until)
+from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
+                     stack_verb, unique_id, wait_until)
 
-STACK = os.path.join(TOP, "tests", "e2e", "stack")
 # A series either node has (the stack's catalogue pins h200 and a100 to one
 # node each): a retry that excludes the failed node can run on the other.
 SERIES = {"series": {
@@ -89,10 +87,6 @@ def archived_out(logs, lid):
     event = wait_until(f"{lid}'s logs event", lambda: logs.of(lid), 60)[0]
     with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
         return t.extractfile("main.out").read().decode()
-
-
-def stack(verb, daemon):
-    subprocess.run(["bash", STACK, verb, daemon], check=True)
 
 
 def check_retried(slurm, status, logs, lid, node, t0):
@@ -163,11 +157,11 @@ def test_node_failure_retries_a_launch_and_ends_one_without_tries(
     assert node_of(status.wait_state(b, "RUNNING", timeout=90)) == node
     time.sleep(2)  # A printed its line
     try:
-        stack("fail", f"slurmd-{node}")
+        stack_verb("fail", f"slurmd-{node}")
         check_retried(slurm, status, logs, a, node, t0)
         check_exhausted(slurm, status, b, t0)
     finally:
-        stack("start", f"slurmd-{node}")
+        stack_verb("start", f"slurmd-{node}")
     assert any("try 2 of 2" in line.get("msg", "") for line in worker.lines())
 
 
