@@ -131,7 +131,7 @@ def test_state_topic_lost_with_live_launches(scenario, slurm, logdir):
     ids = [unique_id("rc") for _ in range(LAUNCHES)]
     for n, lid in enumerate(ids):
         # two series: 16 run at once on the stack's two 8-GPU nodes
-        topics.send(lid, launch(lid, ["sleep", str(60 + n * 30 // LAUNCHES)],
+        topics.send(lid, launch(lid, ["sleep", str(45 + n * 15 // LAUNCHES)],
                                 series=("h200", "a100")[n % 2]))
     for lid in ids:
         status.wait_state(lid, "SUBMITTED", timeout=180)

@@ -134,6 +134,14 @@ def running_job(status, lid):
     return status.of(lid)[-1]["data"]["slurm"]["job_id"]
 
 
+def scontrol_requeue(stack, job_id):
+    """Once its first run has printed a few ticks, what `scontrol requeue`
+    does to a running job."""
+    time.sleep(3)
+    subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                    "scontrol", "requeue", str(job_id)], check=True)
+
+
 def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
                                                           requeue):
     topics, _, status, _ = requeue
@@ -163,10 +171,7 @@ def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
     topics, _, status, _ = requeue
     t0 = time.time()
     lid, values = send_launch(topics, None)
-    job_id = running_job(status, lid)
-    time.sleep(3)
-    subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
-                    "scontrol", "requeue", str(job_id)], check=True)
+    scontrol_requeue(stack, running_job(status, lid))
     check_requeued(stack, slurm, requeue, lid, values, t0)
 
 
@@ -211,10 +216,7 @@ def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
         crashing.wait_ready()
         t0 = time.time()
         lid, values = send_launch(topics, None)
-        job_id = running_job(status, lid)
-        time.sleep(2)
-        subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
-                        "scontrol", "requeue", str(job_id)], check=True)
+        scontrol_requeue(stack, running_job(status, lid))
         assert crashing.wait_exit(60) == -9, crashing.tail()
         heir = Worker(stack, topics, unique_id("wb"), group, logdir,
                       {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
