@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * submit.h - the Slurm threads: submits, cancels, the adoption of what
- * an interrupted submit made, and the clean of a cancelled one (work.h kinds SUBMIT, CLEAN_SUBMIT,
- * CLEAN_CANCEL, CANCEL), on FORGE_SLURM_MAX_CONNECTIONS lanes (a pool with
- * a lane per thread, pool.h), each lane with its own slurmrestd client, so
- * a slow submit never delays a poll tick (poller.h) nor an archive
- * (archive_work.h), and launches are submitted side by side. A launch's
- * work always takes the lane its launch_id hashes to: one launch's steps
- * run one at a time, in the order posted.
+ * an interrupted submit made, and the clean of a cancelled one (work.h kinds
+ * SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL, CANCEL), on FORGE_SLURM_MAX_CONNECTIONS
+ * lanes (a pool with a lane per thread, pool.h), each lane with its own
+ * slurmrestd client, so a slow submit never delays a poll tick (poller.h) nor
+ * an archive (archive_work.h), and launches are submitted side by side. A
+ * launch's work always takes the lane its launch_id hashes to: one launch's
+ * steps run one at a time, in the order posted.
  *
  * Whether work may still act: the thread checks the partitions'
  * generations (generation.h has the whole story) itself right before
