@@ -702,13 +702,20 @@ restart() {
 # The slurmstepd processes of node $1: each listens on a socket in the
 # node's spool folder (SlurmdSpoolDir=.../spool/%n).
 node_stepds() {
-	local node=$1 p inodes
-	inodes=$(awk -v d="/spool/$node/" 'index($8, d) { print $7 }' /proc/net/unix)
-	[ -n "$inodes" ] || return 0
+	local node=$1 p fd link inodes
+	inodes=" $(awk -v d="/spool/$node/" 'index($8, d) { printf "%s ", $7 }' /proc/net/unix)"
+	[ "$inodes" != " " ] || return 0
 	for p in $(chroot_pids); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] || continue
-		ls -l "/proc/$p/fd" 2>/dev/null | grep -qwF -f <(sed 's/.*/socket:[&]/' <<<"$inodes") &&
-			echo "$p"
+		for fd in "/proc/$p/fd/"*; do
+			link=$(readlink "$fd" 2>/dev/null) || continue
+			[[ "$link" == socket:\[*\] ]] || continue
+			link=${link#socket:[}
+			if [[ "$inodes" == *" ${link%]} "* ]]; then
+				echo "$p"
+				break
+			fi
+		done
 	done
 	return 0
 }
