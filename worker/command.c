@@ -5,6 +5,7 @@
  * client, JSON lines, and the recovery commands' exit codes and errors.
  */
 #include "command.h"
+#include "core/config_security.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/version.h"
@@ -28,25 +29,54 @@ static int config_failure(const forge_error_t *err)
     return CLI_EXIT_CONFIG;
 }
 
-int command_load_config(unsigned needs, forge_config_t **out)
+/* The configuration from the environment, checked for what the command
+ * needs, its secret files read (config_security.h); *cfg NULL and err set
+ * otherwise. */
+static forge_rc_t load_checked(unsigned needs, forge_config_t **cfg,
+                               forge_error_t *err)
 {
-    forge_error_t err = {0};
-    forge_config_t *cfg = NULL;
+    forge_rc_t rc;
 
-    *out = NULL;
-    if (forge_config_load(environ, &cfg, &err) ||
-        forge_config_require(cfg, needs, &err) ||
-        forge_version_check_runtime(&err)) {
-        forge_config_destroy(cfg);
-        return config_failure(&err);
+    *cfg = NULL;
+    if ((rc = forge_config_load(environ, cfg, err)) ||
+        (rc = forge_config_require(*cfg, needs, err)) ||
+        (rc = forge_version_check_runtime(err)) ||
+        (rc = forge_config_read_secrets(*cfg, needs, err))) {
+        forge_config_destroy(*cfg);
+        *cfg = NULL;
     }
-    forge_log_configure(cfg->log_level, cfg->log_format, 2, cfg->worker_id);
-    for (size_t i = 0; i < cfg->unknown_count; i++) {
+    return rc;
+}
+
+/* The warnings at start: the security ones for what the command needs
+ * (config_security.h), then unknown variables (not for the recovery
+ * commands, which never named them). */
+static void warn_at_start(const forge_config_t *cfg, unsigned needs,
+                          bool unknown)
+{
+    forge_config_warning_t w[FORGE_CONFIG_WARNINGS_MAX];
+    size_t n = forge_config_warnings(cfg, needs, w);
+
+    for (size_t i = 0; i < n; i++) {
+        forge_log_field_t f[] = {{"variable", w[i].variable}};
+        forge_log_fields(FORGE_LOG_WARN, f, 1, "%s", w[i].message);
+    }
+    for (size_t i = 0; unknown && i < cfg->unknown_count; i++) {
         forge_log_field_t f[] = {{"variable", cfg->unknown_vars[i]}};
         forge_log_fields(FORGE_LOG_WARN, f, 1,
                          "unknown FORGE_ variable ignored (a typo?)");
     }
-    *out = cfg;
+}
+
+int command_load_config(unsigned needs, forge_config_t **out)
+{
+    forge_error_t err = {0};
+
+    if (load_checked(needs, out, &err))
+        return config_failure(&err);
+    forge_log_configure((*out)->log_level, (*out)->log_format, 2,
+                        (*out)->worker_id);
+    warn_at_start(*out, needs, true);
     return 0;
 }
 
@@ -226,17 +256,12 @@ int command_admin_config(unsigned needs, forge_config_t **cfg)
 {
     forge_error_t err = {0};
 
-    *cfg = NULL;
-    if (forge_config_load(environ, cfg, &err) ||
-        forge_config_require(*cfg, needs, &err) ||
-        forge_version_check_runtime(&err)) {
-        forge_config_destroy(*cfg);
-        *cfg = NULL;
+    if (load_checked(needs, cfg, &err))
         return recovery_config_failure(&err);
-    }
     forge_log_configure((*cfg)->log_level > FORGE_LOG_WARN ? (*cfg)->log_level
                                                            : FORGE_LOG_WARN,
                         (*cfg)->log_format, 2, (*cfg)->worker_id);
+    warn_at_start(*cfg, needs, false);
     return 0;
 }
 

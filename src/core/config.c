@@ -179,6 +179,22 @@ static forge_rc_t parse_enum(const char *v, const var_rule_t *r, int *out,
                            allowed, v);
 }
 
+/* A VAR_CHOICE: the value in names' spelling, whatever case it came in. */
+static forge_rc_t parse_choice(const char *v, const var_rule_t *r, char **out,
+                               forge_error_t *err)
+{
+    int i = -1;
+    forge_rc_t rc;
+
+    for (size_t k = 0; r->names[k] && i < 0; k++)
+        if (!strcasecmp(v, r->names[k]))
+            i = (int)k;
+    if (i < 0 && (rc = parse_enum(v, r, &i, err)))
+        return rc;
+    *out = forge_xstrdup(r->names[i]);
+    return FORGE_OK;
+}
+
 static forge_rc_t parse_causes(const char *v, const var_rule_t *r,
                                unsigned *out, forge_error_t *err)
 {
@@ -311,6 +327,8 @@ static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
         return parse_enum(v, r, (int *)slot, err);
     case VAR_CAUSES:
         return parse_causes(v, r, (unsigned *)slot, err);
+    case VAR_CHOICE:
+        return parse_choice(v, r, (char **)slot, err);
     case VAR_PATHLIST:
         return parse_pathlist(cfg, v, r, err);
     default:
@@ -394,6 +412,10 @@ static forge_rc_t add_kafka_prop(forge_config_t *cfg, const char *entry,
             return FORGE_ECONFIG;
         }
     }
+    if (forge_config_prop_conflict(cfg, prop, var, err)) {
+        free(prop);
+        return FORGE_ECONFIG;
+    }
     cfg->kafka_props = forge_xrealloc(
         cfg->kafka_props, (cfg->kafka_prop_count + 1) * sizeof(*slot));
     slot = &cfg->kafka_props[cfg->kafka_prop_count++];
@@ -463,7 +485,7 @@ static forge_rc_t finish(forge_config_t *cfg, forge_error_t *err)
     }
     if (!cfg->worker_id)
         cfg->worker_id = default_worker_id();
-    return FORGE_OK;
+    return forge_config_check_security(cfg, err);
 }
 
 forge_rc_t forge_config_load(char *const *envp, forge_config_t **out,
@@ -527,6 +549,7 @@ void forge_config_destroy(forge_config_t *cfg)
 {
     if (!cfg)
         return;
+    forge_config_drop_secrets(cfg);
     for (size_t i = 0; i < forge_config_rule_count; i++) {
         var_kind_t k = forge_config_rules[i].kind;
         if (k != VAR_INT && k != VAR_BOOL && k != VAR_ENUM &&
@@ -585,6 +608,7 @@ static const struct kind_doc {
     {VAR_INT, "integer", NULL},
     {VAR_BOOL, "boolean", "1 or 0 (true/false, yes/no, on/off)"},
     {VAR_ENUM, "enum", NULL},
+    {VAR_CHOICE, "enum", NULL},
     {VAR_CAUSES, "cause list",
      "comma-separated causes: node_fail, boot_fail, launch_failed, "
      "preempted, failed (a non-zero exit), out_of_memory, timeout"},

@@ -64,7 +64,9 @@ typedef struct forge_config {
     char *slurm_jwt_key_file; /* ... or mint them: exactly one  */
     bool slurm_tls_verify;
     char *slurm_tls_ca_file;
-    char *slurm_partition; /* NULL: the cluster's default partition */
+    char *slurm_tls_cert_file; /* a client certificate (mTLS) ... */
+    char *slurm_tls_key_file;  /* ... and its key: both or neither */
+    char *slurm_partition;     /* NULL: the cluster's default partition */
     char *slurm_account;
     char *slurm_qos;
     int slurm_default_time_limit_min;
@@ -98,6 +100,21 @@ typedef struct forge_config {
     int dlq_max_bytes; /* a DLQ record's key, value and headers at most */
     forge_kafka_prop_t *kafka_props;
     size_t kafka_prop_count;
+    /* Kafka's security (issue 27): each sets one librdkafka property
+     * (config_security.h), never also given by a FORGE_KAFKA_PROP_*. */
+    char *kafka_security_protocol; /* librdkafka's spelling: "sasl_ssl" */
+    char *kafka_sasl_mechanism;    /* "SCRAM-SHA-512", ... */
+    char *kafka_sasl_username;
+    char *kafka_sasl_password_file;
+    char *kafka_ssl_ca_file;
+    char *kafka_ssl_cert_file;
+    char *kafka_ssl_key_file;
+    char *kafka_ssl_key_password_file;
+    /* The password files' contents: NULL until forge_config_read_secrets
+     * reads them (registered secrets; wiped by forge_config_destroy). */
+    char *kafka_sasl_password;
+    char *kafka_ssl_key_password;
+    bool prop_secrets_registered; /* the pass-through's secrets, too */
 
     char *worker_id;
     int poll_interval_ms;

@@ -25,6 +25,7 @@ typedef enum var_kind {
     VAR_BOOL,
     VAR_ENUM,
     VAR_CAUSES, /* retry causes, comma-separated (retry.h) into unsigned */
+    VAR_CHOICE, /* one of names (any case), kept as text in names' spelling */
 } var_kind_t;
 
 /*
@@ -39,7 +40,7 @@ typedef struct var_rule {
     size_t offset;             /* into forge_config_t */
     const char *default_value; /* NULL: unset unless given */
     long min, max;             /* VAR_INT */
-    const char *const *names;  /* VAR_ENUM: index = enum value */
+    const char *const *names;  /* VAR_ENUM: index = enum value; VAR_CHOICE */
     const char *def_note;      /* a default finish() derives, in words */
     const char *doc;           /* what it changes: one or two sentences */
     const char *since;         /* the commit (and issue) that added it */
@@ -58,5 +59,23 @@ extern const char *const forge_config_foreign[];
 extern const char *const forge_config_api_names[];
 extern const char *const forge_config_profile_names[];
 extern const char *const forge_config_level_names[];
+
+/* The choices of FORGE_KAFKA_SECURITY_PROTOCOL and _SASL_MECHANISM. */
+extern const char *const forge_config_protocol_names[];
+extern const char *const forge_config_mechanism_names[];
+
+/* config_security.c: the security variables' rules that involve more than
+ * one variable (finish() calls it), and the refusal of a FORGE_KAFKA_PROP_*
+ * (variable var) that names a property a first-class variable sets. */
+forge_rc_t forge_config_check_security(const forge_config_t *cfg,
+                                       forge_error_t *err);
+forge_rc_t forge_config_prop_conflict(const forge_config_t *cfg,
+                                      const char *prop, const char *var,
+                                      forge_error_t *err);
+
+/* What forge_config_read_secrets registered and read, let go of: the
+ * passwords unregistered, wiped and freed, the pass-through's secrets
+ * unregistered (config_security.c; forge_config_destroy calls it). */
+void forge_config_drop_secrets(forge_config_t *cfg);
 
 #endif

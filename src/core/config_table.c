@@ -18,6 +18,11 @@ const char *const forge_config_profile_names[] = {"enroot-pyxis", "apptainer",
 const char *const forge_config_level_names[] = {"debug", "info", "warn",
                                                 "error", NULL};
 static const char *const format_names[] = {"json", "text", NULL};
+/* As librdkafka spells security.protocol and sasl.mechanisms. */
+const char *const forge_config_protocol_names[] = {
+    "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
+const char *const forge_config_mechanism_names[] = {
+    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", NULL};
 
 #define AT(field) offsetof(forge_config_t, field)
 
@@ -26,6 +31,7 @@ static const char *const format_names[] = {"json", "text", NULL};
 #define SEED  "cea768d (seed)"
 #define FIRST "cea768d"
 #define RETRY "issue 26 (retry policy)"
+#define TLS   "issue 27"
 
 const var_rule_t forge_config_rules[] = {
     {.name = "FORGE_DEFAULT_FLEET_KIND",
@@ -85,6 +91,19 @@ const var_rule_t forge_config_rules[] = {
      .doc = "A CA bundle to verify slurmrestd's certificate with, instead of "
             "the system's.",
      .since = FIRST},
+    {.name = "FORGE_SLURM_TLS_CERT_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(slurm_tls_cert_file),
+     .doc = "A client certificate (PEM) the worker shows slurmrestd's TLS "
+            "front (mTLS). Needs `FORGE_SLURM_TLS_KEY_FILE`; must be a "
+            "readable file at start.",
+     .since = TLS},
+    {.name = "FORGE_SLURM_TLS_KEY_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(slurm_tls_key_file),
+     .doc = "The client certificate's private key (PEM, unencrypted), not "
+            "readable by others. Needs `FORGE_SLURM_TLS_CERT_FILE`.",
+     .since = TLS},
     {.name = "FORGE_SLURM_PARTITION",
      .kind = VAR_NAME,
      .offset = AT(slurm_partition),
@@ -211,6 +230,63 @@ const var_rule_t forge_config_rules[] = {
      .doc = "The workers' consumer group: every worker of one fleet has the "
             "same, and the recovery commands act on it.",
      .since = FIRST},
+    {.name = "FORGE_KAFKA_SECURITY_PROTOCOL",
+     .kind = VAR_CHOICE,
+     .offset = AT(kafka_security_protocol),
+     .names = forge_config_protocol_names,
+     .def_note = "librdkafka's: `plaintext`",
+     .doc = "librdkafka's `security.protocol` (any case). `sasl_*` for "
+            "`FORGE_KAFKA_SASL_MECHANISM`, `ssl` or `sasl_ssl` for the CA, "
+            "certificate and key files. `sasl_plaintext` to a broker that "
+            "is not loopback is warned about at start.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SASL_MECHANISM",
+     .kind = VAR_CHOICE,
+     .offset = AT(kafka_sasl_mechanism),
+     .names = forge_config_mechanism_names,
+     .doc = "`sasl.mechanisms`. `PLAIN` and `SCRAM-*` need the user and "
+            "password file; `OAUTHBEARER` takes neither: its settings "
+            "(`sasl.oauthbearer.*`) go through `FORGE_KAFKA_PROP_*` "
+            "(docs/OPERATING.md).",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SASL_USERNAME",
+     .kind = VAR_STR,
+     .offset = AT(kafka_sasl_username),
+     .doc = "`sasl.username`. Needs `FORGE_KAFKA_SASL_PASSWORD_FILE` and a "
+            "`PLAIN` or `SCRAM-*` mechanism.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SASL_PASSWORD_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(kafka_sasl_password_file),
+     .doc = "A file holding the SASL password (`sasl.password`), read once "
+            "at start: owner-only, not empty, one line (a trailing new line "
+            "is dropped). Its content is never logged.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SSL_CA_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(kafka_ssl_ca_file),
+     .doc = "`ssl.ca.location`: a CA bundle to verify the brokers with, "
+            "instead of the system's.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SSL_CERT_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(kafka_ssl_cert_file),
+     .doc = "`ssl.certificate.location`: the worker's client certificate "
+            "(mTLS). Needs `FORGE_KAFKA_SSL_KEY_FILE`.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SSL_KEY_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(kafka_ssl_key_file),
+     .doc = "`ssl.key.location`: the client certificate's private key, not "
+            "readable by others. Needs `FORGE_KAFKA_SSL_CERT_FILE`.",
+     .since = TLS},
+    {.name = "FORGE_KAFKA_SSL_KEY_PASSWORD_FILE",
+     .kind = VAR_ABSPATH,
+     .offset = AT(kafka_ssl_key_password_file),
+     .doc = "A file holding the private key's passphrase "
+            "(`ssl.key.password`), read as the SASL password file is. Needs "
+            "`FORGE_KAFKA_SSL_KEY_FILE`.",
+     .since = TLS},
     {.name = "FORGE_KAFKA_TOPIC_REQUESTS",
      .kind = VAR_TOPIC,
      .offset = AT(topic_requests),

@@ -4,6 +4,7 @@
  * (kafka_probe.h).
  */
 #include "kafka/kafka_probe.h"
+#include "kafka/kafka_conf.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -22,22 +23,23 @@ void forge_kafka_probe(const forge_config_t *cfg, int timeout_ms,
 {
     const char *topics[] = {cfg->topic_requests, cfg->topic_status,
                             cfg->topic_logs, cfg->topic_state, cfg->topic_dlq};
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const rd_kafka_metadata_t *md = NULL;
+    forge_error_t cerr = {0};
+    rd_kafka_conf_t *conf;
     char errstr[256];
     rd_kafka_t *rk;
     rd_kafka_resp_err_t err;
 
     memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < cfg->kafka_prop_count; i++)
-        rd_kafka_conf_set(conf, cfg->kafka_props[i].name,
-                          cfg->kafka_props[i].value, errstr, sizeof(errstr));
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr,
-                          sizeof(errstr)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr)) !=
-            RD_KAFKA_CONF_OK) {
-        snprintf(out->error, sizeof(out->error), "%s", errstr);
+    /* the worker's own configuration: its security settings too */
+    conf = forge_kafka_conf_base(cfg, &cerr);
+    if (conf && forge_kafka_conf_set(conf, "log_level", "3", &cerr)) {
         rd_kafka_conf_destroy(conf);
+        conf = NULL;
+    }
+    if (!conf) {
+        snprintf(out->error, sizeof(out->error), "%.*s",
+                 (int)sizeof(out->error) - 1, cerr.message);
         return;
     }
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));

@@ -55,6 +55,8 @@ void forge_slurm_options_from_config(const forge_config_t *cfg,
     opts->jwt_key_file = cfg->slurm_jwt_key_file;
     opts->tls_verify = cfg->slurm_tls_verify;
     opts->ca_file = cfg->slurm_tls_ca_file;
+    opts->cert_file = cfg->slurm_tls_cert_file;
+    opts->key_file = cfg->slurm_tls_key_file;
     opts->connect_timeout_ms = 5000;
     opts->request_timeout_ms = 30000;
     opts->max_attempts = 4;
@@ -78,9 +80,13 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
     c->base_url = forge_xstrdup(opts->base_url);
     c->user = forge_xstrdup(opts->user);
     c->ca_file = forge_xstrdup(opts->ca_file);
+    c->cert_file = forge_xstrdup(opts->cert_file);
+    c->key_file = forge_xstrdup(opts->key_file);
     c->opts.base_url = c->base_url;
     c->opts.user = c->user;
     c->opts.ca_file = c->ca_file;
+    c->opts.cert_file = c->cert_file;
+    c->opts.key_file = c->key_file;
     c->opts.jwt_file = c->opts.jwt_key_file = NULL; /* owned by auth */
     if (c->opts.max_attempts < 1)
         c->opts.max_attempts = 1;
@@ -127,6 +133,8 @@ void forge_slurm_client_destroy(forge_slurm_client_t *c)
     free(c->base_url);
     free(c->user);
     free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
     free(c);
 }
 

@@ -70,7 +70,9 @@ typedef struct forge_slurm_options {
     const char *jwt_file;     /* exactly one of jwt_file ...   */
     const char *jwt_key_file; /* ... and jwt_key_file          */
     bool tls_verify;
-    const char *ca_file; /* NULL: the system's */
+    const char *ca_file;   /* NULL: the system's */
+    const char *cert_file; /* a client certificate (PEM), NULL: none */
+    const char *key_file;  /* its private key (PEM), with cert_file */
     long connect_timeout_ms;
     long request_timeout_ms;
     int max_attempts;      /* per call, for retriable outcomes (+1 with a

@@ -20,6 +20,8 @@ struct forge_slurm_client {
     const char *act_as; /* the user of the call under way, when not user
                            (slurmrestd's user proxy: forge_slurm_submit_as) */
     char *ca_file;
+    char *cert_file; /* the client certificate (mTLS) and ... */
+    char *key_file;  /* ... its key: both or neither */
     forge_slurm_auth_t *auth;
     forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
     CURL *curl;

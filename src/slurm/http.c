@@ -181,6 +181,29 @@ static void scrub(forge_slurm_result_t *res)
     free(clean);
 }
 
+/* TLS: verification (FORGE_SLURM_TLS_VERIFY, warned about at start when
+ * off), the CA bundle, and the client certificate and key (mTLS), each
+ * only when set (the key checked at start: never readable by others). */
+static void set_tls(forge_slurm_client_t *c)
+{
+    const struct {
+        CURLoption option;
+        const char *value;
+    } files[] = {
+        {CURLOPT_CAINFO, c->ca_file},
+        {CURLOPT_SSLCERT, c->cert_file},
+        {CURLOPT_SSLKEY, c->key_file},
+    };
+
+    curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER,
+                     c->opts.tls_verify ? 1L : 0L);
+    curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST,
+                     c->opts.tls_verify ? 2L : 0L);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        if (files[i].value)
+            curl_easy_setopt(c->curl, files[i].option, files[i].value);
+}
+
 /* Prepares the handle for one request; returns the header list (new). */
 static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
                                   const char *method, upload_t *body,
@@ -198,12 +221,7 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                      c->opts.connect_timeout_ms);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, c->opts.request_timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER,
-                     c->opts.tls_verify ? 1L : 0L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST,
-                     c->opts.tls_verify ? 2L : 0L);
-    if (c->ca_file)
-        curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file);
+    set_tls(c);
     curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT,
                      c->fresh_connection ? 1L : 0L);
     /* one connection per client (a submit lane, the poller): a fresh one
