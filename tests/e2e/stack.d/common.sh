@@ -5,9 +5,10 @@
 #
 # FORGE_CACHE_DIR  survives between runs and clones: built chroots, jars, librdkafka.
 # FORGE_STACK_RUN  this machine's running stack: pids, logs, data, the storage root.
+# FORGE_STACK_ENV  the env file `up` writes (default $FORGE_STACK_RUN/stack.env).
 : "${FORGE_CACHE_DIR:=/var/cache/forge-worker}"
 : "${FORGE_STACK_RUN:=/var/tmp/forge-stack}"
-FORGE_STACK_ENV="$FORGE_STACK_RUN/stack.env"
+: "${FORGE_STACK_ENV:=$FORGE_STACK_RUN/stack.env}"
 export FORGE_CACHE_DIR FORGE_STACK_RUN FORGE_STACK_ENV
 
 stack_log() { printf '[stack %s] %s\n' "$(date +%T)" "$*" >&2; }
