@@ -79,6 +79,11 @@ static void slurm_request(const char *method, const char *url, long status,
     (void)ms;
 }
 
+static void denied(const char *what)
+{
+    (void)what;
+}
+
 static void jwt(long long exp_s, bool minted)
 {
     (void)exp_s;
@@ -93,8 +98,8 @@ static void jwt(long long exp_s, bool minted)
         .tick_done = ms_taken, .archived = archived, .beat = nothing,          \
         .loop_ready = loop_ready, .stopping = nothing,                         \
         .partitions = partitions, .txn = txn, .rebalance = kind,               \
-        .producer = usable, .lag = lag, .slurm_request = slurm_request,        \
-        .jwt = jwt,                                                            \
+        .producer = usable, .lag = lag, .kafka_denied = denied,                \
+        .slurm_request = slurm_request, .jwt = jwt,                            \
     }
 
 static const forge_hooks_t none = NO_HOOKS;
@@ -125,6 +130,7 @@ void forge_hooks_install(const forge_hooks_t *h)
     TAKE(rebalance);
     TAKE(producer);
     TAKE(lag);
+    TAKE(kafka_denied);
     TAKE(slurm_request);
     TAKE(jwt);
     installed = true;

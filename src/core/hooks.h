@@ -75,6 +75,10 @@ typedef struct forge_hooks {
     /* The consumer lag of the requests topic's partitions this worker
      * fetches (librdkafka's statistics), replacing the last. */
     void (*lag)(const int32_t *partitions, const long long *lags, size_t n);
+    /* The broker refuses the worker (kafka_access.c): what it lacks ("OP
+     * on KIND NAME (what for)", or the refusal's words); NULL once it
+     * allows everything again. */
+    void (*kafka_denied)(const char *what);
 
     /* ---- slurm/ (any thread) ---- */
     /* One HTTP request to slurmrestd (url: the whole URL), its HTTP

@@ -10,6 +10,7 @@
  */
 #include "kafka/kafka_int.h"
 #include "core/hooks.h"
+#include "kafka/kafka_access.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -112,6 +113,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
         return FORGE_ECONFIG;
     }
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_error_cb(conf, forge_kafka_on_client_error);
     forge_kafka_stats_conf(conf, k->cfg->topic_requests); /* consumer lag */
     rd_kafka_conf_set_opaque(conf, k);
     if (!(k->consumer = forge_kafka_handle_new(RD_KAFKA_CONSUMER, conf, errstr,
@@ -138,6 +140,23 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
 
 static rd_kafka_t *reader(forge_kafka_t *k);
 
+/* What the broker lets the worker do, asked before it takes a partition
+ * (kafka_access.c): a missing ACL stops the start (78, naming each); a
+ * broker that does not say lets it go on, as before. */
+static forge_rc_t access_at_start(forge_kafka_t *k, forge_error_t *err)
+{
+    char missing[768], principal[160];
+
+    if (forge_kafka_access_check(k->consumer, k->cfg, INIT_ATTEMPT_MS, missing,
+                                 sizeof(missing)) <= 0)
+        return FORGE_OK;
+    forge_kafka_principal(k->cfg, principal, sizeof(principal));
+    return forge_error_set(err, FORGE_ECONFIG, "FORGE_KAFKA_SASL_USERNAME",
+                           "Kafka's ACLs deny %s: %s (docs/KAFKA_ACLS.md "
+                           "lists what a worker needs)",
+                           principal, missing);
+}
+
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
                            volatile sig_atomic_t *stop, forge_kafka_t **out,
@@ -151,7 +170,7 @@ forge_rc_t forge_kafka_new(const forge_config_t *cfg,
     k->handlers = *handlers;
     k->offsets = rd_kafka_topic_partition_list_new(8);
     if ((rc = forge_kafka_producer_new(k, INIT_ATTEMPT_MS, stop, err)) ||
-        (rc = new_consumer(k, err))) {
+        (rc = new_consumer(k, err)) || (rc = access_at_start(k, err))) {
         forge_kafka_destroy(k);
         return rc;
     }
@@ -200,11 +219,15 @@ bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
         k->last = NULL;
     }
     rd_kafka_poll(k->producer, 0); /* delivery reports, errors */
+    forge_kafka_denial_seen(k, RD_KAFKA_RESP_ERR_NO_ERROR); /* the error_cb's */
+    forge_kafka_access_tick(k);
     if (!(m = rd_kafka_consumer_poll(k->consumer, timeout_ms)))
         return false;
     if (m->err) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             forge_log_warn("consumer: %s", rd_kafka_message_errstr(m));
+        forge_kafka_note_refusal(m->err, rd_kafka_message_errstr(m));
+        forge_kafka_denial_seen(k, m->err);
         rd_kafka_message_destroy(m);
         return false;
     }
@@ -281,6 +304,7 @@ static rd_kafka_t *reader(forge_kafka_t *k)
         forge_log_error("restore reader: %s", err.message);
         return NULL;
     }
+    rd_kafka_conf_set_error_cb(conf, forge_kafka_on_client_error);
     k->reader =
         forge_kafka_handle_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!k->reader)
@@ -314,6 +338,7 @@ typedef struct restore_run {
     long long until; /* clock.h */
     forge_kafka_restore_fn fn;
     void *ctx;
+    atomic_int denied; /* an authorization error a thread saw, 0 none */
 } restore_run_t;
 
 static bool read_to_end(restore_run_t *run, size_t i)
@@ -329,9 +354,12 @@ static bool read_to_end(restore_run_t *run, size_t i)
         if (!m->err)
             run->fn(run->ctx, run->parts[i], m->key, m->key_len, m->payload,
                     m->len);
-        else
+        else {
             forge_log_warn("restore: partition %d: %s", (int)run->parts[i],
                            rd_kafka_message_errstr(m));
+            if (forge_kafka_is_denial(m->err))
+                atomic_store(&run->denied, m->err);
+        }
         rd_kafka_message_destroy(m);
     }
     return false;
@@ -374,7 +402,7 @@ size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
 {
     rd_kafka_t *r = reader(k);
     restore_run_t run = {
-        NULL, parts, reached, n, 0, forge_clock_ms() + timeout_ms, fn, ctx};
+        NULL, parts, reached, n, 0, forge_clock_ms() + timeout_ms, fn, ctx, 0};
     pthread_t threads[RESTORE_THREADS];
     size_t started = 0, done = 0;
     rd_kafka_topic_partition_list_t *l;
@@ -406,8 +434,11 @@ size_t forge_kafka_restore(forge_kafka_t *k, const int32_t *parts, size_t n,
     while ((m = rd_kafka_consumer_poll(r, 0))) { /* errors no one reads */
         if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             forge_log_warn("restore: %s", rd_kafka_message_errstr(m));
+        if (forge_kafka_is_denial(m->err))
+            atomic_store(&run.denied, m->err);
         rd_kafka_message_destroy(m);
     }
+    forge_kafka_denial_seen(k, (rd_kafka_resp_err_t)atomic_load(&run.denied));
     for (size_t i = 0; i < n; i++) {
         rd_kafka_queue_destroy(run.queues[i]);
         done += reached[i];

@@ -55,12 +55,24 @@ struct forge_kafka {
     long long txn_began_ms; /* the open transaction's begin (clock.h) */
     int txn_timeout_ms;     /* the producer's transaction.timeout.ms */
     txn_budget_t budget;
+    /* kafka_access.c: the broker refuses something (an ACL removed under
+     * the running worker), what, and when it was last asked */
+    bool denied;
+    char denied_what[640];
+    long long access_checked_ms;
 };
 
 static inline int at_most(int a, int b)
 {
     return a < b ? a : b;
 }
+
+/* Refusals while running (kafka_access.c, the loop's thread): a client
+ * error seen (code, or only a remembered refusal of the credentials or
+ * the certificate when code is 0), and the check again while refused
+ * (which ends the refusal when the broker allows everything again). */
+void forge_kafka_denial_seen(forge_kafka_t *k, rd_kafka_resp_err_t code);
+void forge_kafka_access_tick(forge_kafka_t *k);
 
 /* The transaction (txn.c). */
 rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);

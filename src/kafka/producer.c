@@ -32,6 +32,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "kafka/kafka_access.h"
 #include "kafka/kafka_guard.h"
 
 #include <stdlib.h>
@@ -51,11 +52,39 @@ static bool coordinator_away(const rd_kafka_error_t *e)
            code == RD_KAFKA_RESP_ERR__TIMED_OUT;
 }
 
+/* The broker refused the worker, at start: its transactional id (an
+ * ACL), or (the error_cb's, kafka_access.c) its credentials or the
+ * broker's certificate. A configuration error (78), the ACL named. */
+static bool refused_at_start(forge_kafka_t *k, const rd_kafka_error_t *e,
+                             forge_error_t *err)
+{
+    rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+    char principal[160], reason[512];
+    const char *variable;
+
+    forge_kafka_principal(k->cfg, principal, sizeof(principal));
+    if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED) {
+        forge_error_set(err, FORGE_ECONFIG, "FORGE_WORKER_ID",
+                        "Kafka's ACLs deny %s: WRITE on transactional id "
+                        "forge-worker-%s (commits its transactions; "
+                        "docs/KAFKA_ACLS.md lists what a worker needs)",
+                        principal, k->cfg->worker_id);
+        return true;
+    }
+    rd_kafka_poll(k->producer, 0); /* serves the error_cb */
+    if (!forge_kafka_take_refusal(reason, sizeof(reason), &variable))
+        return false;
+    forge_error_set(err, FORGE_ECONFIG, variable, "Kafka as %s: %s (see %s)",
+                    principal, reason, variable);
+    return true;
+}
+
 /* init_transactions within init_ms; with stop (the worker's start), a
  * coordinator that is away is waited for, attempt after attempt, until
  * *stop: a worker started while the broker restarts must not end as if
  * it were misconfigured (exit 78, which its supervisor does not restart).
- * Without (a replacement), a coordinator away sets producer_waiting. */
+ * A refusal (refused_at_start) is that misconfiguration: 78. Without
+ * stop (a replacement), a coordinator away sets producer_waiting. */
 static forge_rc_t init_transactions(forge_kafka_t *k, int init_ms,
                                     volatile sig_atomic_t *stop,
                                     forge_error_t *err)
@@ -64,6 +93,10 @@ static forge_rc_t init_transactions(forge_kafka_t *k, int init_ms,
         rd_kafka_error_t *e = rd_kafka_init_transactions(k->producer, init_ms);
         if (!e)
             return FORGE_OK;
+        if (stop && refused_at_start(k, e, err)) {
+            rd_kafka_error_destroy(e);
+            return FORGE_ECONFIG;
+        }
         if (!stop || *stop || !coordinator_away(e)) {
             k->producer_waiting =
                 !stop && coordinator_away(e) && !rd_kafka_error_is_fatal(e);
@@ -122,6 +155,7 @@ rd_kafka_conf_t *forge_kafka_producer_conf(const forge_config_t *cfg,
 
     if (!conf)
         return NULL;
+    rd_kafka_conf_set_error_cb(conf, forge_kafka_on_client_error);
     /* Stable per worker instance: a restarted worker fences its zombie. */
     forge_buf_printf(&txid, "forge-worker-%s", cfg->worker_id);
     ok = (operator_set(cfg, "retry.backoff.ms") ||
@@ -165,19 +199,15 @@ bool forge_kafka_producer_broken(forge_kafka_t *k, const rd_kafka_error_t *e)
                RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
-/* Fenced by another process (or not allowed to use the id): replacing
- * would fight it. A fence that comes to a transaction open longer than
- * transaction.timeout.ms is the coordinator's own (it aborted the
- * transaction and bumped the epoch, as after a long broker outage): a
- * replacement recovers from it (KIP-588). */
+/* Fenced by another process: replacing would fight it. A fence that comes to a
+ * transaction open longer than transaction.timeout.ms is the coordinator's own
+ * (it aborted the transaction and bumped the epoch, as after a long broker
+ * outage): a replacement recovers from it (KIP-588). */
 static bool fenced_by_another(const forge_kafka_t *k, rd_kafka_resp_err_t code)
 {
     bool fence = code == RD_KAFKA_RESP_ERR__FENCED ||
                  code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED;
 
-    if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
-        code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
-        return true;
     return fence && !(k->txn_began_ms &&
                       forge_clock_ms() - k->txn_began_ms >= k->txn_timeout_ms);
 }
@@ -214,10 +244,20 @@ forge_kafka_outcome_t forge_kafka_producer_replace(forge_kafka_t *k,
     forge_log_error("transaction: %s%s%s", rd_kafka_error_string(e),
                     *why ? ": " : "", why);
     rd_kafka_error_destroy(e);
+    if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+        code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
+        forge_kafka_denial_seen(k, code);
+        forge_log_error("Kafka denies the worker its transactional id "
+                        "forge-worker-%s: exiting, for a supervisor to "
+                        "restart the worker (which stops at start, 78, until "
+                        "the ACL is back)",
+                        k->cfg->worker_id);
+        return FORGE_KAFKA_FATAL;
+    }
     if (fenced_by_another(k, code)) {
         forge_log_error("producer fenced: another process holds this "
                         "worker's transactional.id (FORGE_WORKER_ID must be "
-                        "unique), or may not use it");
+                        "unique)");
         return FORGE_KAFKA_FATAL;
     }
     if (forge_kafka_guard_abandoned() > ABANDONED_MAX) {

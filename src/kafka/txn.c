@@ -243,6 +243,7 @@ void forge_kafka_rewind(forge_kafka_t *k)
 static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
 {
     forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));
+    forge_kafka_denial_seen(k, rd_kafka_error_code(e)); /* an ACL removed */
     rd_kafka_error_destroy(e);
     if ((e = forge_kafka_abort_within(k, k->budget.abort_ms)))
         return forge_kafka_producer_replace(k, e, false);

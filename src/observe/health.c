@@ -2,7 +2,8 @@
 /*
  * observe/health.c - the facts of health.h and the verdicts drawn from them.
  * Threads: every fact is one C11 atomic, stored by its publisher (the loop,
- * a slurmrestd caller) and loaded by the listener's thread; a verdict is
+ * a slurmrestd caller) and loaded by the listener's thread, but for the
+ * broker's refusal (words, not a number: under denied_lock); a verdict is
  * drawn from loads, never from the loop's own structures, so a scrape can
  * neither block nor be blocked by the loop. The notifications to systemd
  * (notify.h) are sent by the loop's thread, from beat, loop_ready and
@@ -14,6 +15,7 @@
 #include "observe/notify.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +33,11 @@ static struct {
     atomic_llong watchdog_sent_ms;
 } h;
 
+/* What the broker refuses the worker, "" nothing (JSON-safe: quotes,
+ * backslashes and control characters replaced). */
+static pthread_mutex_t denied_lock = PTHREAD_MUTEX_INITIALIZER;
+static char denied[640];
+
 void forge_health_init(int stall_s, int slurm_s)
 {
     atomic_store(&h.stall_s, stall_s);
@@ -45,6 +52,7 @@ void forge_health_init(int stall_s, int slurm_s)
     atomic_store(&h.stopping, false);
     atomic_store(&h.watchdog_ms, forge_notify_watchdog_ms());
     atomic_store(&h.watchdog_sent_ms, 0);
+    forge_health_kafka_denied(NULL);
 }
 
 int forge_health_stall_s(void)
@@ -130,6 +138,32 @@ bool forge_health_producer_usable(void)
     return !atomic_load(&h.producer_down);
 }
 
+void forge_health_kafka_denied(const char *what)
+{
+    size_t i = 0;
+
+    pthread_mutex_lock(&denied_lock);
+    for (; what && what[i] && i + 1 < sizeof(denied); i++)
+        denied[i] =
+            what[i] == '"' || what[i] == '\\' || (unsigned char)what[i] < 0x20
+                ? '?'
+                : what[i];
+    denied[i] = '\0';
+    pthread_mutex_unlock(&denied_lock);
+}
+
+bool forge_health_kafka_denial(char *what, size_t size)
+{
+    bool refused;
+
+    pthread_mutex_lock(&denied_lock);
+    refused = denied[0] != '\0';
+    if (size)
+        snprintf(what, size, "%s", denied);
+    pthread_mutex_unlock(&denied_lock);
+    return refused;
+}
+
 void forge_health_stopping(void)
 {
     if (!atomic_exchange(&h.stopping, true))
@@ -177,7 +211,7 @@ void forge_health_ready(forge_health_verdict_t *v)
     size_t restoring = atomic_load(&h.restoring);
     long long slurm_age = forge_health_slurm_age_ms();
     int slurm_s = atomic_load(&h.slurm_s);
-    char why[384] = "";
+    char why[384] = "", refused[sizeof(denied)];
 
     forge_health_live(&live);
     if (atomic_load(&h.stopping))
@@ -191,6 +225,8 @@ void forge_health_ready(forge_health_verdict_t *v)
     if (atomic_load(&h.producer_down))
         because(why, sizeof(why),
                 "the producer waits for the broker (replaced)");
+    if (forge_health_kafka_denial(refused, sizeof(refused)))
+        because(why, sizeof(why), "Kafka refuses the worker");
     if (slurm_age < 0)
         because(why, sizeof(why), "slurmrestd has not answered yet");
     else if (slurm_age > slurm_s * 1000LL)
@@ -202,11 +238,11 @@ void forge_health_ready(forge_health_verdict_t *v)
              "{\"ready\": %s, \"standby\": %s, \"owned\": %zu, "
              "\"restoring\": %zu, \"producer_usable\": %s, "
              "\"slurm_answer_age_s\": %.3f, \"slurm_bound_s\": %d, "
-             "\"why\": \"%s\"}\n",
+             "\"kafka_denied\": \"%s\", \"why\": \"%s\"}\n",
              v->ok ? "true" : "false",
              readiness != 0 && owned == 0 ? "true" : "false", owned, restoring,
              atomic_load(&h.producer_down) ? "false" : "true",
-             slurm_age < 0 ? -1.0 : seconds(slurm_age), slurm_s,
+             slurm_age < 0 ? -1.0 : seconds(slurm_age), slurm_s, refused,
              v->ok ? (owned ? "every owned partition is restored"
                             : "standby: this worker owns no partition")
                    : why);

@@ -61,12 +61,20 @@ long long forge_health_heartbeat_age_ms(void);
 /* What forge_health_producer said last (true at first). */
 bool forge_health_producer_usable(void);
 
+/* The broker refuses the worker what (core/hooks.h's kafka_denied);
+ * NULL: it allows everything again. Not ready meanwhile. */
+void forge_health_kafka_denied(const char *what);
+
+/* Whether the broker refuses the worker now; its words into what (size
+ * bytes, may be 0). */
+bool forge_health_kafka_denial(char *what, size_t size);
+
 /* The worker drains (SIGTERM): not ready, STOPPING=1 to systemd. */
 void forge_health_stopping(void);
 
 typedef struct forge_health_verdict {
     bool ok;         /* 200, else 503 */
-    char body[1024]; /* one JSON object saying why */
+    char body[2048]; /* one JSON object saying why */
 } forge_health_verdict_t;
 
 void forge_health_live(forge_health_verdict_t *v);

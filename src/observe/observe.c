@@ -49,6 +49,7 @@ enum {
     M_READY,
     M_LIVE_OK,
     M_PRODUCER,
+    M_KAFKA_DENIED,
     M__COUNT
 };
 
@@ -217,6 +218,14 @@ static const forge_metric_def_t defs[M__COUNT] = {
                     {NULL},
                     NULL,
                     0},
+    [M_KAFKA_DENIED] = {"forge_kafka_denied",
+                        "1 while the broker refuses the worker an operation "
+                        "it needs (an ACL, its credentials, a certificate: "
+                        "/readyz and the log name it)",
+                        FORGE_METRIC_GAUGE,
+                        {NULL},
+                        NULL,
+                        0},
 };
 
 static forge_metrics_t *_Atomic registry;
@@ -252,6 +261,7 @@ static const forge_hooks_t hooks = {
     .rebalance = forge_observe_rebalance,
     .producer = forge_health_producer,
     .lag = forge_observe_lag,
+    .kafka_denied = forge_health_kafka_denied,
     .slurm_request = forge_observe_slurm,
     .jwt = forge_observe_jwt,
 };
@@ -294,6 +304,8 @@ static void refresh(forge_metrics_t *m)
     forge_health_ready(&v);
     forge_metrics_set(m, M_READY, NULL, v.ok);
     forge_metrics_set(m, M_PRODUCER, NULL, forge_health_producer_usable());
+    forge_metrics_set(m, M_KAFKA_DENIED, NULL,
+                      forge_health_kafka_denial(NULL, 0));
     forge_metrics_set(m, M_SLURM_AGE, NULL, age < 0 ? -1 : age / 1000.0);
     if (exp) {
         const char *source[] = {atomic_load(&jwt_minted) ? "minted" : "file"};

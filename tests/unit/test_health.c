@@ -83,6 +83,18 @@ Test(health, ready_needs_every_fact)
     assert_says(v, "\"producer_usable\": false");
     forge_health_producer(true);
 
+    /* an ACL removed under the worker: named, JSON-safe, until it is back */
+    forge_health_kafka_denied("WRITE on topic s (publishes \"status\")");
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "Kafka refuses the worker");
+    assert_says(v, "\"kafka_denied\": \"WRITE on topic s (publishes "
+                   "?status?)\"");
+    forge_health_kafka_denied(NULL);
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+    assert_says(v, "\"kafka_denied\": \"\"");
+
     forge_health_stopping();
     forge_health_ready(&v);
     cr_assert_not(v.ok);
