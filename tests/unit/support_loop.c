@@ -4,6 +4,7 @@
  * support_loop.h for what each fake keeps and why it is a fake).
  */
 #include "support_loop.h"
+#include "support_storage.h"
 
 #include "core/util.h"
 
@@ -383,4 +384,52 @@ void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane, forge_work_t *w)
 {
     cr_assert_lt(p->done_count[lane], FAKE_MAX);
     p->done[lane][p->done_count[lane]++] = w;
+}
+
+/* ---- the fixture -----------------------------------------------------------
+ */
+
+void loop_fixture_init(loop_fixture_t *f, const char *prefix,
+                       const char *const *env)
+{
+    static const char series[] =
+        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
+        "\"gpus_per_node\": 8}}}";
+    char storage[128], *envp[16];
+    forge_error_t err = {0};
+    forge_kafka_handlers_t h;
+    size_t n = 0;
+
+    memset(f, 0, sizeof(*f));
+    snprintf(f->tmp, sizeof(f->tmp), "/tmp/%s-XXXXXX", prefix);
+    cr_assert_not_null(mkdtemp(f->tmp));
+    support_sh_in(f->tmp, "mkdir -p $R/runtimes/images; "
+                          "touch $R/runtimes/images/a.sif");
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", f->tmp);
+    envp[n++] = storage;
+    for (; env && *env && n + 1 < sizeof(envp) / sizeof(envp[0]); env++)
+        envp[n++] = (char *)*env;
+    envp[n] = NULL;
+    cr_assert_eq(forge_config_load(envp, &f->cfg, &err), FORGE_OK, "%s",
+                 err.message);
+    cr_assert_eq(forge_series_parse(series, strlen(series), &f->cat, &err), 0);
+    f->sealer = support_sealer_in(f->tmp);
+    f->loop = forge_loop_new(f->cfg, f->cat, NULL, f->sealer);
+    forge_loop_set_outcome_commit_ms(f->loop, 0); /* each step commits */
+    f->pools = fake_pools_new();
+    forge_loop_set_pools(f->loop, &fake_pool_ops, f->pools);
+    h = forge_loop_handlers(f->loop);
+    f->kafka = fake_kafka_new(&h, f->cfg->topic_state);
+    forge_loop_set_kafka(f->loop, &fake_kafka_ops, f->kafka);
+}
+
+void loop_fixture_fini(loop_fixture_t *f)
+{
+    forge_loop_destroy(f->loop);
+    fake_pools_free(f->pools);
+    fake_kafka_free(f->kafka);
+    forge_sealer_destroy(f->sealer);
+    forge_series_catalog_destroy(f->cat);
+    forge_config_destroy(f->cfg);
+    support_rm_tree(f->tmp);
 }

@@ -23,7 +23,10 @@
 #ifndef FORGE_SUPPORT_LOOP_H
 #define FORGE_SUPPORT_LOOP_H
 
+#include "core/config.h"
 #include "loop/loop.h"
+#include "record/seal.h"
+#include "request/series.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -122,5 +125,24 @@ forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane);
 /* w finished (stolen): the loop's next take on lane hands it back. */
 void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane,
                        forge_work_t *w);
+
+/* A loop on these fakes, as the loop tests set it up: a new folder
+ * /tmp/<prefix>-XXXXXX with a storage root holding runtimes/images/a.sif,
+ * the configuration of env (NULL-terminated "NAME=value"s) plus that
+ * root, a catalog with series h200 (8 GPUs per node), a state key, every
+ * step committing at once. fini frees all of it and the folder. */
+typedef struct loop_fixture {
+    char tmp[64];
+    forge_config_t *cfg;
+    forge_series_catalog_t *cat;
+    forge_sealer_t *sealer;
+    forge_loop_t *loop;
+    fake_kafka_t *kafka;
+    fake_pools_t *pools;
+} loop_fixture_t;
+
+void loop_fixture_init(loop_fixture_t *f, const char *prefix,
+                       const char *const *env);
+void loop_fixture_fini(loop_fixture_t *f);
 
 #endif

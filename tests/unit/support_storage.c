@@ -7,8 +7,10 @@
 #include "support_storage.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,4 +48,22 @@ void support_sh_in(const char *top, const char *fmt, ...)
     va_start(ap, fmt);
     support_vsh(r, o, fmt, ap);
     va_end(ap);
+}
+
+forge_sealer_t *support_sealer_in(const char *dir)
+{
+    char path[256], key[FORGE_SEAL_KEY_BYTES];
+    forge_sealer_t *sealer = NULL;
+    forge_error_t err = {0};
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/state-key", dir);
+    memset(key, 'k', sizeof(key));
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
+    close(fd);
+    cr_assert_eq(forge_sealer_load(path, NULL, &sealer, &err), FORGE_OK, "%s",
+                 err.message);
+    return sealer;
 }

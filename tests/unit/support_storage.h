@@ -3,12 +3,14 @@
  * support_storage.h - what the unit tests of the shared-storage code share
  * (safe_fs, staging, archive, request_check, submit, archive_work):
  * shell commands that plant links and files as a job would, and removing
- * a test's folders without following what was planted in them.
+ * a test's folders without following what was planted in them; and the
+ * state key the tests that seal records write into their folder.
  */
 #ifndef FORGE_SUPPORT_STORAGE_H
 #define FORGE_SUPPORT_STORAGE_H
 
 #include "core/error.h"
+#include "record/seal.h"
 
 #include <stdarg.h>
 
@@ -29,6 +31,11 @@ void support_sh_in(const char *top, const char *fmt, ...)
     "[\"run\"], \"pools\": [{\"name\": \"main\", \"series\": \"h200\", "       \
     "\"nodes\": 1}], \"ingest\": {\"endpoint\": \"https://i.example\", "       \
     "\"token\": \"tok-123456789\"}}"
+
+/* A state key of 32 'k' bytes written to <dir>/state-key (0600) and
+ * loaded: the sealer of the tests that seal records (the loop's, a
+ * launch's tries). The caller destroys it. */
+forge_sealer_t *support_sealer_in(const char *dir);
 
 /* Removes path and everything below it: links unlinked, never followed,
  * no mount point crossed. A missing path is fine. */

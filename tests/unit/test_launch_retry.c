@@ -11,6 +11,8 @@
  */
 #include "record/launch.h"
 
+#include "support_storage.h"
+
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,19 +31,8 @@ static const char request[] =
 
 static void setup(void)
 {
-    char path[256], key[FORGE_SEAL_KEY_BYTES];
-    forge_error_t err = {0};
-    int fd;
-
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/key", dir);
-    memset(key, 'k', sizeof(key));
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
-    close(fd);
-    cr_assert_eq(forge_sealer_load(path, NULL, &sealer, &err), FORGE_OK, "%s",
-                 err.message);
+    sealer = support_sealer_in(dir);
 }
 
 static void teardown(void)

@@ -27,7 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static char tmp[64];
+static loop_fixture_t fx;
+static const char *tmp;
 static forge_config_t *cfg;
 static forge_series_catalog_t *cat;
 static forge_sealer_t *sealer;
@@ -35,61 +36,24 @@ static forge_loop_t *loop;
 static fake_kafka_t *kafka;
 static fake_pools_t *pools;
 
-static void load_sealer(void)
-{
-    char path[128], key[FORGE_SEAL_KEY_BYTES];
-    forge_error_t err = {0};
-    int fd;
-
-    snprintf(path, sizeof(path), "%s/state-key", tmp);
-    memset(key, 'k', sizeof(key));
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
-    close(fd);
-    cr_assert_eq(forge_sealer_load(path, NULL, &sealer, &err), FORGE_OK, "%s",
-                 err.message);
-}
-
 static void fx_init(void)
 {
-    static const char series[] =
-        "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
-        "\"gpus_per_node\": 8}}}";
-    char storage[128];
     /* the fleet retries nothing: the requests' own policies do */
-    char *envp[] = {storage, "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
-                    "FORGE_POLL_INTERVAL_MS=3600000", NULL};
-    forge_error_t err = {0};
-    forge_kafka_handlers_t h;
-
-    snprintf(tmp, sizeof(tmp), "/tmp/forge-tries-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-    support_sh_in(tmp, "mkdir -p $R/runtimes/images; "
-                       "touch $R/runtimes/images/a.sif");
-    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
-    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_OK, "%s",
-                 err.message);
-    cr_assert_eq(forge_series_parse(series, strlen(series), &cat, &err), 0);
-    load_sealer();
-    loop = forge_loop_new(cfg, cat, NULL, sealer);
-    forge_loop_set_outcome_commit_ms(loop, 0); /* each step commits */
-    pools = fake_pools_new();
-    forge_loop_set_pools(loop, &fake_pool_ops, pools);
-    h = forge_loop_handlers(loop);
-    kafka = fake_kafka_new(&h, cfg->topic_state);
-    forge_loop_set_kafka(loop, &fake_kafka_ops, kafka);
+    static const char *const env[] = {"FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+                                      "FORGE_POLL_INTERVAL_MS=3600000", NULL};
+    loop_fixture_init(&fx, "forge-tries", env);
+    tmp = fx.tmp;
+    cfg = fx.cfg;
+    cat = fx.cat;
+    sealer = fx.sealer;
+    loop = fx.loop;
+    kafka = fx.kafka;
+    pools = fx.pools;
 }
 
 static void fx_fini(void)
 {
-    forge_loop_destroy(loop);
-    fake_pools_free(pools);
-    fake_kafka_free(kafka);
-    forge_sealer_destroy(sealer);
-    forge_series_catalog_destroy(cat);
-    forge_config_destroy(cfg);
-    support_rm_tree(tmp);
+    loop_fixture_fini(&fx);
 }
 
 TestSuite(tries, .init = fx_init, .fini = fx_fini);
