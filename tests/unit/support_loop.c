@@ -386,6 +386,46 @@ void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane, forge_work_t *w)
     p->done[lane][p->done_count[lane]++] = w;
 }
 
+forge_work_t *fake_pools_take(fake_pools_t *p, forge_loop_lane_t lane,
+                              forge_work_kind_t kind, const char *id)
+{
+    size_t n = p->posted_count[lane], i = 0;
+    forge_work_t *w;
+
+    while (id && i < n && strcmp(p->posted[lane][i]->launch_id, id))
+        i++;
+    cr_assert_lt(i, n, "nothing posted for %s", id ? id : "a tick");
+    w = p->posted[lane][i];
+    memmove(&p->posted[lane][i], &p->posted[lane][i + 1],
+            (n - i - 1) * sizeof(w));
+    p->posted_count[lane]--;
+    cr_assert_eq(w->kind, kind, "kind %d, want %d", w->kind, kind);
+    return w;
+}
+
+json_t *fake_kafka_last_of(fake_kafka_t *k, const char *topic, const char *id)
+{
+    json_t *o, *last = NULL;
+    size_t from = 0;
+
+    while ((o = fake_kafka_next_of(k, topic, id, &from))) {
+        json_decref(last);
+        last = o;
+    }
+    cr_assert_not_null(last, "nothing of %s in %s", id, topic);
+    return last;
+}
+
+void fake_kafka_expect_states(fake_kafka_t *k, const char *topic,
+                              const char *id, const char *want)
+{
+    char *got = fake_kafka_states(k, topic, id);
+
+    cr_expect_str_eq(got, want, "%s: states \"%s\", want \"%s\"", id, got,
+                     want);
+    free(got);
+}
+
 /* ---- the fixture -----------------------------------------------------------
  */
 

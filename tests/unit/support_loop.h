@@ -122,9 +122,23 @@ fake_pools_t *fake_pools_new(void);
 void fake_pools_free(fake_pools_t *p);
 /* The oldest item posted on lane (the caller holds it now), or NULL. */
 forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane);
+
+/* The work posted on lane for launch id (NULL: the oldest), which must be
+ * of kind; the test holds it now. */
+forge_work_t *fake_pools_take(fake_pools_t *p, forge_loop_lane_t lane,
+                              forge_work_kind_t kind, const char *id);
 /* w finished (stolen): the loop's next take on lane hands it back. */
 void fake_pools_finish(fake_pools_t *p, forge_loop_lane_t lane,
                        forge_work_t *w);
+
+/* The last committed record of topic keyed id (new; the test fails when
+ * there is none). */
+json_t *fake_kafka_last_of(fake_kafka_t *k, const char *topic, const char *id);
+
+/* The committed status events of id on topic, their states in order,
+ * expected to be want ("ACCEPTED SUBMITTED ..."). */
+void fake_kafka_expect_states(fake_kafka_t *k, const char *topic,
+                              const char *id, const char *want);
 
 /* A loop on these fakes, as the loop tests set it up: a new folder
  * /tmp/<prefix>-XXXXXX with a storage root holding runtimes/images/a.sif,

@@ -95,27 +95,16 @@ static void assign(int32_t p)
     fake_kafka_assign(kafka, &p, 1);
 }
 
+/* The committed status events of id, their states in order. */
 static void expect_states(const char *id, const char *want)
 {
-    char *got = fake_kafka_states(kafka, cfg->topic_status, id);
-
-    cr_expect_str_eq(got, want, "%s: states \"%s\", want \"%s\"", id, got,
-                     want);
-    free(got);
+    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
 }
 
 /* The last committed record of topic keyed id (new). */
 static json_t *last_of(const char *topic, const char *id)
 {
-    json_t *o, *last = NULL;
-    size_t from = 0;
-
-    while ((o = fake_kafka_next_of(kafka, topic, id, &from))) {
-        json_decref(last);
-        last = o;
-    }
-    cr_assert_not_null(last, "nothing of %s in %s", id, topic);
-    return last;
+    return fake_kafka_last_of(kafka, topic, id);
 }
 
 /* id's last committed state record, decoded (new). */
@@ -139,18 +128,7 @@ static forge_launch_record_t *last_record(const char *id)
 static forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
                                const char *id)
 {
-    size_t n = pools->posted_count[lane], i = 0;
-    forge_work_t *w;
-
-    while (id && i < n && strcmp(pools->posted[lane][i]->launch_id, id))
-        i++;
-    cr_assert_lt(i, n, "nothing posted for %s", id ? id : "a tick");
-    w = pools->posted[lane][i];
-    memmove(&pools->posted[lane][i], &pools->posted[lane][i + 1],
-            (n - i - 1) * sizeof(w));
-    pools->posted_count[lane]--;
-    cr_assert_eq(w->kind, kind, "kind %d, want %d", w->kind, kind);
-    return w;
+    return fake_pools_take(pools, lane, kind, id);
 }
 
 /* The Slurm thread's answer to w (held by the test): job_id, status. */
