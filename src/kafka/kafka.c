@@ -294,7 +294,7 @@ static rd_kafka_t *reader(forge_kafka_t *k)
         return k->reader;
     conf = forge_kafka_conf_base(k->cfg, &err);
     if (!conf ||
-        forge_kafka_conf_set(conf, "group.id", "forge-worker-restore", &err) ||
+        forge_kafka_conf_set(conf, "group.id", RESTORE_GROUP_ID, &err) ||
         forge_kafka_conf_set(conf, "enable.auto.commit", "false", &err) ||
         forge_kafka_conf_set(conf, "isolation.level", "read_committed", &err) ||
         forge_kafka_conf_set(conf, "enable.partition.eof", "true", &err) ||

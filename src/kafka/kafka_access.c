@@ -5,11 +5,12 @@
  *
  * The ACLs a worker needs (docs/KAFKA_ACLS.md, deploy/kafka/acls.tsv):
  * READ on the requests topic, READ and WRITE on the state topic, WRITE on
- * the status, logs and DLQ topics, READ on its group, WRITE on its
- * transactional id. The first ones are compared with what the broker says
- * the worker's principal is authorized for (the Admin API's DescribeTopics
- * and DescribeConsumerGroups with include_authorized_operations, KIP-430);
- * the transactional id's is init_transactions' own answer (producer.c).
+ * the status, logs and DLQ topics, READ on its group, DESCRIBE on the
+ * restore reader's group id, WRITE on its transactional id. The first ones are
+ * compared with what the broker says the worker's principal is authorized for
+ * (the Admin API's DescribeTopics and DescribeConsumerGroups with
+ * include_authorized_operations, KIP-430); the transactional id's is
+ * init_transactions' own answer (producer.c).
  *
  * At start (kafka.c) a missing ACL is a configuration error: the worker
  * exits 78 naming each one, before it takes a partition. While it runs (an
@@ -201,36 +202,55 @@ static bool check_topics(rd_kafka_t *rk, rd_kafka_queue_t *q,
     return true;
 }
 
-static bool check_group(rd_kafka_t *rk, rd_kafka_queue_t *q,
-                        const forge_config_t *cfg, int timeout_ms, missing_t *m)
+/* One group's answer: op allowed, or lacked (a refusal to describe it
+ * lacks it too). */
+static void group_against(const rd_kafka_ConsumerGroupDescription_t *d,
+                          const char *group, rd_kafka_AclOperation_t op,
+                          const char *why, missing_t *m)
 {
-    static const char why[] = "joins the group that shares out the "
-                              "requests' partitions, commits their offsets";
-    const char *group = cfg->kafka_group_id;
+    const rd_kafka_error_t *e = rd_kafka_ConsumerGroupDescription_error(d);
+    const rd_kafka_AclOperation_t *ops = NULL;
+    size_t n = 0;
+
+    if (!e)
+        ops = rd_kafka_ConsumerGroupDescription_authorized_operations(d, &n);
+    if ((e && rd_kafka_error_code(e) ==
+                  RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED) ||
+        (!e && ops && !allows(ops, n, op)))
+        lacks(m, op, "group", group, why);
+}
+
+/* The workers' group (READ) and the restore reader's (DESCRIBE). */
+static bool check_groups(rd_kafka_t *rk, rd_kafka_queue_t *q,
+                         const forge_config_t *cfg, int timeout_ms,
+                         missing_t *m)
+{
+    const char *groups[] = {cfg->kafka_group_id, RESTORE_GROUP_ID};
     const rd_kafka_ConsumerGroupDescription_t **found;
-    const rd_kafka_AclOperation_t *ops;
-    const rd_kafka_error_t *e;
     rd_kafka_AdminOptions_t *o;
     rd_kafka_event_t *ev;
-    size_t n = 0, nops = 0;
+    size_t n = 0;
 
     o = options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms);
-    rd_kafka_DescribeConsumerGroups(rk, &group, 1, o, q);
+    rd_kafka_DescribeConsumerGroups(rk, groups, 2, o, q);
     rd_kafka_AdminOptions_destroy(o);
     if (!(ev = result(q, RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT,
                       timeout_ms)))
         return false;
     found = rd_kafka_DescribeConsumerGroups_result_groups(
         rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
-    if (n == 1) {
-        e = rd_kafka_ConsumerGroupDescription_error(found[0]);
-        ops = e ? NULL
-                : rd_kafka_ConsumerGroupDescription_authorized_operations(
-                      found[0], &nops);
-        if ((e && rd_kafka_error_code(e) ==
-                      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED) ||
-            (!e && ops && !allows(ops, nops, RD_KAFKA_ACL_OPERATION_READ)))
-            lacks(m, RD_KAFKA_ACL_OPERATION_READ, "group", group, why);
+    for (size_t i = 0; i < n; i++) {
+        const char *id = rd_kafka_ConsumerGroupDescription_group_id(found[i]);
+        if (!strcmp(id, groups[0]))
+            group_against(found[i], id, RD_KAFKA_ACL_OPERATION_READ,
+                          "joins the group that shares out the requests' "
+                          "partitions, commits their offsets",
+                          m);
+        else if (!strcmp(id, groups[1]))
+            group_against(found[i], id, RD_KAFKA_ACL_OPERATION_DESCRIBE,
+                          "the restore reader's group id: its coordinator "
+                          "looked up",
+                          m);
     }
     rd_kafka_event_destroy(ev);
     return true;
@@ -245,7 +265,7 @@ int forge_kafka_access_check(rd_kafka_t *rk, const forge_config_t *cfg,
 
     missing[0] = '\0';
     topics = check_topics(rk, q, cfg, timeout_ms, &m);
-    group = check_group(rk, q, cfg, timeout_ms, &m);
+    group = check_groups(rk, q, cfg, timeout_ms, &m);
     rd_kafka_queue_destroy(q);
     if (m.count)
         return m.count;

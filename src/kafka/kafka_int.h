@@ -26,6 +26,9 @@
 #define MAX_POLL_DEFAULT   300000 /* librdkafka's max.poll.interval.ms */
 #define GUARD_MAX_MS       5000   /* grace for a call that may not return */
 #define ABANDONED_MAX      4      /* producers given up on, still hanging */
+/* The restore reader's group id: never joined, nothing committed, but
+ * librdkafka looks its coordinator up (DESCRIBE on it, kafka_access.c). */
+#define RESTORE_GROUP_ID "forge-worker-restore"
 
 /* How long one commit may hold the loop (txn.c's top comment). */
 typedef struct txn_budget {
