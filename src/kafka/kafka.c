@@ -140,14 +140,15 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
 
 static rd_kafka_t *reader(forge_kafka_t *k);
 
-/* What the broker lets the worker do, asked before it takes a partition
- * (kafka_access.c): a missing ACL stops the start (78, naming each); a
+/* What the broker lets the worker do, asked through the producer before
+ * the consumer joins the group (kafka_access.c): a missing ACL stops the
+ * start (78, naming each) before the loop's handlers could be called; a
  * broker that does not say lets it go on, as before. */
 static forge_rc_t access_at_start(forge_kafka_t *k, forge_error_t *err)
 {
     char missing[768], principal[160];
 
-    if (forge_kafka_access_check(k->consumer, k->cfg, INIT_ATTEMPT_MS, missing,
+    if (forge_kafka_access_check(k->producer, k->cfg, INIT_ATTEMPT_MS, missing,
                                  sizeof(missing)) <= 0)
         return FORGE_OK;
     forge_kafka_principal(k->cfg, principal, sizeof(principal));
@@ -170,7 +171,7 @@ forge_rc_t forge_kafka_new(const forge_config_t *cfg,
     k->handlers = *handlers;
     k->offsets = rd_kafka_topic_partition_list_new(8);
     if ((rc = forge_kafka_producer_new(k, INIT_ATTEMPT_MS, stop, err)) ||
-        (rc = new_consumer(k, err)) || (rc = access_at_start(k, err))) {
+        (rc = access_at_start(k, err)) || (rc = new_consumer(k, err))) {
         forge_kafka_destroy(k);
         return rc;
     }

@@ -352,8 +352,10 @@ static void recheck(forge_kafka_t *k, rd_kafka_resp_err_t code)
     int n;
 
     k->access_checked_ms = forge_clock_ms();
-    n = forge_kafka_access_check(k->consumer, k->cfg, CHECK_MS, missing,
-                                 sizeof(missing));
+    /* the producer's handle, as at start: the consumer's main queue is
+     * its poll's (an admin request through it waits for the poll) */
+    n = forge_kafka_access_check(k->producer ? k->producer : k->consumer,
+                                 k->cfg, CHECK_MS, missing, sizeof(missing));
     if (n > 0)
         report(k, missing);
     else if (code)

@@ -95,9 +95,9 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
         assert not status.all(), "a refused worker published something"
         w = Worker(stack, topics, unique_id("wa"), group, logdir)
         for lid in lids:
-            events = status.wait_terminal(lid, 120)
-            assert [e["data"]["state"] for e in events][-1] == "SUCCEEDED"
-            assert_contiguous(events, lid)
+            done = status.wait_terminal(lid, 120)
+            assert done["data"]["state"] == "SUCCEEDED", status.states(lid)
+            assert_contiguous(status.of(lid), lid)
             assert len(slurm.ran(lid)) == 1, slurm.tries(lid)
         assert w.terminate() == 0, w.tail()
     finally:
@@ -139,9 +139,9 @@ def test_a_write_acl_removed_while_running_is_named_and_waited_for(
         revoked = False
         wait_until("/readyz 200 again", lambda: get(port, "/readyz")[0] == 200,
                    60)
-        events = status.wait_terminal(lid, 60)
-        assert [e["data"]["state"] for e in events][-1] == "SUCCEEDED"
-        assert_contiguous(events, lid)
+        done = status.wait_terminal(lid, 60)
+        assert done["data"]["state"] == "SUCCEEDED", status.states(lid)
+        assert_contiguous(status.of(lid), lid)
         assert len(slurm.ran(lid)) == 1, slurm.tries(lid)
         assert "forge_kafka_denied 0" in get(port, "/metrics")[1]
         assert w.terminate() == 0, w.tail()
