@@ -53,7 +53,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "worker"))
@@ -70,8 +69,6 @@ class Slurm:
 
     def __init__(self, stack):
         self.stack = stack
-        url = urllib.parse.urlsplit(stack.env["FORGE_SLURM_REST_URL"])
-        self.host, self.port = url.hostname, url.port
         with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
             token = f.read().strip().removeprefix("SLURM_JWT=")
         self.headers = {"Content-Type": "application/json",
@@ -81,7 +78,8 @@ class Slurm:
         self.prefix = f"/slurm/{stack.api}"
 
     def connect(self):
-        return http.client.HTTPConnection(self.host, self.port, timeout=60)
+        # the worker's URL: https through the stack's TLS front, its CA
+        return self.stack.connection(timeout=60)
 
     def call(self, conn, method, path, body=None):
         conn.request(method, self.prefix + path, body=body,
