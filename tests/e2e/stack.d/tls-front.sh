@@ -88,8 +88,10 @@ ensure_certs() {
 	make_ca ca "forge-stack test CA"
 	make_ca other-ca "forge-stack unrelated CA"
 	# a rotation to the other CA (the scenario's) is undone here
-	openssl verify -CAfile "$certs/ca.pem" "$certs/server.pem" >/dev/null 2>&1 &&
-		[ -s "$certs/server.key" ] || make_server ca server
+	if ! openssl verify -CAfile "$certs/ca.pem" "$certs/server.pem" >/dev/null 2>&1 ||
+		[ ! -s "$certs/server.key" ]; then
+		make_server ca server
+	fi
 	[ -s "$certs/other-server.pem" ] || make_server other-ca other-server
 }
 
@@ -268,7 +270,7 @@ prepare | up | down | rotate)
 	"$verb" "$@"
 	;;
 stop | start | restart)
-	[ $# -eq 2 ] && [ "$2" = tls-front ] || usage
+	if [ $# -ne 2 ] || [ "$2" != tls-front ]; then usage; fi
 	mkdir -p "$FORGE_CACHE_DIR" "$run"
 	exec 9>"$FORGE_CACHE_DIR/tls-front.lock"
 	flock 9
