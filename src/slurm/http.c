@@ -186,10 +186,12 @@ static void scrub(forge_slurm_result_t *res)
  * only when set (the key checked at start: never readable by others).
  * The CA bundle is read again for every new connection (connections are
  * kept, so that is seldom): libcurl 7.87 and later would otherwise keep
- * the store it parsed for 24 hours (CURLOPT_CA_CACHE_TIMEOUT), and a CA
- * file an operator changed in place (a new CA added beside the old one)
- * would not be seen by a running worker (docs/OPERATING.md, rotation).
- * The certificate and key are read for every new connection too. */
+ * the store it parsed for 24 hours (CURLOPT_CA_CACHE_TIMEOUT) wherever it
+ * has no default CA path (Debian's has one, /etc/ssl/certs, which keeps
+ * that cache off: seen with 7.88.1), and a CA file an operator changed in
+ * place (a new CA added beside the old one) would not be seen by a running
+ * worker (docs/OPERATING.md, rotation). The certificate and key are read
+ * for every new connection too. */
 static void set_tls(forge_slurm_client_t *c)
 {
     const struct {
