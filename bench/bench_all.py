@@ -9,7 +9,10 @@ speed (a target missed is said in the table).
   submits      bench_submit.py: submits/s through one worker against raw
                POSTs of the same bodies over 1 and N keep-alive connections
                (and N fresh ones), ACCEPTED -> SUBMITTED latency against
-               one POST's round trip
+               one POST's round trip; the worker's Slurm client alone
+               (held submit: POST + release) against bare libcurl's POST +
+               release on as many keep-alive connections; all over https
+               through the stack's TLS front when its env file says so
   render       build/bench/bench_render: parse+validate+render against a
                bare jansson parse of the same request
   archive      build/bench/bench_archive: forge_archive_logs against
@@ -80,9 +83,9 @@ def number(pattern, text):
 
 def default_budget():
     """FORGE_SLURM_MAX_RPS's default, from the configuration's table."""
-    with open(os.path.join(TOP, "src", "core", "config.c")) as f:
-        m = re.search(r'"FORGE_SLURM_MAX_RPS",\s*VAR_INT,\s*AT\(slurm_max_rps\),'
-                      r'\s*"(\d+)"', f.read())
+    with open(os.path.join(TOP, "src", "core", "config_table.c")) as f:
+        m = re.search(r'"FORGE_SLURM_MAX_RPS",[^}]*?\.default_value = "(\d+)"',
+                      f.read())
     return m.group(1) if m else "its default"
 
 
@@ -134,6 +137,22 @@ def submits(args):
                  statistics.median(
                      x / y for x, y in zip(r["raw_n_release"]["rates"],
                                            r["raw_n"]["rates"])), "-"))
+    scheme = r.get("scheme", "http")
+    client = r["client_n_release"]["rate"]
+    rows.append((f"submits/s over {scheme}, the worker's Slurm client alone "
+                 f"(its held submit: POST + release), {c} connections, a "
+                 f"client each; ratio: median of the rounds' own",
+                 f"{client:.0f}",
+                 f"bare libcurl POST + release of the same bodies over "
+                 f"{scheme}, {c} keep-alive connections: "
+                 f"{r['curl_n_release']['rate']:.0f}",
+                 statistics.median(r["ratios"]["client_vs_curl"]), ">= 0.8"))
+    rows.append((f"submits/s over {scheme}, the worker's Slurm client alone, "
+                 f"{c} connections; ratio: median of the rounds' own",
+                 f"{client:.0f}",
+                 f"raw POST + release (Python) of the same bodies over "
+                 f"{scheme}, {c} keep-alive connections: {rel:.0f}",
+                 statistics.median(r["ratios"]["client_vs_raw"]), "-"))
     rows.append((f"submits/s, 1 worker, no budget", f"{w:.0f}",
                  f"raw POSTs, 1 keep-alive connection: {raw_1:.0f}",
                  w / raw_1, "-"))
@@ -153,7 +172,8 @@ def submits(args):
                      f"{trip * 1000:.1f} ms", lat / trip, "-"))
     rounds = "; ".join(f"{k} {', '.join(f'{x:.0f}' for x in r[k]['rates'])}"
                        for k in ("raw_1", "raw_n", "raw_n_fresh",
-                                 "raw_n_release", "worker",
+                                 "raw_n_release", "client_n_release",
+                                 "curl_n_release", "worker",
                                  "worker_unlimited"))
     ratios = "; ".join(f"{k} {', '.join(f'{x:.2f}' for x in r['ratios'][k])}"
                        for k in ("worker_unlimited", "worker"))

@@ -92,10 +92,11 @@ def locked(how):
 
 
 class Rest:
-    """One keep-alive connection to slurmrestd, as the stack's user."""
+    """One keep-alive connection to slurmrestd, as the stack's user: the
+    plain one behind the TLS front, as the worker's proxy reaches it."""
 
     def __init__(self, stack):
-        url = urllib.parse.urlsplit(stack.env["FORGE_SLURM_REST_URL"])
+        url = urllib.parse.urlsplit(stack.plain_slurm_url)
         self.host, self.port = url.hostname, url.port or 80
         self.api = stack.api
         with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
@@ -339,7 +340,7 @@ def measure_size(stack, ids, args, submitted):
     held_jobs.write_records(
         topics, [held_jobs.record(unique_id("held"), jid) for jid in ids],
         PARTITIONS)
-    proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = SlurmProxy(stack.plain_slurm_url)
     poll_ms = args.poll_ms or max(2000, n // 10)
     worker = sampler = None
     try:

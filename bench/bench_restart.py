@@ -95,7 +95,7 @@ def topics_with(stack, ids, state_of=lambda i: "PENDING"):
 
 def bench_restart(stack, ids, binary):
     topics = topics_with(stack, ids)
-    proxy, group = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"]), unique_id("g")
+    proxy, group = SlurmProxy(stack.plain_slurm_url), unique_id("g")
     total = 0
     try:
         for n in range(1, 4):
@@ -115,7 +115,7 @@ def bench_restart(stack, ids, binary):
 
 def bench_sigterm(stack, ids, binary):
     topics = topics_with(stack, ids, lambda i: "SUBMITTED")
-    proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = SlurmProxy(stack.plain_slurm_url)
     try:
         w = start(stack, topics, proxy, unique_id("g"), binary)
         wait_until("100 details calls", lambda: proxy.count("details") >= 100,
@@ -132,7 +132,7 @@ def bench_sigterm(stack, ids, binary):
 
 def bench_hang(stack, ids, binary, limit):
     topics = topics_with(stack, ids, lambda i: "SUBMITTED")
-    proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = SlurmProxy(stack.plain_slurm_url)
     try:
         w = start(stack, topics, proxy, unique_id("g"), binary)
         wait_until("100 details calls", lambda: proxy.count("details") >= 100,

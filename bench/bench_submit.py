@@ -5,7 +5,8 @@ bench_submit.py - submits per second through one worker against the real
 local stack (tests/e2e/stack up), next to baselines measured in the same
 run: the same submit bodies POSTed straight to slurmrestd by a bare client
 (no Kafka, no intent, no staging), over 1 and over N keep-alive
-connections, and over N connections opened afresh for every POST (what the
+connections (https through the stack's TLS front when its env file says
+so, verified with its CA, as the worker does), and over N connections opened afresh for every POST (what the
 worker did for a submit until it could keep its connections without ever
 re-sending a POST).
 A benchmark, not a test: it prints, it never fails on speed.
@@ -18,6 +19,14 @@ A benchmark, not a test: it prints, it never fails on speed.
                    release of the held job it made (POST job/{id}
                    {"hold": false}): the two calls the worker makes per
                    launch since every job is submitted held
+  client N         the worker's Slurm client alone (build/bench/
+                   bench_slurm_submit client: slurm/submit_held.h, the POST
+                   and the release) submitting the same bodies from N
+                   threads, a client (a kept connection) each
+  curl N release   raw N release made with bare libcurl from C instead
+                   (bench_slurm_submit raw: the same library and TLS
+                   settings as the client, nothing else): client N's
+                   baseline, Python's TLS being slower than the client
   worker           N launches produced to the requests topic at once, timed
                    from the first ACCEPTED event to the last SUBMITTED one
                    (the events' own times, written by the worker), with the
@@ -53,7 +62,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "worker"))
@@ -62,6 +70,7 @@ from harness import (TOP, Stack, StatusReader, Topics, Worker,  # noqa: E402
                      _epoch, launch, unique_id, wait_until)
 
 COMMAND = ["/bin/true"]
+BUILD = os.environ.get("FORGE_BENCH_BUILD", os.path.join(TOP, "build"))
 LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED")
 
 
@@ -70,8 +79,6 @@ class Slurm:
 
     def __init__(self, stack):
         self.stack = stack
-        url = urllib.parse.urlsplit(stack.env["FORGE_SLURM_REST_URL"])
-        self.host, self.port = url.hostname, url.port
         with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
             token = f.read().strip().removeprefix("SLURM_JWT=")
         self.headers = {"Content-Type": "application/json",
@@ -81,7 +88,8 @@ class Slurm:
         self.prefix = f"/slurm/{stack.api}"
 
     def connect(self):
-        return http.client.HTTPConnection(self.host, self.port, timeout=60)
+        # the worker's URL: https through the stack's TLS front, its CA
+        return self.stack.connection(timeout=60)
 
     def call(self, conn, method, path, body=None):
         conn.request(method, self.prefix + path, body=body,
@@ -188,6 +196,24 @@ def raw(slurm, bodies, connections, fresh=False, release=False):
     return len(bodies) / elapsed, statistics.median(trips), ids
 
 
+def through_client(stack, bodies, connections, mode="client"):
+    """(submits/s, median s per submit, job ids) of the worker's Slurm
+    client alone (build/bench/bench_slurm_submit client): the held submit
+    (POST + release) of each body, from `connections` threads, a client
+    each; mode "raw": the same two requests with bare libcurl."""
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+        for body in bodies:
+            f.write(json.dumps(json.loads(body)) + "\n")
+        f.flush()
+        out = subprocess.run(
+            [os.path.join(BUILD, "bench", "bench_slurm_submit"),
+             mode, str(connections), f.name],
+            env=dict(os.environ, **stack.env),
+            check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    return r["rate"], r["latency"], [j for j in r["job_ids"] if j]
+
+
 def through_worker(stack, binary, n, logdir, extra_env):
     """(submits/s, median ACCEPTED -> SUBMITTED s, job ids) of n launches
     through one fresh worker (its own topics and group)."""
@@ -262,6 +288,8 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--alone", type=int, default=20)
+    ap.add_argument("--only-client", action="store_true",
+                    help="the POST + release phases only")
     args = ap.parse_args()
     stack = Stack()
     binary = os.environ.get("FORGE_WORKER_BIN",
@@ -269,7 +297,8 @@ def main():
     logdir = tempfile.mkdtemp(prefix="forge-bench-submit-")
     slurm = Slurm(stack)
     n, c = args.launches, args.connections
-    result = {"launches": n, "connections": c, "rounds": args.rounds}
+    result = {"launches": n, "connections": c, "rounds": args.rounds,
+              "scheme": stack.slurm_url.split(":", 1)[0]}
 
     bodies = body_maker(stack, binary)
 
@@ -280,8 +309,13 @@ def main():
         "raw_1": lambda: raw(slurm, bodies(n), 1),
         "raw_n_fresh": lambda: raw(slurm, bodies(n), c, fresh=True),
         "raw_n_release": lambda: raw(slurm, bodies(n), c, release=True),
+        "client_n_release": lambda: through_client(stack, bodies(n), c),
+        "curl_n_release": lambda: through_client(stack, bodies(n), c, "raw"),
         "worker": lambda: through_worker(stack, binary, n, logdir, {}),
     }
+    if args.only_client:
+        phases = {k: v for k, v in phases.items()
+                  if k.endswith("_n_release")}
     seen = {name: ([], []) for name in phases}
     for _ in range(args.rounds):
         for name, phase in phases.items():
@@ -292,8 +326,16 @@ def main():
         result[name] = {"rate": statistics.median(rates),
                         "latency": statistics.median(lats), "rates": rates}
     result["ratios"] = {
+        f"client_vs_{base}": [
+            w / r for w, r in zip(seen["client_n_release"][0],
+                                  seen[f"{base}_n_release"][0])]
+        for base in ("raw", "curl")}
+    if args.only_client:
+        print(json.dumps(result))
+        return
+    result["ratios"].update({
         name: [w / r for w, r in zip(seen[name][0], seen["raw_n"][0])]
-        for name in ("worker", "worker_unlimited")}
+        for name in ("worker", "worker_unlimited")})
     result["ratios"]["worker_unlimited_vs_release"] = [
         w / r for w, r in zip(seen["worker_unlimited"][0],
                               seen["raw_n_release"][0])]

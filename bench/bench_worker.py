@@ -52,10 +52,12 @@ def curl_baseline(stack, n, binary):
         os.unlink(req.name)
     with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
         token = f.read().strip().removeprefix("SLURM_JWT=")
-    url = (f"{stack.env['FORGE_SLURM_REST_URL']}/slurm/{stack.api}/job/submit")
+    url = f"{stack.slurm_url}/slurm/{stack.api}/job/submit"
+    tls = (["--cacert", stack.env["FORGE_SLURM_TLS_CA_FILE"]]
+           if "FORGE_SLURM_TLS_CA_FILE" in stack.env else [])
     t0 = time.monotonic()
     for body in bodies:
-        subprocess.run(["curl", "-sf", "-H", "Content-Type: application/json",
+        subprocess.run(["curl", "-sf", *tls, "-H", "Content-Type: application/json",
                         "-H", f"X-SLURM-USER-NAME: {stack.env['FORGE_SLURM_REST_USER']}",
                         "-H", f"X-SLURM-USER-TOKEN: {token}",
                         "--data-binary", "@-", url], input=body, check=True,

@@ -25,6 +25,9 @@ struct forge_slurm_client {
     forge_slurm_auth_t *auth;
     forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
     CURL *curl;
+    char curl_error[CURL_ERROR_SIZE]; /* libcurl's own words for the last
+                                         failure (which certificate check
+                                         failed, and why): http.c */
     bool fresh_connection;   /* the last answer was an error: slurmrestd
                                 closes such connections (every other call
                                 reuses the kept one, a submit too: http.c) */

@@ -183,7 +183,15 @@ static void scrub(forge_slurm_result_t *res)
 
 /* TLS: verification (FORGE_SLURM_TLS_VERIFY, warned about at start when
  * off), the CA bundle, and the client certificate and key (mTLS), each
- * only when set (the key checked at start: never readable by others). */
+ * only when set (the key checked at start: never readable by others).
+ * The CA bundle is read again for every new connection (connections are
+ * kept, so that is seldom): libcurl 7.87 and later would otherwise keep
+ * the store it parsed for 24 hours (CURLOPT_CA_CACHE_TIMEOUT) wherever it
+ * has no default CA path (Debian's has one, /etc/ssl/certs, which keeps
+ * that cache off: seen with 7.88.1), and a CA file an operator changed in
+ * place (a new CA added beside the old one) would not be seen by a running
+ * worker (docs/OPERATING.md, rotation). The certificate and key are read
+ * for every new connection too. */
 static void set_tls(forge_slurm_client_t *c)
 {
     const struct {
@@ -199,6 +207,9 @@ static void set_tls(forge_slurm_client_t *c)
                      c->opts.tls_verify ? 1L : 0L);
     curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST,
                      c->opts.tls_verify ? 2L : 0L);
+#if LIBCURL_VERSION_NUM >= 0x075700 /* 7.87.0: the CA store cache */
+    curl_easy_setopt(c->curl, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
         if (files[i].value)
             curl_easy_setopt(c->curl, files[i].option, files[i].value);
@@ -229,6 +240,8 @@ static struct curl_slist *prepare(forge_slurm_client_t *c, const char *url,
     curl_easy_setopt(curl, CURLOPT_MAXCONNECTS, 1L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
+    c->curl_error[0] = '\0';
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, c->curl_error);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -336,15 +349,24 @@ static bool should_retry(forge_slurm_status_t st, bool sent,
            st == FORGE_SLURM_SERVER || st == FORGE_SLURM_PROTOCOL;
 }
 
-/* What a failed transfer says in res. */
-static const char *failure_text(CURLcode rc, const upload_t *body)
+/* What a failed transfer says in res: the kind of failure and libcurl's
+ * own words for it, which name a TLS failure's cause ("SSL certificate
+ * problem: unable to get local issuer certificate", "no alternative
+ * certificate subject name matches target host name ..."). */
+static void failure_text(const forge_slurm_client_t *c, CURLcode rc,
+                         const upload_t *body, forge_slurm_result_t *res)
 {
     if (rc == CURLE_SEND_FAIL_REWIND || body->asked_again)
-        return "the connection ended without an answer after the request "
-               "was sent; it is not sent again (slurmrestd may have "
-               "carried it out)";
-    return rc == CURLE_ABORTED_BY_CALLBACK ? INTERRUPTED
-                                           : curl_easy_strerror(rc);
+        set_message(res, "%s",
+                    "the connection ended without an answer after the "
+                    "request was sent; it is not sent again (slurmrestd "
+                    "may have carried it out)");
+    else if (rc == CURLE_ABORTED_BY_CALLBACK)
+        set_message(res, "%s", INTERRUPTED);
+    else if (c->curl_error[0])
+        set_message(res, "%s: %s", curl_easy_strerror(rc), c->curl_error);
+    else
+        set_message(res, "%s", curl_easy_strerror(rc));
 }
 
 /* One request. *json set only for answers with a JSON body. */
@@ -388,7 +410,7 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
         st = FORGE_SLURM_PROTOCOL;
     } else if ((st = classify_curl(c->curl, rc, body ? &upload : NULL, sent)) !=
                FORGE_SLURM_OK) {
-        set_message(res, "%s", failure_text(rc, &upload));
+        failure_text(c, rc, &upload, res);
     } else {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &res->http_status);
         st = classify_http(res->http_status, &r, json, res);

@@ -82,6 +82,13 @@ static json_t *call(const char *method, const char *path, const char *body,
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    /* TLS as the worker's client sets it (the stack's front and its CA) */
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER,
+                     cfg->slurm_tls_verify ? 1L : 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST,
+                     cfg->slurm_tls_verify ? 2L : 0L);
+    if (cfg->slurm_tls_ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, cfg->slurm_tls_ca_file);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
     if (body)

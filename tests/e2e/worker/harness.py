@@ -3,7 +3,9 @@
 harness.py - what the end-to-end scenarios need to drive real forge-worker
 processes through Kafka only, against the real stack (tests/e2e/stack up):
 
-  Stack         the stack's env file, read once
+  Stack         the stack's env file, read once; slurmrestd through the
+                stack's TLS front (its CA: ssl_context(), connection()),
+                or plain for the fault-injection proxies (plain_slurm_url)
   command_env   the environment of one `forge-worker <command>` an operator
                 runs (the stack's settings, a scenario's topics and group)
   own_storage   a storage root of a scenario's own under the stack's
@@ -25,12 +27,15 @@ stack's runtime root (the stack's apptainer is a stand-in that checks the
 image exists and runs the command: this sandbox cannot run containers).
 """
 
+import http.client
 import json
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -86,6 +91,29 @@ class Stack:
         image_dir = os.path.join(self.runtime_root, "images")
         os.makedirs(image_dir, exist_ok=True)
         open(os.path.join(image_dir, "e2e.sif"), "a").close()
+        # the URL the workers are given (the TLS front), and slurmrestd's
+        # own plain one behind it, for the proxies that inject faults
+        self.slurm_url = self.env["FORGE_SLURM_REST_URL"]
+        self.plain_slurm_url = self.env.get("FORGE_STACK_SLURM_PLAIN_URL",
+                                            self.slurm_url)
+
+    def ssl_context(self):
+        """What verifies the front as the worker does (the stack's CA,
+        the name checked); None for a plain http:// URL."""
+        if not self.slurm_url.startswith("https:"):
+            return None
+        return ssl.create_default_context(
+            cafile=self.env.get("FORGE_SLURM_TLS_CA_FILE"))
+
+    def connection(self, timeout=60):
+        """A new keep-alive connection to FORGE_SLURM_REST_URL."""
+        url = urllib.parse.urlsplit(self.slurm_url)
+        if url.scheme == "https":
+            return http.client.HTTPSConnection(url.hostname, url.port or 443,
+                                               timeout=timeout,
+                                               context=self.ssl_context())
+        return http.client.HTTPConnection(url.hostname, url.port or 80,
+                                          timeout=timeout)
 
     def slurm_get(self, path, method="GET"):
         with open(self.env["FORGE_SLURM_JWT_FILE"]) as f:
@@ -97,7 +125,8 @@ class Stack:
             method=method,
             headers={"X-SLURM-USER-NAME": self.env["FORGE_SLURM_REST_USER"],
                      "X-SLURM-USER-TOKEN": token})
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10,
+                                    context=self.ssl_context()) as r:
             return json.load(r)
 
 

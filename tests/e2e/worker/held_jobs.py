@@ -27,14 +27,15 @@ def slurm_call(stack, method, path, body=None):
     with open(stack.env["FORGE_SLURM_JWT_FILE"]) as f:
         token = f.read().strip().removeprefix("SLURM_JWT=")
     req = urllib.request.Request(
-        f"{stack.env['FORGE_SLURM_REST_URL']}/slurm/{stack.api}/{path}",
+        f"{stack.slurm_url}/slurm/{stack.api}/{path}",
         method=method,
         data=json.dumps(body).encode() if body is not None else None,
         headers={"X-SLURM-USER-NAME": stack.env["FORGE_SLURM_REST_USER"],
                  "X-SLURM-USER-TOKEN": token,
                  "Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30,
+                                    context=stack.ssl_context()) as r:
             return json.load(r)
     except urllib.error.HTTPError as e:
         return json.load(e)

@@ -19,6 +19,11 @@ scenarios (and bench/) that must see or hold back the worker's Slurm calls:
     that sent it was killed, reaching slurmctld after its heir acted).
 
 A fake only in that: every answer it gives is the real slurmrestd's.
+It speaks plain HTTP on both sides: it proxies to the plain slurmrestd
+behind the stack's TLS front (Stack.plain_slurm_url,
+FORGE_STACK_SLURM_PLAIN_URL), and the worker it serves is given its
+http://127.0.0.1 URL; the TLS front itself is exercised by every other
+scenario and by test_tls.py.
 """
 
 import http.client

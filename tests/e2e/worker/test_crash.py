@@ -115,7 +115,7 @@ def test_cancelled_intent_cancels_the_orphan(stack, slurm, logdir):
     the tag finds before saying CANCELLED (it used to say CANCELLED and
     leave the job running)."""
     proxy, submitted = start_slow_submit_proxy(
-        stack.env["FORGE_SLURM_REST_URL"], 6)
+        stack.plain_slurm_url, 6)
     topics = Topics(stack, "crash-cancel")
     group = unique_id("g")
     crashing = Worker(stack, topics, unique_id("wa"), group, logdir, {

@@ -32,7 +32,7 @@ def first_post_late(stack, slurm, logdir):
     """A launch whose first worker POSTed through a withholding proxy and
     was killed: (topics, group, reader, launch id, proxy, workers started:
     the caller appends its own)."""
-    proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = SlurmProxy(stack.plain_slurm_url)
     topics = Topics(stack, "late")
     group = unique_id("g")
     reader = StatusReader(stack, topics.status)

@@ -120,7 +120,7 @@ def test_queued_submits_stay_behind_when_the_partitions_move(stack, slurm,
     Resumed, the old owner learns its partitions are lost, then Slurm
     answers: its queued submits must not POST (before the fix they did, and
     each launch had two live jobs), and it cancels nothing."""
-    proxy = HoldingProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = HoldingProxy(stack.plain_slurm_url)
     topics = Topics(stack, "own-move")
     group = unique_id("g")
     reader = StatusReader(stack, topics.status)
@@ -195,7 +195,7 @@ def test_queued_submit_is_dropped_when_an_abort_rewinds(stack, slurm, logdir):
     did, then the rewound intent's clean found and cancelled that job and
     submitted another: two jobs for one tag). The first, on the wire when
     the rewind came, is adopted by its tag."""
-    proxy = HoldingProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = HoldingProxy(stack.plain_slurm_url)
     topics = Topics(stack, "own-rewind")
     reader = StatusReader(stack, topics.status)
     worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,
@@ -242,7 +242,7 @@ def test_cancel_withdraws_a_posted_submit(stack, slurm, logdir):
     one: the submit is withdrawn before its POST, the launch goes CANCELLED
     (requested) and Slurm never sees a job of it (before, the job was
     submitted, then cancelled)."""
-    proxy = HoldingProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = HoldingProxy(stack.plain_slurm_url)
     topics = Topics(stack, "own-withdraw")
     reader = StatusReader(stack, topics.status)
     worker = Worker(stack, topics, unique_id("w"), unique_id("g"), logdir,

@@ -57,7 +57,7 @@ def start_proxy(upstream):
 
 
 def test_ten_second_answers_cost_no_heartbeat(stack, logdir):
-    proxy = start_proxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = start_proxy(stack.plain_slurm_url)
     topics = Topics(stack, "slow")
     reader = StatusReader(stack, topics.status)
     worker = Worker(stack, topics, unique_id("ws"), unique_id("g"), logdir, {

@@ -19,7 +19,7 @@ from slurm_proxy import SlurmProxy
 
 def test_an_unanswered_submit_is_found_by_its_tag_not_sent_again(
         stack, slurm, logdir):
-    proxy = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    proxy = SlurmProxy(stack.plain_slurm_url)
     topics = Topics(stack, "unanswered")
     # one lane: the second submit goes on the first one's kept connection
     worker = Worker(stack, topics, unique_id("wu"), unique_id("g"), logdir,

@@ -38,7 +38,7 @@ def held(stack):
 
 @pytest.fixture
 def proxy(stack):
-    p = SlurmProxy(stack.env["FORGE_SLURM_REST_URL"])
+    p = SlurmProxy(stack.plain_slurm_url)
     yield p
     p.close()
 
