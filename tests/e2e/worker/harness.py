@@ -127,8 +127,13 @@ def acl_lines(role=None):
 
 
 def acl_values(topics=None, group=None):
-    """The ${VAR} values of a scenario: its topics' names, its group."""
-    values = dict(topics.env()) if topics else {}
+    """The ${VAR} values of a scenario: its topics' names (a Topics, or
+    a dict of FORGE_KAFKA_TOPIC_* as an env has them), its group."""
+    if isinstance(topics, dict):
+        values = {k: v for k, v in topics.items()
+                  if k.startswith("FORGE_KAFKA_TOPIC_")}
+    else:
+        values = dict(topics.env()) if topics else {}
     if group:
         values["FORGE_KAFKA_GROUP_ID"] = group
     return values
@@ -221,7 +226,7 @@ class Stack:
         names; once per (topics, group) unless lines are given."""
         if not self.secured:
             return
-        key = (topics.requests if topics else None, group)
+        key = tuple(sorted(acl_values(topics, group).items()))
         if lines is None and key in self._granted:
             return
         todo = self.bindings(acl_lines() if lines is None else lines,
