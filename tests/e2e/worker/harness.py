@@ -571,6 +571,8 @@ class Worker:
                     "FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "6000",
                     "FORGE_KAFKA_PROP_HEARTBEAT_INTERVAL_MS": "1000"})
         env.update(extra_env or {})
+        for name in [k for k, v in env.items() if v is None]:
+            del env[name]  # extra_env's None: the variable unset
         stack.grant(topics, group)
         self.binary = binary or os.environ.get(
             "FORGE_WORKER_BIN", os.path.join(TOP, "build", "forge-worker"))
