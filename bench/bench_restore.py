@@ -25,7 +25,9 @@ then, in the same run,
             reader's group id): the worker as the env file says, the
             consumer given the same settings (BENCH_KAFKA_PROPS); the plain
             consumer over the PLAINTEXT listener is measured too
-            (plaintext_ms: what TLS and SASL cost the consumer itself).
+            (plaintext_ms: what TLS and SASL cost the consumer itself),
+            and so is a second worker's restore of the same records over
+            PLAINTEXT, no security variable set (restore_plaintext_ms).
             The records are seeded over the PLAINTEXT (admin) listener.
   worker    `forge-worker run` is started on that topic: its restore is the
             time its restore passes took (its log says each: reading and
@@ -44,7 +46,8 @@ slurmctld, and what is measured is the restore and the table it leaves.
 
 Prints one JSON line last: {"listener", "sizes": [{"n", "restore_ms",
 "baseline_ms", "ratio", "leaders_first_ms", "ratio_leaders_first",
-"plaintext_ms", "rss_kib", "idle_kib", "per_launch_bytes"}...]}.
+"plaintext_ms", "restore_plaintext_ms", "rss_kib", "idle_kib",
+"per_launch_bytes"}...]}.
 """
 
 import argparse
@@ -75,11 +78,21 @@ def rss_kib(pid):
     raise RuntimeError("no VmRSS")
 
 
-def start(stack, topics, binary):
+def plain_env(stack):
+    """A worker on the PLAINTEXT listener, no security variable set."""
+    env = {k: None for k in stack.env
+           if k.startswith(("FORGE_KAFKA_SASL_", "FORGE_KAFKA_SSL_"))}
+    env.update({"FORGE_KAFKA_BROKERS": stack.admin_brokers,
+                "FORGE_KAFKA_SECURITY_PROTOCOL": None})
+    return env
+
+
+def start(stack, topics, binary, plaintext=False):
     w = Worker(stack, topics, unique_id("wr"), unique_id("gr"), LOGDIR,
                {"FORGE_SLURM_REST_URL": NOWHERE,
                 "FORGE_POLL_INTERVAL_MS": "60000",
-                "FORGE_LOG_LEVEL": "debug"}, binary=binary)
+                "FORGE_LOG_LEVEL": "debug",
+                **(plain_env(stack) if plaintext else {})}, binary=binary)
     w.wait_ready(timeout=900)
     time.sleep(2)  # what follows the restore settles (the first tick fails)
     return w
@@ -161,10 +174,21 @@ def one_size(stack, n, form, binary, idle):
             w.stop_quietly()
         if records != n:
             raise RuntimeError(f"restored {records} records of {n}")
+        plain_span = span
+        if stack.secured:
+            w = start(stack, topics, binary, plaintext=True)
+            try:
+                plain_span, records = restore_span_ms(w)
+            finally:
+                w.terminate()
+                w.stop_quietly()
+            if records != n:
+                raise RuntimeError(f"restored {records} records of {n} "
+                                   "over PLAINTEXT")
         return {"n": n, "restore_ms": span, "baseline_ms": base,
                 "ratio": span / base, "leaders_first_ms": first,
                 "ratio_leaders_first": span / first,
-                "plaintext_ms": plain,
+                "plaintext_ms": plain, "restore_plaintext_ms": plain_span,
                 "rss_kib": rss, "idle_kib": idle,
                 "per_launch_bytes": (rss - idle) * 1024.0 / n}
     finally:
@@ -207,7 +231,8 @@ def main():
               f"consumer {r['baseline_ms']:.0f} ms ({r['ratio']:.2f}x), "
               f"asking the leaders first {r['leaders_first_ms']:.0f} ms "
               f"({r['ratio_leaders_first']:.2f}x), over PLAINTEXT "
-              f"{r['plaintext_ms']:.0f} ms; "
+              f"{r['plaintext_ms']:.0f} ms, the worker's restore over "
+              f"PLAINTEXT {r['restore_plaintext_ms']:.0f} ms; "
               f"RSS {r['rss_kib']} KiB, {r['per_launch_bytes']:.0f} B per "
               f"launch over idle", file=sys.stderr, flush=True)
         sizes.append(r)
