@@ -148,11 +148,12 @@ make_tls() {
 	(
 		cd "$tls.tmp"
 		umask 077
+		# (set -e does not hold in a subshell that || follows: &&)
 		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=forge e2e stack CA" \
-			-keyout ca.key -out ca.pem 2>/dev/null
-		head -c 24 /dev/urandom | base64 | tr -d '/+=' >keystore.pass
-		broker_cert ca.pem ca.key keystore.pass broker.p12
-		chmod 644 ca.pem
+			-keyout ca.key -out ca.pem 2>/dev/null &&
+			head -c 24 /dev/urandom | base64 | tr -d '/+=' >keystore.pass &&
+			broker_cert ca.pem ca.key keystore.pass broker.p12 &&
+			chmod 644 ca.pem
 	) || die "making the TLS material in $tls.tmp failed"
 	rm -rf "$tls"
 	mv "$tls.tmp" "$tls"
