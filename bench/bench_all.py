@@ -224,11 +224,12 @@ def restore(args):
         out = run([sys.executable, os.path.join(HERE, "bench_restore.py"),
                    "--sizes", args.restore_sizes] + ([form] if form else []))
         r = json.loads(out.strip().splitlines()[-1])
+        over = r.get("listener", "PLAINTEXT")  # SASL_SSL: the secured stack
         for s in r["sizes"]:
             n = s["n"]
-            rows.append((f"restore, {n:,} launches ({what})",
+            rows.append((f"restore over {over}, {n:,} launches ({what})",
                          f"{s['restore_ms']:.0f} ms",
-                         f"plain consumer, same partitions: "
+                         f"plain consumer over {over}, same partitions: "
                          f"{s['baseline_ms']:.0f} ms", s["ratio"],
                          "<= 1.2" if n >= 100000 else "-"))
             rows.append((f"restore, {n:,} launches ({what}), against a "
@@ -238,6 +239,18 @@ def restore(args):
                          "before it assigns (as the worker's reader): "
                          f"{s['leaders_first_ms']:.0f} ms",
                          s["ratio_leaders_first"], "-"))
+            if form is None and over != "PLAINTEXT":
+                rows.append((f"restore over {over}, {n:,} launches",
+                             f"{s['restore_ms']:.0f} ms",
+                             "the same records restored over PLAINTEXT: "
+                             f"{s['restore_plaintext_ms']:.0f} ms",
+                             s["restore_ms"] / s["restore_plaintext_ms"],
+                             "-"))
+                rows.append((f"plain consumer over {over}, {n:,} launches",
+                             f"{s['baseline_ms']:.0f} ms",
+                             "the same consumer over PLAINTEXT: "
+                             f"{s['plaintext_ms']:.0f} ms",
+                             s["baseline_ms"] / s["plaintext_ms"], "-"))
             rows.append((f"RSS per tracked launch, {n:,} launches ({what})",
                          f"{s['per_launch_bytes']:.0f} B",
                          f"1 KiB over the idle worker ({s['idle_kib']} KiB)",

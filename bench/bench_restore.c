@@ -31,6 +31,9 @@
  *   build/bench/bench_restore decode N KEYFILE [--bare|--whole]
  *   build/bench/bench_restore table N KEYFILE [--bare|--whole]
  *
+ * BENCH_KAFKA_PROPS (environment): extra librdkafka properties, one
+ * NAME=VALUE a line, for a secured listener (SASL_SSL on the stack).
+ *
  * A benchmark helper, not a test: it never fails on speed.
  */
 #include "core/clock.h"
@@ -50,6 +53,33 @@
 #define JOB_ID_BASE   5000000u
 #define DECODE_ROUNDS 5
 
+/* BENCH_KAFKA_PROPS: librdkafka properties for both halves, one
+ * NAME=VALUE a line (bench_restore.py: the secured listener's
+ * security.protocol, SASL and CA settings, as the worker is given them). */
+static void extra_props(rd_kafka_conf_t *c)
+{
+    const char *env = getenv("BENCH_KAFKA_PROPS");
+    char *copy, *line, *save = NULL, errstr[256];
+
+    if (!env || !*env)
+        return;
+    copy = strdup(env);
+    for (line = strtok_r(copy, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *eq = strchr(line, '=');
+
+        if (!eq)
+            continue;
+        *eq = '\0';
+        if (rd_kafka_conf_set(c, line, eq + 1, errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK) {
+            fprintf(stderr, "BENCH_KAFKA_PROPS %s: %s\n", line, errstr);
+            exit(2);
+        }
+    }
+    free(copy);
+}
+
 static rd_kafka_t *handle(rd_kafka_type_t type, const char *brokers,
                           const char *const *conf)
 {
@@ -64,6 +94,7 @@ static rd_kafka_t *handle(rd_kafka_type_t type, const char *brokers,
             fprintf(stderr, "%s: %s\n", conf[i], errstr);
             exit(2);
         }
+    extra_props(c); /* last: it may name the group id too */
     if (!(rk = rd_kafka_new(type, c, errstr, sizeof(errstr)))) {
         fprintf(stderr, "rd_kafka_new: %s\n", errstr);
         exit(2);

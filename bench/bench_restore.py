@@ -20,6 +20,15 @@ then, in the same run,
             worker's reader does (consume --leaders-first: without it
             each partition waits ~500 ms for librdkafka's offset query
             timer, a wait the plain consumer's figure carries)
+            On the secured stack (issue 27) both run over the SASL_SSL
+            listener as the worker's principal (forge-worker, the restore
+            reader's group id): the worker as the env file says, the
+            consumer given the same settings (BENCH_KAFKA_PROPS); the plain
+            consumer over the PLAINTEXT listener is measured too
+            (plaintext_ms: what TLS and SASL cost the consumer itself),
+            and so is a second worker's restore of the same records over
+            PLAINTEXT, no security variable set (restore_plaintext_ms).
+            The records are seeded over the PLAINTEXT (admin) listener.
   worker    `forge-worker run` is started on that topic: its restore is the
             time its restore passes took (its log says each: reading and
             decoding, then filling the table); its RSS (VmRSS) is read once
@@ -35,8 +44,9 @@ slurmctld, and what is measured is the restore and the table it leaves.
       [--sizes 1000,10000,100000] [--bare | --whole]
       [--binary build/forge-worker]
 
-Prints one JSON line last: {"sizes": [{"n", "restore_ms", "baseline_ms",
-"ratio", "leaders_first_ms", "ratio_leaders_first", "rss_kib", "idle_kib",
+Prints one JSON line last: {"listener", "sizes": [{"n", "restore_ms",
+"baseline_ms", "ratio", "leaders_first_ms", "ratio_leaders_first",
+"plaintext_ms", "restore_plaintext_ms", "rss_kib", "idle_kib",
 "per_launch_bytes"}...]}.
 """
 
@@ -68,11 +78,21 @@ def rss_kib(pid):
     raise RuntimeError("no VmRSS")
 
 
-def start(stack, topics, binary):
+def plain_env(stack):
+    """A worker on the PLAINTEXT listener, no security variable set."""
+    env = {k: None for k in stack.env
+           if k.startswith(("FORGE_KAFKA_SASL_", "FORGE_KAFKA_SSL_"))}
+    env.update({"FORGE_KAFKA_BROKERS": stack.admin_brokers,
+                "FORGE_KAFKA_SECURITY_PROTOCOL": None})
+    return env
+
+
+def start(stack, topics, binary, plaintext=False):
     w = Worker(stack, topics, unique_id("wr"), unique_id("gr"), LOGDIR,
                {"FORGE_SLURM_REST_URL": NOWHERE,
                 "FORGE_POLL_INTERVAL_MS": "60000",
-                "FORGE_LOG_LEVEL": "debug"}, binary=binary)
+                "FORGE_LOG_LEVEL": "debug",
+                **(plain_env(stack) if plaintext else {})}, binary=binary)
     w.wait_ready(timeout=900)
     time.sleep(2)  # what follows the restore settles (the first tick fails)
     return w
@@ -98,11 +118,25 @@ def restore_span_ms(worker):
     return spent, records
 
 
-def baseline_ms(stack, topic, *flags):
+def secured_props(stack):
+    """BENCH_KAFKA_PROPS of the plain consumer: the worker's principal
+    and security settings, the restore reader's group id ({} plain)."""
+    if not stack.secured:
+        return {}
+    conf = stack.kafka_conf("worker")
+    conf.pop("bootstrap.servers")
+    conf["group.id"] = "forge-worker-restore"
+    return {"BENCH_KAFKA_PROPS": "\n".join(f"{k}={v}"
+                                            for k, v in conf.items())}
+
+
+def baseline_ms(stack, topic, *flags, plaintext=False):
     best = None
+    brokers = stack.admin_brokers if plaintext else stack.brokers
+    env = dict(os.environ, **({} if plaintext else secured_props(stack)))
     for _ in range(2):
-        out = subprocess.run([TOOL, "consume", stack.brokers, topic,
-                              str(PARTITIONS), *flags], check=True,
+        out = subprocess.run([TOOL, "consume", brokers, topic,
+                              str(PARTITIONS), *flags], check=True, env=env,
                              capture_output=True, text=True).stdout
         ms = float(out.split(" in ")[1].split()[0])
         best = ms if best is None else min(best, ms)
@@ -110,7 +144,7 @@ def baseline_ms(stack, topic, *flags):
 
 
 def drop_topics(stack, topics):
-    admin = AdminClient({"bootstrap.servers": stack.brokers})
+    admin = AdminClient(stack.kafka_conf("admin"))
     names = [topics.requests, topics.state, topics.status, topics.logs,
              topics.dlq]
     for f in admin.delete_topics(names).values():
@@ -123,12 +157,14 @@ def drop_topics(stack, topics):
 def one_size(stack, n, form, binary, idle):
     topics = Topics(stack, "bench-restore")
     try:
-        cmd = [TOOL, "seed", stack.brokers, topics.state, str(PARTITIONS),
+        cmd = [TOOL, "seed", stack.admin_brokers, topics.state, str(PARTITIONS),
                str(n), stack.env["FORGE_STATE_KEY_FILE"]]
         subprocess.run(cmd + ([form] if form else []), check=True,
                        capture_output=True)
         base = baseline_ms(stack, topics.state)
         first = baseline_ms(stack, topics.state, "--leaders-first")
+        plain = (baseline_ms(stack, topics.state, plaintext=True)
+                 if stack.secured else base)
         w = start(stack, topics, binary)
         try:
             span, records = restore_span_ms(w)
@@ -138,9 +174,21 @@ def one_size(stack, n, form, binary, idle):
             w.stop_quietly()
         if records != n:
             raise RuntimeError(f"restored {records} records of {n}")
+        plain_span = span
+        if stack.secured:
+            w = start(stack, topics, binary, plaintext=True)
+            try:
+                plain_span, records = restore_span_ms(w)
+            finally:
+                w.terminate()
+                w.stop_quietly()
+            if records != n:
+                raise RuntimeError(f"restored {records} records of {n} "
+                                   "over PLAINTEXT")
         return {"n": n, "restore_ms": span, "baseline_ms": base,
                 "ratio": span / base, "leaders_first_ms": first,
                 "ratio_leaders_first": span / first,
+                "plaintext_ms": plain, "restore_plaintext_ms": plain_span,
                 "rss_kib": rss, "idle_kib": idle,
                 "per_launch_bytes": (rss - idle) * 1024.0 / n}
     finally:
@@ -182,11 +230,14 @@ def main():
         print(f"{n} launches: restore {r['restore_ms']:.0f} ms, plain "
               f"consumer {r['baseline_ms']:.0f} ms ({r['ratio']:.2f}x), "
               f"asking the leaders first {r['leaders_first_ms']:.0f} ms "
-              f"({r['ratio_leaders_first']:.2f}x); "
+              f"({r['ratio_leaders_first']:.2f}x), over PLAINTEXT "
+              f"{r['plaintext_ms']:.0f} ms, the worker's restore over "
+              f"PLAINTEXT {r['restore_plaintext_ms']:.0f} ms; "
               f"RSS {r['rss_kib']} KiB, {r['per_launch_bytes']:.0f} B per "
               f"launch over idle", file=sys.stderr, flush=True)
         sizes.append(r)
-    print(json.dumps({"bare": args.bare, "whole": args.whole,
+    print(json.dumps({"listener": "SASL_SSL" if stack.secured else "PLAINTEXT",
+                      "bare": args.bare, "whole": args.whole,
                       "sizes": sizes}))
 
 

@@ -8,6 +8,7 @@
  */
 #include "command.h"
 #include "core/buf.h"
+#include "core/config_security.h"
 #include "core/log.h"
 #include "core/version.h"
 #include "admin/reconcile.h"
@@ -76,6 +77,11 @@ static int load(forge_config_t **cfg, forge_sealer_t **sealer,
 
     if (forge_config_load(environ, cfg, &err) ||
         forge_config_require(
+            *cfg, FORGE_NEED_KAFKA | FORGE_NEED_SLURM | FORGE_NEED_STATE_KEY,
+            &err) ||
+        /* the password files (FORGE_KAFKA_SASL_PASSWORD_FILE, ...), as
+         * command.c's load_checked reads them for the other commands */
+        forge_config_read_secrets(
             *cfg, FORGE_NEED_KAFKA | FORGE_NEED_SLURM | FORGE_NEED_STATE_KEY,
             &err) ||
         forge_version_check_runtime(&err) ||

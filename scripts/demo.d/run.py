@@ -104,8 +104,24 @@ class View:
         self.drawn, self.last = len(lines), lines
 
 
-def reader(brokers, topic):
-    c = Consumer({"bootstrap.servers": brokers, "group.id": f"demo-{os.getpid()}",
+def platform_conf():
+    """The platform's Kafka settings: on the secured stack, its own
+    principal over SASL_SSL (deploy/kafka/acls.tsv: writes requests, reads
+    status and logs; its groups are platform-*); else the plain brokers."""
+    env = os.environ
+    if "FORGE_STACK_KAFKA_SASL_SSL" not in env:
+        return {"bootstrap.servers": env["FORGE_KAFKA_BROKERS"]}
+    with open(env["FORGE_STACK_KAFKA_PLATFORM_PASSWORD_FILE"]) as f:
+        password = f.read().strip()
+    return {"bootstrap.servers": env["FORGE_STACK_KAFKA_SASL_SSL"],
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": env["FORGE_STACK_KAFKA_PLATFORM_USER"],
+            "sasl.password": password,
+            "ssl.ca.location": env["FORGE_STACK_KAFKA_CA_FILE"]}
+
+
+def reader(conf, topic):
+    c = Consumer({**conf, "group.id": f"platform-demo-{os.getpid()}",
                   "isolation.level": "read_committed",
                   "enable.auto.commit": False})
     meta = c.list_topics(topic, timeout=10).topics[topic]
@@ -145,13 +161,13 @@ def summary(view):
 
 def main():
     folder = sys.argv[1]
-    brokers = os.environ["FORGE_KAFKA_BROKERS"]
+    conf = platform_conf()
     requests = os.environ.get("FORGE_KAFKA_TOPIC_REQUESTS", "forge.launch.requests")
     samples, cancels = load_samples(folder, time.strftime("%H%M%S"))
     view = View(samples)
-    status = reader(brokers, os.environ.get("FORGE_KAFKA_TOPIC_STATUS", "forge.launch.status"))
-    logs = reader(brokers, os.environ.get("FORGE_KAFKA_TOPIC_LOGS", "forge.launch.logs"))
-    producer = Producer({"bootstrap.servers": brokers, "partitioner": "murmur2_random"})
+    status = reader(conf, os.environ.get("FORGE_KAFKA_TOPIC_STATUS", "forge.launch.status"))
+    logs = reader(conf, os.environ.get("FORGE_KAFKA_TOPIC_LOGS", "forge.launch.logs"))
+    producer = Producer({**conf, "partitioner": "murmur2_random"})
     for name, req in samples:
         producer.produce(requests, key=launch_id(req), value=json.dumps(req))
     producer.flush(10)

@@ -7,6 +7,12 @@
  * librdkafka < 2.11.1 cannot do against Kafka 4. And a consumer's poll
  * waiting for messages returns at once when another thread yields its
  * queue (forge_kafka_wake: how a pool's result wakes the consume loop).
+ *
+ * On the secured stack (issue 27) it talks to the PLAINTEXT listener
+ * (FORGE_STACK_KAFKA_PLAINTEXT, the stack's admin listener, a super user):
+ * it creates its topic, which no principal of deploy/kafka/acls.tsv may;
+ * the worker's SASL_SSL settings are the e2e scenarios' (test_commands'
+ * ping, test_kafka_security).
  */
 #include "core/config.h"
 
@@ -14,6 +20,7 @@
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,10 +49,12 @@ static void teardown(void)
 static rd_kafka_conf_t *new_conf(void)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *plain = getenv("FORGE_STACK_KAFKA_PLAINTEXT");
     char errstr[512];
 
     cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers",
-                                   cfg->kafka_brokers, errstr, sizeof(errstr)),
+                                   plain && *plain ? plain : cfg->kafka_brokers,
+                                   errstr, sizeof(errstr)),
                  RD_KAFKA_CONF_OK, "%s", errstr);
     return conf;
 }

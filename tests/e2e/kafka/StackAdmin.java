@@ -1,3 +1,7 @@
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -18,26 +22,50 @@ import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidReplicationFactorException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
 
 /**
  * The e2e stack's Kafka admin work in one JVM (used by tests/e2e/stack.d/kafka.sh;
  * compiled once into $FORGE_CACHE_DIR/kafka/tools):
  *
  *   StackAdmin BOOTSTRAP ready TIMEOUT_S
- *   StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS NAME[:KEY=VALUE[,KEY=VALUE...]]...
+ *   StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS [OPTION...] NAME[:KEY=VALUE[,KEY=VALUE...]]...
+ *   StackAdmin BOOTSTRAP keystore TIMEOUT_S LISTENER PATH|-
+ *
+ * ensure's options (the secured listener's principals, issue 27):
+ *   --scram USER=PASSWORD_FILE  upsert USER's SCRAM-SHA-512 credential with
+ *                               the file's first line (every up: idempotent)
+ *   --acls FILE                 create the ACLs of deploy/kafka/acls.tsv ...
+ *   --role ROLE=USER            ... for these roles, as User:USER ...
+ *   --set VAR=VALUE             ... with ${VAR} in a name replaced by VALUE
+ *                               (a line naming a variable not set: an error)
  *
  * ready:  wait until the broker answers a metadata request that lists at least
  *         one (unfenced) broker; print "CLUSTER_ID BROKERS".
  * ensure: ready, then create the missing topics (PARTITIONS partitions,
  *         replication factor 1), check the partition count of existing ones,
  *         set the given topic configs where they differ, and wait until every
- *         partition has a leader.
+ *         partition has a leader; then the SCRAM users and the ACLs
+ *         (creating an ACL that exists is a no-op).
+ * keystore: set (PATH) or delete (-) the broker's dynamic
+ *         listener.name.LISTENER.ssl.keystore.location: the broker reloads
+ *         its certificate from the file (a renewed one) without a restart.
  *
  * Exit 0 on success, 1 when the broker does not answer metadata in time,
  * 3 when the topics cannot be set up (reason on stderr), 2 on bad usage.
@@ -222,9 +250,136 @@ public final class StackAdmin {
         }
     }
 
+    /** Upsert each user's SCRAM-SHA-512 credential (password: the file's first line). */
+    void scram(Map<String, String> users) throws Failure, InterruptedException {
+        if (users.isEmpty()) {
+            return;
+        }
+        List<UserScramCredentialAlteration> ups = new ArrayList<>();
+        for (Map.Entry<String, String> u : users.entrySet()) {
+            String password;
+            try {
+                password = Files.readAllLines(Paths.get(u.getValue()), StandardCharsets.UTF_8).get(0).trim();
+            } catch (IOException | IndexOutOfBoundsException e) {
+                throw new Failure("password of " + u.getKey() + " from " + u.getValue() + ": " + e);
+            }
+            ups.add(new UserScramCredentialUpsertion(u.getKey(),
+                    new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password));
+        }
+        try {
+            admin.alterUserScramCredentials(ups).all().get();
+        } catch (ExecutionException e) {
+            throw new Failure("SCRAM credentials: " + cause(e));
+        }
+        System.out.println("scram users: " + String.join(" ", users.keySet()));
+    }
+
+    private static String expand(String name, Map<String, String> vars, int lineNo) throws Failure {
+        StringBuilder out = new StringBuilder();
+        int i = 0;
+        while (i < name.length()) {
+            int at = name.indexOf("${", i);
+            if (at < 0) {
+                out.append(name, i, name.length());
+                break;
+            }
+            int end = name.indexOf('}', at);
+            if (end < 0) {
+                throw new Failure("acls line " + lineNo + ": unterminated ${ in " + name);
+            }
+            String var = name.substring(at + 2, end);
+            String value = vars.get(var);
+            if (value == null) {
+                throw new Failure("acls line " + lineNo + ": " + var + " is not set (--set)");
+            }
+            out.append(name, i, at).append(value);
+            i = end + 1;
+        }
+        return out.toString();
+    }
+
+    /** The ACL file's lines of the given roles, their names expanded. */
+    static List<AclBinding> acls(String file, Map<String, String> roles, Map<String, String> vars) throws Failure {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(Paths.get(file), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new Failure("reading " + file + ": " + e);
+        }
+        List<AclBinding> out = new ArrayList<>();
+        boolean header = true;
+        for (int n = 0; n < lines.size(); n++) {
+            String line = lines.get(n);
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            String[] f = line.split("\t");
+            if (header) { // role, commands, resource, pattern, name, operation, why
+                header = false;
+                continue;
+            }
+            if (f.length < 6) {
+                throw new Failure(file + " line " + (n + 1) + ": want 7 tab-separated columns");
+            }
+            String user = roles.get(f[0]);
+            if (user == null) {
+                continue;
+            }
+            ResourceType type;
+            switch (f[2]) {
+                case "topic": type = ResourceType.TOPIC; break;
+                case "group": type = ResourceType.GROUP; break;
+                case "transactional-id": type = ResourceType.TRANSACTIONAL_ID; break;
+                case "cluster": type = ResourceType.CLUSTER; break;
+                default: throw new Failure(file + " line " + (n + 1) + ": resource " + f[2] + "?");
+            }
+            try {
+                out.add(new AclBinding(
+                        new ResourcePattern(type, expand(f[4], vars, n + 1), PatternType.valueOf(f[3])),
+                        new AccessControlEntry("User:" + user, "*", AclOperation.valueOf(f[5]),
+                                AclPermissionType.ALLOW)));
+            } catch (IllegalArgumentException e) {
+                throw new Failure(file + " line " + (n + 1) + ": " + e.getMessage());
+            }
+        }
+        return out;
+    }
+
+    void createAcls(List<AclBinding> bindings) throws Failure, InterruptedException {
+        if (bindings.isEmpty()) {
+            return;
+        }
+        try {
+            admin.createAcls(bindings).all().get();
+        } catch (ExecutionException e) {
+            throw new Failure("create ACLs: " + cause(e));
+        }
+        System.out.println("acls: " + bindings.size() + " in place");
+    }
+
+    /** Set (or delete, path "-") the listener's dynamic keystore location on every broker. */
+    void keystore(String listener, String path) throws Failure, InterruptedException {
+        String key = "listener.name." + listener.toLowerCase() + ".ssl.keystore.location";
+        Map<ConfigResource, Collection<AlterConfigOp>> alter = new LinkedHashMap<>();
+        try {
+            for (Node node : admin.describeCluster().nodes().get()) {
+                ConfigResource res = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
+                alter.put(res, List.of(path.equals("-")
+                        ? new AlterConfigOp(new ConfigEntry(key, ""), AlterConfigOp.OpType.DELETE)
+                        : new AlterConfigOp(new ConfigEntry(key, path), AlterConfigOp.OpType.SET)));
+            }
+            admin.incrementalAlterConfigs(alter).all().get();
+        } catch (ExecutionException e) {
+            throw new Failure(key + ": " + cause(e));
+        }
+        System.out.println(key + (path.equals("-") ? " deleted" : " = " + path));
+    }
+
     private static int usage() {
         System.err.println("usage: StackAdmin BOOTSTRAP ready TIMEOUT_S\n"
-                + "       StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS NAME[:KEY=VALUE[,KEY=VALUE...]]...");
+                + "       StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS [--scram USER=PASSWORD_FILE]...\n"
+                + "                  [--acls FILE [--role ROLE=USER]... [--set VAR=VALUE]...] NAME[:KEY=VALUE[,KEY=VALUE...]]...\n"
+                + "       StackAdmin BOOTSTRAP keystore TIMEOUT_S LISTENER PATH|-");
         return 2;
     }
 
@@ -236,6 +391,10 @@ public final class StackAdmin {
         int timeoutS;
         int partitions = 0;
         Map<String, Map<String, String>> topics = new LinkedHashMap<>();
+        Map<String, String> users = new LinkedHashMap<>();
+        Map<String, String> roles = new LinkedHashMap<>();
+        Map<String, String> vars = new LinkedHashMap<>();
+        String aclFile = null;
         try {
             timeoutS = Integer.parseInt(args[2]);
             if (verb.equals("ensure")) {
@@ -244,6 +403,28 @@ public final class StackAdmin {
                 }
                 partitions = Integer.parseInt(args[3]);
                 for (int i = 4; i < args.length; i++) {
+                    if (args[i].startsWith("--")) {
+                        if (i + 1 >= args.length) {
+                            return usage();
+                        }
+                        String opt = args[i];
+                        String val = args[++i];
+                        String[] kv = val.split("=", 2);
+                        if (opt.equals("--acls")) {
+                            aclFile = val;
+                            continue;
+                        }
+                        if (kv.length != 2) {
+                            return usage();
+                        }
+                        switch (opt) {
+                            case "--scram": users.put(kv[0], kv[1]); break;
+                            case "--role": roles.put(kv[0], kv[1]); break;
+                            case "--set": vars.put(kv[0], kv[1]); break;
+                            default: return usage();
+                        }
+                        continue;
+                    }
                     String[] spec = args[i].split(":", 2);
                     Map<String, String> configs = new LinkedHashMap<>();
                     if (spec.length == 2) {
@@ -256,6 +437,10 @@ public final class StackAdmin {
                         }
                     }
                     topics.put(spec[0], configs);
+                }
+            } else if (verb.equals("keystore")) {
+                if (args.length != 5) {
+                    return usage();
                 }
             } else if (!verb.equals("ready")) {
                 return usage();
@@ -270,7 +455,13 @@ public final class StackAdmin {
             System.out.println("cluster " + a.ready());
             if (verb.equals("ensure")) {
                 failure = 3;
+                List<AclBinding> bindings = aclFile == null ? List.of() : acls(aclFile, roles, vars);
                 a.ensure(partitions, topics);
+                a.scram(users);
+                a.createAcls(bindings);
+            } else if (verb.equals("keystore")) {
+                failure = 3;
+                a.keystore(args[3], args[4]);
             }
             return 0;
         } catch (Failure f) {

@@ -4,6 +4,17 @@
 # controller, node 1) bound to 127.0.0.1, run from the Maven Central jars that
 # tests/e2e/pom.xml pins.
 #
+# Secured by default (issue 27): the env file points the worker at a SASL_SSL
+# listener (127.0.0.1:19094, SCRAM-SHA-512, a broker certificate the stack's
+# own CA signs, made once under $FORGE_CACHE_DIR/kafka/tls) behind KRaft's
+# StandardAuthorizer, with the ACLs of deploy/kafka/acls.tsv for the SCRAM
+# users forge-worker (role worker), forge-operator (operator), platform
+# (platform) and outsider (no ACL). The PLAINTEXT listener (127.0.0.1:19092)
+# and the CONTROLLER listener stay: their principal, User:ANONYMOUS, is a super
+# user. PLAINTEXT is the stack's internal/admin listener (inter-broker, topic
+# and ACL setup, the harness's admin client) and the plaintext smoke
+# scenario's.
+#
 #   kafka.sh prepare  copy the jars to $FORGE_CACHE_DIR/kafka/libs and compile
 #                     tests/e2e/kafka/StackAdmin.java (each only when missing)
 #   kafka.sh up       prepare, start the broker unless it runs, wait until it
@@ -16,9 +27,19 @@
 #   kafka.sh start    as up (a running broker is left alone)
 #   kafka.sh restart  down, then up: the data directory stays, so topics,
 #                     committed offsets and transactions survive it
+#   kafka.sh renew-cert  a new broker key and certificate (same CA, same
+#                     names) in $FORGE_STACK_RUN/kafka/tls/, loaded by the
+#                     running broker through its dynamic
+#                     listener.name.sasl_ssl.ssl.keystore.location (no restart)
+#   kafka.sh restore-cert  delete that dynamic setting: back to the cached
+#                     certificate (reloaded the same way)
 #
 # Files: $FORGE_STACK_RUN/kafka/{kafka.pid,server.properties,cluster.id,data/,logs/}
-# (logs/server.log is the broker's log, logs/tools.log the admin tools' log).
+# (logs/server.log is the broker's log, logs/tools.log the admin tools' log);
+# users/<user>.password (0600, random, made once: the SCRAM passwords);
+# $FORGE_CACHE_DIR/kafka/tls/{ca.pem,ca.key,broker.p12,keystore.pass} (made
+# once; broker.p12 holds the broker's key and its certificate for
+# DNS:localhost and IP:127.0.0.1).
 #
 # Environment: FORGE_STACK_PARTITIONS (default 6) partitions per topic;
 # FORGE_STACK_KAFKA_HEAP (default 512m) the broker's -Xmx.
@@ -39,7 +60,15 @@ data=$run/data
 pidfile=$run/kafka.pid
 port=19092
 cport=19093
+sport=19094
 bootstrap=127.0.0.1:$port
+secured=127.0.0.1:$sport
+tls=$cache/tls
+users=$run/users
+acl_file=$(cd "$e2e/../.." && pwd)/deploy/kafka/acls.tsv
+# SCRAM user of each role of acls.tsv; outsider has no role: no ACL at all.
+roles=(worker=forge-worker operator=forge-operator platform=platform)
+scram_users=(forge-worker forge-operator platform outsider)
 partitions=${FORGE_STACK_PARTITIONS:-6}
 heap=${FORGE_STACK_KAFKA_HEAP:-512m}
 ready_timeout=${FORGE_STACK_KAFKA_TIMEOUT:-120}
@@ -107,7 +136,57 @@ prepare() {
 		rm -rf "$tools"
 		mv "$tools.tmp" "$tools"
 	fi
+	[ -s "$tls/broker.p12" ] || make_tls
 	exec 8>&-
+}
+
+# The stack's CA and the broker's certificate (once; cached like the jars).
+make_tls() {
+	stack_log "kafka: making the CA and the broker certificate in $tls"
+	rm -rf "$tls.tmp"
+	mkdir -p "$tls.tmp"
+	(
+		cd "$tls.tmp"
+		umask 077
+		# (set -e does not hold in a subshell that || follows: &&)
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=forge e2e stack CA" \
+			-keyout ca.key -out ca.pem 2>/dev/null &&
+			head -c 24 /dev/urandom | base64 | tr -d '/+=' >keystore.pass &&
+			broker_cert ca.pem ca.key keystore.pass broker.p12 &&
+			chmod 644 ca.pem
+	) || die "making the TLS material in $tls.tmp failed"
+	rm -rf "$tls"
+	mv "$tls.tmp" "$tls"
+}
+
+# broker_cert CA_PEM CA_KEY PASS_FILE OUT_P12: a new key and a certificate
+# for DNS:localhost and IP:127.0.0.1 the CA signs, in a PKCS12 keystore.
+broker_cert() {
+	local dir
+	dir=$(mktemp -d)
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+		-keyout "$dir/key.pem" -out "$dir/req.pem" 2>/dev/null &&
+		printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/ext" &&
+		openssl x509 -req -in "$dir/req.pem" -CA "$1" -CAkey "$2" -CAcreateserial \
+			-days 825 -extfile "$dir/ext" -out "$dir/cert.pem" 2>/dev/null &&
+		openssl pkcs12 -export -in "$dir/cert.pem" -inkey "$dir/key.pem" -certfile "$1" \
+			-name broker -passout "file:$3" -out "$4"
+	local rc=$?
+	rm -rf "$dir"
+	return "$rc"
+}
+
+# One random password per SCRAM user, made once, owner-only (the worker
+# refuses a password file others can read).
+ensure_passwords() {
+	local u
+	mkdir -p "$users"
+	chmod 700 "$users"
+	for u in "${scram_users[@]}"; do
+		[ -s "$users/$u.password" ] && continue
+		(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$users/$u.password")
+	done
+	chmod 600 "$users"/*.password
 }
 
 # --- helpers ------------------------------------------------------------------
@@ -146,16 +225,31 @@ show_logs() {
 }
 
 write_config() {
+	# owner-only: it holds the keystore's password
+	(umask 077 && : >"$run/server.properties")
 	cat >"$run/server.properties" <<-EOF
 		# written by tests/e2e/stack.d/kafka.sh up
 		process.roles=broker,controller
 		node.id=1
 		controller.quorum.voters=1@127.0.0.1:$cport
-		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-		advertised.listeners=PLAINTEXT://127.0.0.1:$port
-		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+		# PLAINTEXT: the stack's internal/admin listener and the plaintext
+		# smoke scenario's; SASL_SSL: every client of the secured stack.
+		listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SASL_SSL://127.0.0.1:$sport
+		advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_SSL://$secured
+		listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
 		inter.broker.listener.name=PLAINTEXT
 		controller.listener.names=CONTROLLER
+		sasl.enabled.mechanisms=SCRAM-SHA-512
+		listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+		listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+		listener.name.sasl_ssl.ssl.keystore.location=$tls/broker.p12
+		listener.name.sasl_ssl.ssl.keystore.password=$(cat "$tls/keystore.pass")
+		listener.name.sasl_ssl.ssl.key.password=$(cat "$tls/keystore.pass")
+		# ACLs (deploy/kafka/acls.tsv); PLAINTEXT's and CONTROLLER's
+		# principal (ANONYMOUS) may do everything.
+		authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+		super.users=User:ANONYMOUS
+		allow.everyone.if.no.acl.found=false
 		log.dirs=$data
 		num.partitions=$partitions
 		default.replication.factor=1
@@ -222,8 +316,27 @@ start_broker() {
 
 write_env() {
 	local tmp=$FORGE_STACK_RUN/kafka.env.tmp
+	# The worker's settings: the SASL_SSL listener as forge-worker. The
+	# FORGE_STACK_KAFKA_* are the tests': the admin (plaintext) bootstrap,
+	# each principal's user and password file.
 	cat >"$tmp" <<-EOF
-		export FORGE_KAFKA_BROKERS=$bootstrap
+		export FORGE_KAFKA_BROKERS=$secured
+		export FORGE_KAFKA_SECURITY_PROTOCOL=SASL_SSL
+		export FORGE_KAFKA_SASL_MECHANISM=SCRAM-SHA-512
+		export FORGE_KAFKA_SASL_USERNAME=forge-worker
+		export FORGE_KAFKA_SASL_PASSWORD_FILE=$users/forge-worker.password
+		export FORGE_KAFKA_SSL_CA_FILE=$tls/ca.pem
+		export FORGE_STACK_KAFKA_PLAINTEXT=$bootstrap
+		export FORGE_STACK_KAFKA_SASL_SSL=$secured
+		export FORGE_STACK_KAFKA_CA_FILE=$tls/ca.pem
+		export FORGE_STACK_KAFKA_WORKER_USER=forge-worker
+		export FORGE_STACK_KAFKA_WORKER_PASSWORD_FILE=$users/forge-worker.password
+		export FORGE_STACK_KAFKA_OPERATOR_USER=forge-operator
+		export FORGE_STACK_KAFKA_OPERATOR_PASSWORD_FILE=$users/forge-operator.password
+		export FORGE_STACK_KAFKA_PLATFORM_USER=platform
+		export FORGE_STACK_KAFKA_PLATFORM_PASSWORD_FILE=$users/platform.password
+		export FORGE_STACK_KAFKA_OUTSIDER_USER=outsider
+		export FORGE_STACK_KAFKA_OUTSIDER_PASSWORD_FILE=$users/outsider.password
 		export FORGE_KAFKA_TOPIC_REQUESTS=$topic_requests
 		export FORGE_KAFKA_TOPIC_STATUS=$topic_status
 		export FORGE_KAFKA_TOPIC_LOGS=$topic_logs
@@ -243,13 +356,21 @@ up() {
 	mkdir -p "$run/logs"
 	exec 9>"$run/.lock"
 	flock 9
-	local pid admin_pid out rc line
+	ensure_passwords
+	local pid admin_pid out rc line u opts=()
+	for u in "${scram_users[@]}"; do opts+=(--scram "$u=$users/$u.password"); done
+	opts+=(--acls "$acl_file")
+	for u in "${roles[@]}"; do opts+=(--role "$u"); done
+	opts+=(--set "FORGE_KAFKA_TOPIC_REQUESTS=$topic_requests" --set "FORGE_KAFKA_TOPIC_STATE=$topic_state"
+		--set "FORGE_KAFKA_TOPIC_STATUS=$topic_status" --set "FORGE_KAFKA_TOPIC_LOGS=$topic_logs"
+		--set "FORGE_KAFKA_TOPIC_DLQ=$topic_dlq" --set "FORGE_KAFKA_GROUP_ID=forge-worker")
 	if pid=$(broker_pid); then
 		stack_log "kafka: running (pid $pid)"
 	else
 		rm -f "$pidfile"
 		port_in_use "$port" && die "127.0.0.1:$port is in use by a process that is not our broker"
 		port_in_use "$cport" && die "127.0.0.1:$cport is in use by a process that is not our broker"
+		port_in_use "$sport" && die "127.0.0.1:$sport is in use by a process that is not our broker"
 		write_config
 		ensure_storage
 		start_broker
@@ -259,7 +380,7 @@ up() {
 	# One JVM waits for metadata and creates the topics; stop waiting early
 	# when the broker dies.
 	out=$run/logs/admin.out
-	stack_admin ensure "$ready_timeout" "$partitions" "${topic_specs[@]}" >"$out" 2>&1 9>&- &
+	stack_admin ensure "$ready_timeout" "$partitions" "${opts[@]}" "${topic_specs[@]}" >"$out" 2>&1 9>&- &
 	admin_pid=$!
 	while kill -0 "$admin_pid" 2>/dev/null; do
 		if ! kill -0 "$pid" 2>/dev/null; then
@@ -274,7 +395,7 @@ up() {
 	wait "$admin_pid" || rc=$?
 	if [ "$rc" -eq 3 ]; then
 		cat "$out" >&2
-		die "topic setup failed on $bootstrap (a changed FORGE_STACK_PARTITIONS needs a fresh data directory: kafka.sh down; rm -rf $data; kafka.sh up)"
+		die "topic, user or ACL setup failed on $bootstrap (a changed FORGE_STACK_PARTITIONS needs a fresh data directory: kafka.sh down; rm -rf $data; kafka.sh up)"
 	elif [ "$rc" -ne 0 ]; then
 		cat "$out" >&2
 		show_logs
@@ -282,7 +403,28 @@ up() {
 	fi
 	while read -r line; do stack_log "kafka: $line"; done <"$out"
 	write_env
-	stack_log "kafka: up on $bootstrap (pid $pid)"
+	stack_log "kafka: up on $bootstrap and $secured (SASL_SSL) (pid $pid)"
+}
+
+# A renewed broker certificate (new key, same CA and names), loaded live.
+renew_cert() {
+	local out
+	broker_pid >/dev/null || die "the broker does not run"
+	mkdir -p "$run/tls"
+	out=$run/tls/broker-$(date +%s%N).p12
+	broker_cert "$tls/ca.pem" "$tls/ca.key" "$tls/keystore.pass" "$out" ||
+		die "making a renewed certificate failed"
+	stack_admin keystore 30 SASL_SSL "$out" >>"$run/logs/admin.out" 2>&1 ||
+		die "the broker refused the renewed keystore $out (see $run/logs/tools.log)"
+	stack_log "kafka: the SASL_SSL listener now serves $out"
+	echo "$out"
+}
+
+restore_cert() {
+	stack_admin keystore 30 SASL_SSL - >>"$run/logs/admin.out" 2>&1 ||
+		die "deleting the dynamic keystore location failed (see $run/logs/tools.log)"
+	rm -f "$run"/tls/broker-*.p12
+	stack_log "kafka: the SASL_SSL listener serves $tls/broker.p12 again"
 }
 
 down() {
@@ -326,8 +468,10 @@ restart)
 	up
 	;;
 status) status ;;
+renew-cert) renew_cert ;;
+restore-cert) restore_cert ;;
 *)
-	echo "usage: $0 prepare|up|down|status|stop|start|restart" >&2
+	echo "usage: $0 prepare|up|down|status|stop|start|restart|renew-cert|restore-cert" >&2
 	exit 2
 	;;
 esac

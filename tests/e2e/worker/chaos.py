@@ -102,7 +102,7 @@ class Driver:
         self.topics = topics
         self.planned = planned
         self.span = span
-        self.producer = Producer({"bootstrap.servers": stack.brokers,
+        self.producer = Producer({**stack.kafka_conf("platform"),
                                   "partitioner": "murmur2_random",
                                   "enable.idempotence": True,
                                   "linger.ms": 5,
@@ -525,7 +525,7 @@ def readers(stack, topics):
 def delete_topics(stack, topics):
     """A scenario's five topics, once it is over: a broker holding fewer
     partitions restarts faster for the next one."""
-    admin = AdminClient({"bootstrap.servers": stack.brokers, **QUIET})
+    admin = AdminClient({**stack.kafka_conf("admin"), **QUIET})
     names = [topics.requests, topics.state, topics.status, topics.logs,
              topics.dlq]
     for future in admin.delete_topics(names, operation_timeout=30).values():

@@ -5,7 +5,11 @@ processes through Kafka only, against the real stack (tests/e2e/stack up):
 
   Stack         the stack's env file, read once; slurmrestd through the
                 stack's TLS front (its CA: ssl_context(), connection()),
-                or plain for the fault-injection proxies (plain_slurm_url)
+                or plain for the fault-injection proxies (plain_slurm_url);
+                kafka_conf(role) the confluent_kafka settings of a principal (admin, worker,
+                operator, platform, outsider), grant()/revoke() the ACLs of
+                deploy/kafka/acls.tsv for a scenario's topics and group
+  acl_lines     deploy/kafka/acls.tsv's lines (one role's, or all)
   command_env   the environment of one `forge-worker <command>` an operator
                 runs (the stack's settings, a scenario's topics and group)
   own_storage   a storage root of a scenario's own under the stack's
@@ -40,11 +44,15 @@ import urllib.request
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AclBinding, AclBindingFilter,
+                                   AclOperation, AclPermissionType,
+                                   AdminClient, NewTopic, ResourcePatternType,
+                                   ResourceType)
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 STACK = os.path.join(TOP, "tests", "e2e", "stack")
 PARTITIONS = 6
+ACLS = os.path.join(TOP, "deploy", "kafka", "acls.tsv")
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "LOST", "REJECTED"}
 
 
@@ -68,6 +76,74 @@ def stack_verb(verb, daemon):
     assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 
+class AclLine:
+    """One line of deploy/kafka/acls.tsv: role, commands, resource,
+    pattern, name (${FORGE_*} in it: the deployment's value), operation,
+    why."""
+
+    RESOURCES = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+                 "transactional-id": ResourceType.TRANSACTIONAL_ID,
+                 "cluster": ResourceType.BROKER}
+
+    def __init__(self, lineno, fields):
+        (self.role, commands, self.resource, self.pattern, self.name,
+         self.operation, self.why) = fields[:7]
+        self.commands = commands.split(",")
+        self.lineno = lineno
+
+    def __repr__(self):
+        return (f"acls.tsv:{self.lineno} {self.role} {self.resource} "
+                f"{self.pattern} {self.name} {self.operation}")
+
+    def resolve(self, values):
+        """The name with each ${VAR} replaced; None when a VAR has no value."""
+        name = self.name
+        while "${" in name:
+            start = name.index("${")
+            end = name.index("}", start)
+            value = values.get(name[start + 2:end])
+            if value is None:
+                return None
+            name = name[:start] + value + name[end + 1:]
+        return name
+
+    def binding(self, user, name):
+        return AclBinding(self.RESOURCES[self.resource], name,
+                          ResourcePatternType[self.pattern], f"User:{user}",
+                          "*", AclOperation[self.operation],
+                          AclPermissionType.ALLOW)
+
+
+def acl_lines(role=None):
+    """deploy/kafka/acls.tsv's lines in order (one role's, or all)."""
+    out, header = [], True
+    with open(ACLS) as f:
+        for n, raw in enumerate(f, 1):
+            raw = raw.rstrip("\n")
+            if not raw.strip() or raw.startswith("#"):
+                continue
+            if header:
+                header = False
+                continue
+            line = AclLine(n, raw.split("\t"))
+            if role is None or line.role == role:
+                out.append(line)
+    return out
+
+
+def acl_values(topics=None, group=None):
+    """The ${VAR} values of a scenario: its topics' names (a Topics, or
+    a dict of FORGE_KAFKA_TOPIC_* as an env has them), its group."""
+    if isinstance(topics, dict):
+        values = {k: v for k, v in topics.items()
+                  if k.startswith("FORGE_KAFKA_TOPIC_")}
+    else:
+        values = dict(topics.env()) if topics else {}
+    if group:
+        values["FORGE_KAFKA_GROUP_ID"] = group
+    return values
+
+
 class Stack:
     def __init__(self):
         path = os.environ.get("FORGE_STACK_ENV", "/var/tmp/forge-stack/stack.env")
@@ -84,6 +160,12 @@ class Stack:
                 key, _, value = line.partition("=")
                 self.env[key] = value.strip("'\"")
         self.brokers = self.env["FORGE_KAFKA_BROKERS"]
+        # the stack's internal/admin listener (PLAINTEXT, a super user)
+        self.admin_brokers = self.env.get("FORGE_STACK_KAFKA_PLAINTEXT",
+                                          self.brokers)
+        self.secured = "FORGE_STACK_KAFKA_SASL_SSL" in self.env
+        self._granted = set()
+        self._admin = None
         self.api = self.env.get("FORGE_SLURM_REST_API_VERSION", "v0.0.43")
         self.runtime_root = self.env.get(
             "FORGE_RUNTIME_ROOT",
@@ -114,6 +196,86 @@ class Stack:
                                                context=self.ssl_context())
         return http.client.HTTPConnection(url.hostname, url.port or 80,
                                           timeout=timeout)
+
+    # ---- Kafka principals (issue 27) ----------------------------------------
+    # admin: the PLAINTEXT listener, whose principal (ANONYMOUS) is a super
+    # user: topic and ACL set-up, never a scenario's own traffic (so every
+    # SASL principal stays least-privilege and no super user is reachable
+    # with a password). worker, operator, platform, outsider: SASL_SSL with
+    # SCRAM-SHA-512 as the stack's user of that role. A stack env file
+    # without the secured listener (an older tree's): every role is plain.
+
+    def kafka_conf(self, role):
+        """The confluent_kafka settings of one principal."""
+        if role == "admin" or not self.secured:
+            return {"bootstrap.servers": self.admin_brokers if role == "admin"
+                    else self.brokers}
+        key = f"FORGE_STACK_KAFKA_{role.upper()}"
+        with open(self.env[f"{key}_PASSWORD_FILE"]) as f:
+            password = f.read().strip()
+        return {"bootstrap.servers": self.env["FORGE_STACK_KAFKA_SASL_SSL"],
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": self.env[f"{key}_USER"],
+                "sasl.password": password,
+                "ssl.ca.location": self.env["FORGE_STACK_KAFKA_CA_FILE"]}
+
+    def principal_env(self, role):
+        """The worker's variables that make it run as the principal of a
+        role (an operator command as forge-operator): {} on a plain stack."""
+        if not self.secured:
+            return {}
+        key = f"FORGE_STACK_KAFKA_{role.upper()}"
+        return {"FORGE_KAFKA_SASL_USERNAME": self.env[f"{key}_USER"],
+                "FORGE_KAFKA_SASL_PASSWORD_FILE": self.env[f"{key}_PASSWORD_FILE"]}
+
+    def user(self, role):
+        return self.env.get(f"FORGE_STACK_KAFKA_{role.upper()}_USER", role)
+
+    def admin(self):
+        if self._admin is None:
+            self._admin = AdminClient(self.kafka_conf("admin"))
+        return self._admin
+
+    def bindings(self, lines, topics=None, group=None):
+        """AclBindings of acls.tsv lines for a scenario's topics and group;
+        a line naming a value not given is left out."""
+        values = acl_values(topics, group)
+        out = []
+        for line in lines:
+            name = line.resolve(values)
+            if name is not None:
+                out.append(line.binding(self.user(line.role), name))
+        return out
+
+    def grant(self, topics=None, group=None, lines=None):
+        """Creates the ACLs of acls.tsv (every role's, or the lines given)
+        for these topics and group, as a deployment would for its own
+        names; once per (topics, group) unless lines are given."""
+        if not self.secured:
+            return
+        key = tuple(sorted(acl_values(topics, group).items()))
+        if lines is None and key in self._granted:
+            return
+        todo = self.bindings(acl_lines() if lines is None else lines,
+                             topics, group)
+        if todo:
+            for f in self.admin().create_acls(todo).values():
+                f.result(30)
+        if lines is None:
+            self._granted.add(key)
+
+    def revoke(self, lines, topics=None, group=None):
+        """Deletes exactly the ACLs of these acls.tsv lines (a line: one
+        ACL) for these topics and group; grant(topics, group, lines) puts
+        them back."""
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type,
+                                    b.principal, b.host, b.operation,
+                                    b.permission_type)
+                   for b in self.bindings(lines, topics, group)]
+        if filters:
+            for f in self.admin().delete_acls(filters).values():
+                f.result(30)
 
     def slurm_get(self, path, method="GET"):
         with open(self.env["FORGE_SLURM_JWT_FILE"]) as f:
@@ -150,15 +312,20 @@ def own_storage(stack, tag):
             "FORGE_RUNTIME_ROOT": os.path.join(host, "runtimes")}
 
 
-def command_env(stack, topics=None, group=None, extra=None):
+def command_env(stack, topics=None, group=None, extra=None, role="operator"):
     """The environment of one `forge-worker <command>` run by an operator:
-    the stack's settings, the scenario's topics and group, nothing of ours
-    (FORGE_*) from the caller's."""
+    the stack's settings as the principal of the role (the operator
+    commands run as forge-operator, docs/KAFKA_ACLS.md; "worker": the env
+    file as written), the scenario's topics and group (their ACLs granted),
+    nothing of ours (FORGE_*) from the caller's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
     env.update(stack.env)
+    env.update(stack.principal_env(role))
     env.update(topics.env() if topics else {})
     if group:
         env["FORGE_KAFKA_GROUP_ID"] = group
+    if topics or group:
+        stack.grant(topics, group)
     env.update(extra or {})
     return env
 
@@ -174,7 +341,7 @@ class Topics:
         self.status = f"{base}.status"
         self.logs = f"{base}.logs"
         self.dlq = f"{base}.dlq"
-        admin = AdminClient({"bootstrap.servers": stack.brokers})
+        admin = stack.admin()
         compacted = {"cleanup.policy": "compact", "max.message.bytes": "4194304"}
         new = [NewTopic(self.requests, PARTITIONS, 1, config=requests_config or {}),
                NewTopic(self.state, PARTITIONS, 1, config=compacted),
@@ -182,7 +349,8 @@ class Topics:
                NewTopic(self.dlq, 1, 1, config=dlq_config or {})]
         for future in admin.create_topics(new).values():
             future.result(30)
-        self.producer = Producer({"bootstrap.servers": stack.brokers,
+        stack.grant(self)  # every role's topic lines, for these names
+        self.producer = Producer({**stack.kafka_conf("platform"),
                                   "partitioner": "murmur2_random"})
 
     def env(self):
@@ -199,10 +367,19 @@ class Topics:
         self.producer.produce(self.requests, key=key, value=value)
         self.producer.flush(10)
 
+    def reader_conf(self, topic):
+        """A hand-assigned reader of one of these topics as the principal
+        that may read it: the platform (status, logs, dlq), or the operator
+        (requests, state) with the operator commands' scan group id."""
+        if topic in (self.status, self.logs, self.dlq):
+            return {**self.stack.kafka_conf("platform"),
+                    "group.id": f"platform-e2e-read-{uuid.uuid4().hex[:8]}"}
+        return {**self.stack.kafka_conf("operator"),
+                "group.id": "forge-worker-recovery-scan"}
+
     def read_all(self, topic, timeout=5.0):
         """Every committed message of a topic so far: (key, value, headers)."""
-        c = Consumer({"bootstrap.servers": self.stack.brokers,
-                      "group.id": f"e2e-read-{uuid.uuid4().hex[:8]}",
+        c = Consumer({**self.reader_conf(topic),
                       "isolation.level": "read_committed",
                       "enable.auto.commit": False})
         meta = c.list_topics(topic, timeout=10).topics[topic]
@@ -225,8 +402,8 @@ class StatusReader:
         self.events = {}
         self.lock = threading.Lock()
         self.stopping = False
-        self.consumer = Consumer({"bootstrap.servers": stack.brokers,
-                                  "group.id": f"e2e-status-{uuid.uuid4().hex[:8]}",
+        self.consumer = Consumer({**stack.kafka_conf("platform"),
+                                  "group.id": f"platform-e2e-status-{uuid.uuid4().hex[:8]}",
                                   "isolation.level": isolation,
                                   "enable.auto.commit": False,
                                   **(conf or {})})
@@ -423,6 +600,9 @@ class Worker:
                     "FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "6000",
                     "FORGE_KAFKA_PROP_HEARTBEAT_INTERVAL_MS": "1000"})
         env.update(extra_env or {})
+        for name in [k for k, v in env.items() if v is None]:
+            del env[name]  # extra_env's None: the variable unset
+        stack.grant(topics, group)
         self.binary = binary or os.environ.get(
             "FORGE_WORKER_BIN", os.path.join(TOP, "build", "forge-worker"))
         self.log = open(self.log_path, "ab")

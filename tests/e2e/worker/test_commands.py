@@ -259,8 +259,10 @@ def e2e_lock_exclusive():
 
 
 def test_ping_and_slurmrestd_stopped(stack, storage, topics):
-    env = command_env(stack, topics, extra=storage)
+    # ping probes as the worker it checks: the env file as written
+    env = command_env(stack, topics, extra=storage, role="worker")
     p = cli(env, "ping")
+    assert json.loads(p.stdout)["kafka"]["topics_ok"], p.stdout
     assert p.returncode == 0, p.stdout + p.stderr
     out = json.loads(p.stdout)
     assert out["ok"] and out["slurmrestd"]["ok"] and out["kafka"]["ok"], out

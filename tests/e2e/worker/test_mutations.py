@@ -324,7 +324,7 @@ def send_all(topics, sent):
     # Values near 1 MiB need a producer that lets them through: the
     # broker's limit is what a platform's producer would meet.
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": topics.stack.brokers,
+    p = Producer({**topics.stack.kafka_conf("platform"),
                   "message.max.bytes": 4 * ONE_MIB,
                   "partitioner": "murmur2_random"})
     failed = []

@@ -33,11 +33,13 @@ REPAIRABLE_LIVE = ("consistent", "transitions")
 def reconcile_env(stack, topics, group, storage):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
     env.update(stack.env)
+    env.update(stack.principal_env("operator"))  # reconcile's principal
     env.update(topics.env())
     env.update(storage)
     env.update({"FORGE_WORKER_ID": "e2e-reconcile",
                 "FORGE_KAFKA_GROUP_ID": group, "FORGE_LOG_LEVEL": "warn",
                 "FORGE_LOG_FORMAT": "json"})
+    stack.grant(topics, group)
     return env
 
 
@@ -59,7 +61,7 @@ def reconcile(env, *args):
 
 def recreate_state_topic(stack, topics):
     """The state topic deleted and made again, empty (the incident)."""
-    admin = AdminClient({"bootstrap.servers": stack.brokers})
+    admin = AdminClient(stack.kafka_conf("admin"))
     admin.delete_topics([topics.state])[topics.state].result(30)
     compacted = {"cleanup.policy": "compact", "max.message.bytes": "4194304"}
 

@@ -35,11 +35,13 @@ def run_cli(stack, topics, group, *args, env=None, timeout=120):
     """forge-worker <args> with the stack's and the scenario's settings."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
     full.update(stack.env)
+    full.update(stack.principal_env("operator"))  # the operator's commands
     full.update(topics.env())
     full.update({"FORGE_KAFKA_GROUP_ID": group, "FORGE_LOG_FORMAT": "json"})
     full.update(env or {})
     for name in [k for k, v in full.items() if v is None]:
         del full[name]
+    stack.grant(full, group)  # a missing topic's too: missing, not refused
     return subprocess.run([BINARY, *args], env=full, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -52,7 +54,7 @@ def error_of(proc):
 
 
 def committed(stack, topics, group):
-    c = Consumer({"bootstrap.servers": stack.brokers, "group.id": group,
+    c = Consumer({**stack.kafka_conf("operator"), "group.id": group,
                   "enable.auto.commit": False})
     try:
         parts = [TopicPartition(topics.requests, p) for p in range(PARTITIONS)]
@@ -64,8 +66,8 @@ def committed(stack, topics, group):
 
 
 def high_marks(stack, topics):
-    c = Consumer({"bootstrap.servers": stack.brokers,
-                  "group.id": unique_id("e2e-marks")})
+    c = Consumer({**stack.kafka_conf("operator"),
+                  "group.id": "forge-worker-recovery-scan"})
     try:
         return {p: c.get_watermark_offsets(TopicPartition(topics.requests, p),
                                            timeout=10)[1]
@@ -75,7 +77,7 @@ def high_marks(stack, topics):
 
 
 def members(stack, group):
-    admin = AdminClient({"bootstrap.servers": stack.brokers})
+    admin = AdminClient(stack.kafka_conf("operator"))
     try:
         desc = admin.describe_consumer_groups([group])[group].result(30)
         return len(desc.members)

@@ -17,7 +17,7 @@ from harness import (StatusReader, Topics, Worker, launch, unique_id,
 
 def committed_to_end(stack, topics, group):
     """Whether the group committed every requests partition to its end."""
-    c = Consumer({"bootstrap.servers": stack.brokers, "group.id": group,
+    c = Consumer({**stack.kafka_conf("operator"), "group.id": group,
                   "enable.auto.commit": False})
     try:
         meta = c.list_topics(topics.requests, timeout=10).topics[topics.requests]
@@ -33,7 +33,7 @@ def committed_to_end(stack, topics, group):
 
 
 def reset_to_earliest(stack, topics, group):
-    admin = AdminClient({"bootstrap.servers": stack.brokers})
+    admin = AdminClient(stack.kafka_conf("operator"))  # replay's
     parts = [TopicPartition(topics.requests, p, 0) for p in range(6)]
     for f in admin.alter_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group, parts)]).values():
