@@ -35,11 +35,13 @@ import http.client
 import json
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import threading
 import time
 import urllib.parse
+import urllib.error
 import urllib.request
 import uuid
 
@@ -688,6 +690,26 @@ def _epoch(ts):
 
 
 # ---- requests ----------------------------------------------------------------
+
+def free_port():
+    """A loopback port nothing listens on now (for FORGE_HTTP_LISTEN)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port, path):
+    """A worker listener's answer: (status, body); status None when
+    nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
+                                    timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
 
 def unique_id(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:10]}"

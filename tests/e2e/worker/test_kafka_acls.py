@@ -20,15 +20,13 @@ of deploy/kafka/acls.tsv (docs/KAFKA_ACLS.md), on the secured stack.
       contiguous, one Slurm job.
 """
 
-import socket
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from harness import (StatusReader, Topics, Worker, acl_lines,
-                     assert_contiguous, launch, unique_id, wait_until)
+                     assert_contiguous, free_port, http_get, launch,
+                     unique_id, wait_until)
 
 KINDS = {"topic": "topic", "group": "group",
          "transactional-id": "transactional id"}
@@ -39,23 +37,6 @@ def secured(stack):
     if not stack.secured:
         pytest.skip("the stack's Kafka is not secured (an old env file)")
     return stack
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
-                                    timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return None, str(e)
 
 
 def named(line, values, worker_id):
@@ -128,22 +109,22 @@ def test_a_write_acl_removed_while_running_is_named_and_waited_for(
         revoked = True
         t0 = time.monotonic()
         wait_until("/readyz to name the refused write",
-                   lambda: want in get(port, "/readyz")[1], 60)
-        code, body = get(port, "/readyz")
+                   lambda: want in http_get(port, "/readyz")[1], 60)
+        code, body = http_get(port, "/readyz")
         assert code == 503, body
-        assert "forge_kafka_denied 1" in get(port, "/metrics")[1]
+        assert "forge_kafka_denied 1" in http_get(port, "/metrics")[1]
         assert w.logged(f"Kafka denies User:{stack.user('worker')}: {want}")
         assert "SUCCEEDED" not in status.states(lid)
         named_after = time.monotonic() - t0
         stack.grant(topics, group, lines=[line])
         revoked = False
-        wait_until("/readyz 200 again", lambda: get(port, "/readyz")[0] == 200,
+        wait_until("/readyz 200 again", lambda: http_get(port, "/readyz")[0] == 200,
                    60)
         done = status.wait_terminal(lid, 60)
         assert done["data"]["state"] == "SUCCEEDED", status.states(lid)
         assert_contiguous(status.of(lid), lid)
         assert len(slurm.ran(lid)) == 1, slurm.tries(lid)
-        assert "forge_kafka_denied 0" in get(port, "/metrics")[1]
+        assert "forge_kafka_denied 0" in http_get(port, "/metrics")[1]
         assert w.terminate() == 0, w.tail()
         print(f"named {named_after:.1f} s after the revoke")
     finally:

@@ -12,9 +12,9 @@ time, kept short (under a minute):
                     workers' group, no write of a request
   platform          writes requests, reads status and logs; not the state
                     topic, and no status event of its own
-  wrong password    the worker never gets ready; its log names the SASL
-                    authentication failure (exit 78 expected: see the test)
-  wrong CA          the same, naming the certificate
+  wrong password    the worker stops at start (78, never ready), its log
+                    naming the SASL authentication failure and the variable
+  wrong CA          the same, naming the certificate failure
   renewed cert      the broker's certificate renewed (new key and
                     certificate, same CA and names) while a worker runs a
                     live launch: loaded without a restart through the
@@ -150,28 +150,18 @@ def test_platform_writes_requests_reads_status_and_logs_only(secured, topics):
 
 
 def refused_at_start(secured, topics, logdir, name, env, words):
-    """A worker that cannot get through: never ready, its log naming why;
-    exit 78 is what an operator should get."""
+    """A worker that cannot get through: never ready, exit 78 (a
+    configuration error, kafka_access.c) within its first init attempt,
+    its log naming why."""
     w = Worker(secured, topics, unique_id(name), unique_id("g"), logdir,
                extra_env=env)
     try:
-        wait_until(f"{name}'s log to name the failure ({words})",
-                   lambda: all(wd in open(w.log_path, errors="replace").read()
-                               for wd in words) or w.proc.poll() is not None,
-                   15)
+        rc = w.wait_exit(40)
         text = open(w.log_path, errors="replace").read()
+        assert rc == 78, w.tail()
         assert all(wd in text for wd in words), w.tail()
         assert not any(line.get("msg", "").startswith("ready: ")
                        for line in w.lines()), w.tail()
-        try:
-            rc = w.wait_exit(10)
-        except subprocess.TimeoutExpired:
-            rc = None
-        if rc is None:
-            pytest.xfail("the worker waits for the broker instead of "
-                         "stopping with 78 (the lead's authorization-error "
-                         "work, issue 27)")
-        assert rc == 78, w.tail()
     finally:
         w.stop_quietly()
 
@@ -182,7 +172,8 @@ def test_wrong_password_refused_at_start(secured, topics, logdir, tmp_path):
     bad.chmod(0o600)
     refused_at_start(secured, topics, logdir, "w-badpass",
                      {"FORGE_KAFKA_SASL_PASSWORD_FILE": str(bad)},
-                     ["SASL authentication error", "invalid credentials"])
+                     ["SASL authentication error", "invalid credentials",
+                      "see FORGE_KAFKA_SASL_USERNAME"])
 
 
 def test_wrong_ca_refused_at_start(secured, topics, logdir, tmp_path):
@@ -193,7 +184,8 @@ def test_wrong_ca_refused_at_start(secured, topics, logdir, tmp_path):
                     "-out", str(ca)], check=True, capture_output=True)
     refused_at_start(secured, topics, logdir, "w-badca",
                      {"FORGE_KAFKA_SSL_CA_FILE": str(ca)},
-                     ["certificate verify failed"])
+                     ["certificate verify failed",
+                      "see FORGE_KAFKA_SSL_CA_FILE"])
 
 
 def served_cert(stack):

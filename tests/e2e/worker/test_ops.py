@@ -31,31 +31,13 @@ import urllib.error
 import urllib.request
 import uuid
 
-from harness import (TOP, StatusReader, Topics, Worker, launch, stack_verb,
-                     unique_id, wait_until)
+from harness import (TOP, StatusReader, Topics, Worker, free_port, http_get,
+                     launch, stack_verb, unique_id, wait_until)
 
 STALL_S = 8          # FORGE_HEALTH_STALL_S
 READY_SLURM_S = 6    # FORGE_READY_SLURM_S: the probe pings every 2 s
 MAX_POLL_MS = 20000  # a restore then stalls 2.5 s (M/8), a pass 5 s (M/4)
 SUCCEEDING, FAILING = 6, 1
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(port, path):
-    """(status, body); status None when nothing answers."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
-                                    timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return None, str(e)
 
 
 def parse(text):
@@ -84,7 +66,7 @@ def total(metrics_list, name, **labels):
 def scrape_all(ports):
     out = []
     for port in ports:
-        status, text = get(port, "/metrics")
+        status, text = http_get(port, "/metrics")
         assert status == 200, (port, status, text)
         out.append(parse(text))
     return out
@@ -108,9 +90,9 @@ class Timeline:
         while not self.stopping:
             for port in self.ports:
                 self.seen.append((time.monotonic(), port, "/readyz",
-                                  *get(port, "/readyz")))
+                                  *http_get(port, "/readyz")))
                 self.seen.append((time.monotonic(), port, "/healthz",
-                                  *get(port, "/healthz")[:1], ""))
+                                  *http_get(port, "/healthz")[:1], ""))
             time.sleep(0.1)
 
     def of(self, port, path):
@@ -151,12 +133,12 @@ class NotifySocket:
 
 def wait_status(port, path, status, timeout, what):
     return wait_until(f"{what}: {path} on {port} to answer {status}",
-                      lambda: get(port, path)[0] == status, timeout, step=0.25)
+                      lambda: http_get(port, path)[0] == status, timeout, step=0.25)
 
 
 def owning_ready(port):
     """/readyz is 200 and the worker owns a partition (not a standby)."""
-    status, body = get(port, "/readyz")
+    status, body = http_get(port, "/readyz")
     return status == 200 and '"owned": 0,' not in body
 
 
@@ -206,7 +188,7 @@ def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
 
         # ---- metrics move by the launches sent -----------------------------
         for port in (port_a, port_b):
-            promtool_check(get(port, "/metrics")[1])
+            promtool_check(http_get(port, "/metrics")[1])
         before = scrape_all([port_a, port_b])
         ok_ids = [unique_id("ok") for _ in range(SUCCEEDING)]
         fail_ids = [unique_id("fail") for _ in range(FAILING)]
@@ -283,7 +265,7 @@ def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
                    lambda: total(scrape_all([port_a, port_b]),
                                  "forge_kafka_consumer_lag") == 0, 30)
         for port in (port_a, port_b):
-            promtool_check(get(port, "/metrics")[1])
+            promtool_check(http_get(port, "/metrics")[1])
 
         # ---- slurmrestd away: alive, not ready; back: ready ---------------
         stack_verb("stop", "slurmrestd")
@@ -294,31 +276,31 @@ def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
             assert time.monotonic() - stopped_at < READY_SLURM_S + 10, \
                 f"/readyz still 200 on {set((port_a, port_b)) - set(not_ready)}"
             for port in (port_a, port_b):
-                assert get(port, "/healthz")[0] == 200, port
-                status, body = get(port, "/readyz")
+                assert http_get(port, "/healthz")[0] == 200, port
+                status, body = http_get(port, "/readyz")
                 if status == 503 and port not in not_ready:
                     assert "slurmrestd has not answered within the bound" \
                         in body, body
                     not_ready[port] = time.monotonic() - stopped_at
             time.sleep(0.25)
         for port in (port_a, port_b):  # still alive after the turn
-            assert get(port, "/healthz")[0] == 200, port
+            assert http_get(port, "/healthz")[0] == 200, port
         stack_verb("start", "slurmrestd")
         slurmrestd_stopped = False
         for port in (port_a, port_b):
             wait_status(port, "/readyz", 200, READY_SLURM_S + 10,
                         "slurmrestd back")
-            assert get(port, "/healthz")[0] == 200
+            assert http_get(port, "/healthz")[0] == 200
 
         # ---- a stalled loop: B not alive, A unaffected ---------------------
         open(stall_file, "w").close()
         stalled_at = time.monotonic()
         wait_status(port_b, "/healthz", 503, STALL_S + 5, "B's loop stalls")
         assert time.monotonic() - stalled_at >= STALL_S - 1
-        assert get(port_a, "/healthz")[0] == 200
-        status, body = get(port_b, "/readyz")
+        assert http_get(port_a, "/healthz")[0] == 200
+        status, body = http_get(port_b, "/readyz")
         assert status == 503 and "the loop is stalled" in body, body
-        status, text = get(port_b, "/metrics")  # the listener still answers
+        status, text = http_get(port_b, "/metrics")  # the listener still answers
         assert status == 200 and "\nforge_live 0\n" in text
         os.unlink(stall_file)
         wait_status(port_b, "/healthz", 200, 5, "B's loop goes on")
