@@ -13,6 +13,8 @@ processes through Kafka only, against the real stack (tests/e2e/stack up):
   command_env   the environment of one `forge-worker <command>` an operator
                 runs (the stack's settings, a scenario's topics and group)
   own_storage   a storage root of a scenario's own under the stack's
+  one_worker    a scenario module's topics, one ready worker and its
+                readers, stopped (SIGTERM, exit 0) at the end
   Topics        a fresh set of the five topics per scenario (unique names, so
                 scenarios never see each other's messages or state)
   Worker        one `forge-worker run` process: start, SIGTERM, kill -9, its
@@ -31,6 +33,7 @@ stack's runtime root (the stack's apptainer is a stand-in that checks the
 image exists and runs the command: this sandbox cannot run containers).
 """
 
+import contextlib
 import http.client
 import json
 import os
@@ -690,6 +693,36 @@ def _epoch(ts):
 
 
 # ---- requests ----------------------------------------------------------------
+
+@contextlib.contextmanager
+def one_worker(stack, logdir, tag, extra_env=None, logs=True, before_stop=None):
+    """The one-worker set-up of a scenario module: its own topics (named
+    after tag), one ready worker (extra_env added to its environment), a
+    status reader and, with logs, a reader of the logs topic; yields
+    (topics, worker, status, logs) or, without logs, (topics, worker,
+    status). At the end: the readers closed, before_stop() if given, and
+    the worker's SIGTERM must exit 0."""
+    topics = Topics(stack, tag)
+    worker = Worker(stack, topics, unique_id(f"w{tag[:1]}"), unique_id("g"),
+                    logdir, extra_env)
+    status = StatusReader(stack, topics.status)
+    logs_reader = StatusReader(stack, topics.logs) if logs else None
+    try:
+        worker.wait_ready()
+        yield ((topics, worker, status, logs_reader) if logs
+               else (topics, worker, status))
+        status.close()
+        if logs_reader:
+            logs_reader.close()
+        if before_stop:
+            before_stop()
+        assert worker.terminate() == 0, worker.tail()
+    finally:
+        status.close()
+        if logs_reader:
+            logs_reader.close()
+        worker.stop_quietly()
+
 
 def free_port():
     """A loopback port nothing listens on now (for FORGE_HTTP_LISTEN)."""

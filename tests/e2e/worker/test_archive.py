@@ -16,23 +16,14 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, _epoch, het_launch, launch,
-                     unique_id, wait_until)
+from harness import (_epoch, StatusReader, Topics, Worker, het_launch, launch,
+                     one_worker, unique_id, wait_until)
 
 
 @pytest.fixture(scope="module")
 def arch(stack, logdir):
-    topics = Topics(stack, "archive")
-    worker = Worker(stack, topics, unique_id("wa"), unique_id("g"), logdir,
-                    {"FORGE_LOG_LEVEL": "debug"})
-    status = StatusReader(stack, topics.status)
-    logs = StatusReader(stack, topics.logs)
-    worker.wait_ready()
-    yield topics, worker, status, logs
-    status.close()
-    logs.close()
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "archive", {"FORGE_LOG_LEVEL": "debug"}) as setup:
+        yield setup
 
 
 def staging(stack, lid, attempt=1):

@@ -11,20 +11,14 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, assert_contiguous, cancel,
-                     het_launch, launch, unique_id, wait_until)
+from harness import (assert_contiguous, cancel, het_launch, launch, one_worker,
+                     unique_id, wait_until)
 
 
 @pytest.fixture(scope="module")
 def one(stack, logdir):
-    topics = Topics(stack, "one")
-    worker = Worker(stack, topics, unique_id("w1"), unique_id("g"), logdir)
-    reader = StatusReader(stack, topics.status)
-    worker.wait_ready()
-    yield topics, worker, reader
-    reader.close()
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "one", logs=False) as setup:
+        yield setup
 
 
 def test_single_pool_launch_succeeds_with_contiguous_seq(one, slurm):

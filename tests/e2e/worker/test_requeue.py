@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, launch, stack_verb, unique_id,
-                     wait_until)
+from harness import (StatusReader, Topics, Worker, launch, one_worker,
+                     stack_verb, unique_id, wait_until)
 from held_jobs import slurm_call
 
 TICKS = 12  # the command's seconds: its second run must finish them
@@ -33,17 +33,8 @@ TICKS = 12  # the command's seconds: its second run must finish them
 
 @pytest.fixture(scope="module")
 def requeue(stack, logdir):
-    topics = Topics(stack, "requeue")
-    worker = Worker(stack, topics, unique_id("wq"), unique_id("g"), logdir,
-                    {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "60"})
-    status = StatusReader(stack, topics.status)
-    logs = StatusReader(stack, topics.logs)
-    worker.wait_ready()
-    yield topics, worker, status, logs
-    status.close()
-    logs.close()
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "requeue", {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "60"}) as setup:
+        yield setup
 
 
 def sha(text):

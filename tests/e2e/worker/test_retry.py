@@ -32,7 +32,7 @@ import time
 import pytest
 
 from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
-                     stack_verb, unique_id, wait_until)
+                     one_worker, stack_verb, unique_id, wait_until)
 
 # A series either node has (the stack's catalogue pins h200 and a100 to one
 # node each): a retry that excludes the failed node can run on the other.
@@ -51,17 +51,9 @@ def retries(stack, logdir):
     series = os.path.join(logdir, "series.json")
     with open(series, "w") as f:
         json.dump(SERIES, f)
-    topics = Topics(stack, "retry")
-    worker = Worker(stack, topics, unique_id("wr"), unique_id("g"), logdir,
-                    {"FORGE_GPU_SERIES_FILE": series})
-    status = StatusReader(stack, topics.status)
-    logs = StatusReader(stack, topics.logs)
-    worker.wait_ready()
-    yield topics, worker, status, logs
-    status.close()
-    logs.close()
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "retry",
+                    {"FORGE_GPU_SERIES_FILE": series}) as setup:
+        yield setup
 
 
 def send(topics, command, series, retry):

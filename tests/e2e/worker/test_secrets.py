@@ -16,22 +16,13 @@ import os
 import pytest
 
 from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
-                     unique_id, wait_until)
+                     one_worker, unique_id, wait_until)
 
 
 @pytest.fixture(scope="module")
 def sec(stack, logdir):
-    topics = Topics(stack, "secrets")
-    worker = Worker(stack, topics, unique_id("ws"), unique_id("g"), logdir,
-                    {"FORGE_LOG_LEVEL": "debug"})
-    status = StatusReader(stack, topics.status)
-    logs = StatusReader(stack, topics.logs)
-    worker.wait_ready()
-    yield topics, worker, status, logs
-    status.close()
-    logs.close()
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "secrets", {"FORGE_LOG_LEVEL": "debug"}) as setup:
+        yield setup
 
 
 def with_token(req, token):

@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-from harness import StatusReader, Topics, Worker, launch, unique_id, wait_until
+from harness import (launch, one_worker, unique_id, wait_until)
 
 CLUSTER_STORAGE = "/shared/forge"  # FORGE_SLURM_STORAGE_ROOT of the stack
 
@@ -67,20 +67,12 @@ def target():
 def fleet(stack, logdir):
     """One worker with the stack's tenants: team-a (forge, 2001, the
     default) and team-b (forge2, 2003); it submits as SlurmUser for them."""
-    topics = Topics(stack, "trust")
     env = {"FORGE_SLURM_REST_USER": "slurm",
            "FORGE_SLURM_JWT_FILE": stack.env["FORGE_STACK_SLURM_PROXY_JWT_FILE"],
            "FORGE_TENANTS_FILE": stack.env["FORGE_STACK_TENANTS_FILE"]}
-    worker = Worker(stack, topics, unique_id("wt"), unique_id("g"), logdir, env)
-    status = StatusReader(stack, topics.status)
-    logs = StatusReader(stack, topics.logs)
-    worker.wait_ready()
-    yield topics, worker, status, logs
-    status.close()
-    logs.close()
-    repair_storage(stack)
-    assert worker.terminate() == 0, worker.tail()
-    worker.stop_quietly()
+    with one_worker(stack, logdir, "trust", env,
+                    before_stop=lambda: repair_storage(stack)) as setup:
+        yield setup
 
 
 def storage(stack, *parts):
