@@ -211,6 +211,20 @@ void forge_jobcomp_record_clear(forge_jobcomp_record_t *r)
     memset(r, 0, sizeof(*r));
 }
 
+forge_rc_t forge_jobcomp_usage_part(const forge_jobcomp_record_t *r,
+                                    forge_slurm_usage_part_t *out,
+                                    forge_error_t *err)
+{
+    forge_slurm_tres_list_t t = {NULL, 0};
+    forge_rc_t rc = forge_slurm_tres_parse_text(r->tres_alloc, &t, err);
+
+    if (rc == FORGE_OK)
+        *out = forge_slurm_usage_part(r->job_id, r->het_offset, &t,
+                                      r->elapsed_s, -1);
+    forge_slurm_tres_list_clear(&t);
+    return rc;
+}
+
 /* ---- deciding ----------------------------------------------------------- */
 
 bool forge_jobcomp_below(const char *work_dir, const char *staging)

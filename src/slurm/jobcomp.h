@@ -48,6 +48,7 @@
 #include "core/error.h"
 #include "record/state.h"
 #include "slurm/job_state.h"
+#include "slurm/usage.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +102,13 @@ forge_rc_t forge_jobcomp_parse(const char *bytes, size_t len,
 
 /* Frees what r holds and leaves it empty. */
 void forge_jobcomp_record_clear(forge_jobcomp_record_t *r);
+
+/* What the component of an end record used (slurm/usage.h): its
+ * tres_alloc text and elapsed seconds; jobcomp carries no RSS (-1).
+ * FORGE_EINVALID_JSON when tres_alloc is not Slurm's TRES text. */
+forge_rc_t forge_jobcomp_usage_part(const forge_jobcomp_record_t *r,
+                                    forge_slurm_usage_part_t *out,
+                                    forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* ---- what a record means for a launch ---------------------------------- */
 

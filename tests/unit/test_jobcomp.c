@@ -118,7 +118,7 @@ Test(jobcomp, end_record_read)
                "forge:l-1:2:3",
                NULL};
     forge_jobcomp_record_t c = parse(&r);
-    forge_slurm_tres_list_t t = {NULL, 0};
+    forge_slurm_usage_part_t u;
     forge_error_t err = {0};
 
     cr_assert_eq(c.kind, FORGE_JOBCOMP_END);
@@ -142,12 +142,13 @@ Test(jobcomp, end_record_read)
     cr_assert_str_eq(c.launch_id, "l-1");
     cr_assert_eq(c.attempt, 2);
     cr_assert_eq(c.try_num, 3);
-    cr_assert_eq(forge_slurm_tres_parse_text(c.tres_alloc, &t, &err), FORGE_OK);
-    cr_assert_eq(
-        forge_slurm_usage_part(c.job_id, c.het_offset, &t, c.elapsed_s, -1)
-            .gpus,
-        4);
-    forge_slurm_tres_list_clear(&t);
+    cr_assert_eq(forge_jobcomp_usage_part(&c, &u, &err), FORGE_OK);
+    /* tres_alloc "cpu=16,mem=64G,node=1,billing=16,gres/gpu=4", 3600 s */
+    cr_assert_eq(u.gpus, 4);
+    cr_assert_eq(u.mem_mb, 65536);
+    cr_assert(u.gpu_hours > 3.999999 && u.gpu_hours < 4.000001);
+    cr_assert(u.cpu_hours > 15.999999 && u.cpu_hours < 16.000001);
+    cr_assert_eq(u.max_rss_bytes, -1);
     forge_jobcomp_record_clear(&c);
 }
 
