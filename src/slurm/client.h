@@ -222,7 +222,9 @@ forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
                                              forge_slurm_job_list_t *out,
                                              forge_slurm_result_t *res);
 
-/* Accounting (slurmdbd) view of a job that aged out of slurmctld.
+/* Accounting (slurmdbd) view of a job that aged out of slurmctld: each
+ * component's latest run (a requeued job's earlier runs left out), in
+ * het_offset order (slurm/accounting.h: times, exit codes and usage too).
  * NOT_FOUND when accounting does not know it or is not configured. */
 forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
                                                 uint32_t job_id,

@@ -61,6 +61,14 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
 char *forge_slurm_path(const forge_slurm_client_t *c, const char *plugin,
                        const char *rest);
 
+/* One job object of slurm job/{id}, jobs, or slurmdb job/{id}, jobs into
+ * j (its strings new): ops.c. */
+void forge_slurm_parse_job(const json_t *o, forge_slurm_job_t *j);
+
+/* Appends j to l, its strings stolen (the array grows by doubling): ops.c. */
+void forge_slurm_list_add(forge_slurm_job_list_t *l,
+                          const forge_slurm_job_t *j);
+
 /* Slurm numbers: plain, or {"set", "infinite", "number"}. false when unset
  * or infinite. */
 bool forge_slurm_number(const json_t *v, long long *out);

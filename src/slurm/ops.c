@@ -59,8 +59,8 @@ static void take_exit(forge_slurm_job_t *j, const json_t *ec)
         j->signal = (int)v;
 }
 
-/* One job object of job/{id}, jobs, or slurmdb job/{id}. */
-static void parse_job(const json_t *o, forge_slurm_job_t *j)
+/* One job object of job/{id}, jobs, or slurmdb job/{id} (client_int.h). */
+void forge_slurm_parse_job(const json_t *o, forge_slurm_job_t *j)
 {
     const json_t *state = json_object_get(o, "job_state");
     long long v;
@@ -71,6 +71,14 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
     if (forge_slurm_number(json_object_get(o, "het_job_id"), &v))
         j->het_job_id = (uint32_t)v;
     if (forge_slurm_number(json_object_get(o, "het_job_offset"), &v))
+        j->het_offset = (int)v;
+    /* slurmdb: het: {job_id, job_offset} (data_parser v0.0.41..45, JOB:
+     * "het/job_id", "het/job_offset"; 0 and unset when not het) */
+    if (forge_slurm_number(json_object_get(json_object_get(o, "het"), "job_id"),
+                           &v))
+        j->het_job_id = (uint32_t)v;
+    if (forge_slurm_number(
+            json_object_get(json_object_get(o, "het"), "job_offset"), &v))
         j->het_offset = (int)v;
     if (!state) /* slurmdb: state: {current: [...], reason} */
         state = json_object_get(json_object_get(o, "state"), "current");
@@ -99,7 +107,7 @@ static void parse_job(const json_t *o, forge_slurm_job_t *j)
 /* Appends j (its strings stolen). Lists only ever grow here, from empty:
  * the array doubles whenever the count reaches a power of two, so a tick's
  * 100,000 states cost 17 reallocations, not 100,000. */
-static void list_add(forge_slurm_job_list_t *l, const forge_slurm_job_t *j)
+void forge_slurm_list_add(forge_slurm_job_list_t *l, const forge_slurm_job_t *j)
 {
     if ((l->count & (l->count - 1)) == 0) /* 0, 1, 2, 4, ...: full */
         l->jobs = forge_xrealloc(l->jobs, (l->count ? 2 * l->count : 1) *
@@ -152,8 +160,8 @@ static forge_slurm_status_t take_jobs(const json_t *json,
     json_array_foreach(jobs, i, o)
     {
         forge_slurm_job_t j;
-        parse_job(o, &j);
-        list_add(out, &j);
+        forge_slurm_parse_job(o, &j);
+        forge_slurm_list_add(out, &j);
     }
     if (out->count > 1)
         qsort(out->jobs, out->count, sizeof(*out->jobs), by_offset);
@@ -191,23 +199,6 @@ forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
     return get_jobs(c, "slurm", rest, out, res);
 }
 
-forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
-                                                uint32_t job_id,
-                                                forge_slurm_job_list_t *out,
-                                                forge_slurm_result_t *res)
-{
-    char rest[32];
-    forge_slurm_status_t st;
-
-    snprintf(rest, sizeof(rest), "job/%u", job_id);
-    st = get_jobs(c, "slurmdb", rest, out, res);
-    if (st == FORGE_SLURM_REJECTED && res->http_status == 404)
-        st = res->status = FORGE_SLURM_NOT_FOUND; /* no accounting here */
-    if (st == FORGE_SLURM_OK && out->count == 0)
-        st = res->status = FORGE_SLURM_NOT_FOUND;
-    return st;
-}
-
 /* Jobs of one full listing whose comment is comment (exact) or starts
  * with it (prefix). */
 static forge_slurm_status_t find_comment(forge_slurm_client_t *c,
@@ -225,7 +216,7 @@ static forge_slurm_status_t find_comment(forge_slurm_client_t *c,
         const char *have = all.jobs[i].comment;
         if (have &&
             (prefix ? !strncmp(have, comment, n) : !strcmp(have, comment))) {
-            list_add(out, &all.jobs[i]);
+            forge_slurm_list_add(out, &all.jobs[i]);
             memset(&all.jobs[i], 0, sizeof(all.jobs[i])); /* moved */
         }
     }
@@ -306,7 +297,7 @@ static forge_slurm_status_t match_details(forge_slurm_client_t *c,
         for (size_t k = 0; st == FORGE_SLURM_OK && k < jobs.count; k++) {
             if (jobs.jobs[k].comment &&
                 !strcmp(jobs.jobs[k].comment, comment)) {
-                list_add(out, &jobs.jobs[k]);
+                forge_slurm_list_add(out, &jobs.jobs[k]);
                 memset(&jobs.jobs[k], 0, sizeof(jobs.jobs[k])); /* moved */
             }
         }
@@ -400,7 +391,7 @@ static forge_slurm_status_t states_chunk(forge_slurm_client_t *c,
         {
             forge_slurm_job_t j;
             parse_state_entry(o, &j);
-            list_add(out, &j);
+            forge_slurm_list_add(out, &j);
         }
     }
     json_decref(json);

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * slurm/accounting.c - slurmdbd's view of a job through slurmrestd
+ * (slurm/accounting.h): the GET, the answer's records filtered and folded
+ * to each component's latest run, their times, exit codes and TRES; and
+ * client.h's forge_slurm_job_accounting on top of it. The job objects
+ * themselves are read by ops.c's forge_slurm_parse_job, as every other
+ * answer's are.
+ */
+#include "slurm/accounting.h"
+#include "core/util.h"
+#include "slurm/client_int.h"
+#include "slurm/verdict.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void part_clear(forge_slurm_acct_part_t *p)
+{
+    forge_slurm_tres_list_clear(&p->tres_alloc);
+}
+
+void forge_slurm_accounting_clear(forge_slurm_accounting_t *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->jobs.count; i++)
+        part_clear(&a->parts[i]);
+    forge_slurm_job_list_clear(&a->jobs);
+    free(a->parts);
+    memset(a, 0, sizeof(*a));
+}
+
+/* A plain or {set, number} count; -1 when unset. Slurm's timestamps say 0
+ * for "never" (time.start of a job cancelled while pending). */
+static long long number_or(const json_t *v, long long unknown)
+{
+    long long n;
+
+    return forge_slurm_number(v, &n) ? n : unknown;
+}
+
+static long long time_field(const json_t *time, const char *key)
+{
+    long long v = number_or(json_object_get(time, key), -1);
+
+    return v > 0 ? v : -1;
+}
+
+/* steps[].tres.requested.max[] of type mem: the largest, -1 for none. */
+static long long max_rss(const json_t *steps)
+{
+    long long best = -1;
+    size_t i, k;
+    const json_t *step, *t;
+
+    json_array_foreach(steps, i, step)
+    {
+        const json_t *max = json_object_get(
+            json_object_get(json_object_get(step, "tres"), "requested"), "max");
+        json_array_foreach(max, k, t)
+        {
+            const char *type = json_string_value(json_object_get(t, "type"));
+            long long v = number_or(json_object_get(t, "count"), -1);
+            if (type && !strcmp(type, "mem") && v > best)
+                best = v;
+        }
+    }
+    return best;
+}
+
+static void parse_part(const json_t *o, forge_slurm_acct_part_t *p)
+{
+    const json_t *time = json_object_get(o, "time");
+    const json_t *dec = json_object_get(o, "derived_exit_code");
+    long long v;
+
+    memset(p, 0, sizeof(*p));
+    p->submit_s = time_field(time, "submission");
+    p->start_s = time_field(time, "start");
+    p->end_s = time_field(time, "end");
+    p->elapsed_s = number_or(json_object_get(time, "elapsed"), -1);
+    if (p->elapsed_s <= 0 && p->start_s > 0 && p->end_s >= p->start_s)
+        p->elapsed_s = p->end_s - p->start_s;
+    p->restart_count = (int)number_or(json_object_get(o, "restart_cnt"), 0);
+    p->derived_exit_code = -1;
+    if (forge_slurm_number(dec, &v) ||
+        forge_slurm_number(json_object_get(dec, "return_code"), &v))
+        p->derived_exit_code = (int)v;
+    if (forge_slurm_number(
+            json_object_get(json_object_get(dec, "signal"), "id"), &v))
+        p->derived_signal = (int)v;
+    forge_slurm_tres_list_from_json(
+        &p->tres_alloc,
+        json_object_get(json_object_get(o, "tres"), "allocated"));
+    p->max_rss_bytes = max_rss(json_object_get(o, "steps"));
+}
+
+/* Whether run b is later than run a (the same job id). */
+static bool later(const forge_slurm_acct_part_t *a,
+                  const forge_slurm_acct_part_t *b)
+{
+    if (b->restart_count != a->restart_count)
+        return b->restart_count > a->restart_count;
+    if (b->submit_s != a->submit_s)
+        return b->submit_s > a->submit_s;
+    return b->start_s >= a->start_s; /* equal: the later record */
+}
+
+static bool belongs(const forge_slurm_job_t *j, uint32_t job_id)
+{
+    return j->job_id == job_id ||
+           (j->het_job_id && j->het_job_id != (uint32_t)-1 &&
+            j->het_job_id == job_id);
+}
+
+static void free_job(forge_slurm_job_t *j)
+{
+    for (size_t k = 0; k < j->state_count; k++)
+        free(j->state[k]);
+    free(j->state);
+    free(j->state_reason);
+    free(j->nodes);
+    free(j->constraints);
+    free(j->comment);
+    free(j->name);
+    free(j->workdir);
+    memset(j, 0, sizeof(*j));
+}
+
+/* Adds a record, or replaces the earlier run of the same job id. */
+static void fold(forge_slurm_accounting_t *a, forge_slurm_job_t *j,
+                 forge_slurm_acct_part_t *p)
+{
+    for (size_t i = 0; i < a->jobs.count; i++) {
+        if (a->jobs.jobs[i].job_id != j->job_id)
+            continue;
+        a->earlier_runs++;
+        if (later(&a->parts[i], p)) {
+            free_job(&a->jobs.jobs[i]);
+            part_clear(&a->parts[i]);
+            a->jobs.jobs[i] = *j;
+            a->parts[i] = *p;
+        } else {
+            free_job(j);
+            part_clear(p);
+        }
+        return;
+    }
+    a->parts = forge_xrealloc(a->parts, (a->jobs.count + 1) * sizeof(*p));
+    a->parts[a->jobs.count] = *p;
+    forge_slurm_list_add(&a->jobs, j); /* count grows: after parts */
+}
+
+/* het_offset order, the parts moved with their jobs (a handful: insertion
+ * sort). */
+static void sort_by_offset(forge_slurm_accounting_t *a)
+{
+    for (size_t i = 1; i < a->jobs.count; i++)
+        for (size_t k = i; k > 0 && a->jobs.jobs[k - 1].het_offset >
+                                        a->jobs.jobs[k].het_offset;
+             k--) {
+            forge_slurm_job_t tj = a->jobs.jobs[k];
+            forge_slurm_acct_part_t tp = a->parts[k];
+            a->jobs.jobs[k] = a->jobs.jobs[k - 1];
+            a->parts[k] = a->parts[k - 1];
+            a->jobs.jobs[k - 1] = tj;
+            a->parts[k - 1] = tp;
+        }
+}
+
+forge_slurm_status_t forge_slurm_accounting_parse(const json_t *answer,
+                                                  uint32_t job_id,
+                                                  const char *tag,
+                                                  forge_slurm_accounting_t *out,
+                                                  forge_slurm_result_t *res)
+{
+    const json_t *jobs = json_object_get(answer, "jobs");
+    size_t i;
+    const json_t *o;
+
+    memset(out, 0, sizeof(*out));
+    if (!json_is_array(jobs)) {
+        snprintf(res->message, sizeof(res->message),
+                 "the answer has no jobs[] array");
+        return res->status = FORGE_SLURM_PROTOCOL;
+    }
+    json_array_foreach(jobs, i, o)
+    {
+        forge_slurm_job_t j;
+        forge_slurm_acct_part_t p;
+
+        forge_slurm_parse_job(o, &j);
+        if (!belongs(&j, job_id)) {
+            free_job(&j);
+            continue;
+        }
+        if (tag && !(j.comment && !strcmp(j.comment, tag))) {
+            out->other_tags++;
+            free_job(&j);
+            continue;
+        }
+        parse_part(o, &p);
+        fold(out, &j, &p);
+    }
+    sort_by_offset(out);
+    if (out->jobs.count == 0) {
+        snprintf(res->message, sizeof(res->message),
+                 "accounting has no record of job %u%s%s", (unsigned)job_id,
+                 tag ? " tagged " : "", tag ? tag : "");
+        return res->status = FORGE_SLURM_NOT_FOUND;
+    }
+    return res->status = FORGE_SLURM_OK;
+}
+
+forge_slurm_status_t forge_slurm_accounting_get(forge_slurm_client_t *c,
+                                                uint32_t job_id,
+                                                const char *tag,
+                                                forge_slurm_accounting_t *out,
+                                                forge_slurm_result_t *res)
+{
+    char rest[32];
+    char *path;
+    json_t *json = NULL;
+    forge_slurm_status_t st;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(rest, sizeof(rest), "job/%u", job_id);
+    path = forge_slurm_path(c, "slurmdb", rest);
+    st = forge_slurm_call(c, "GET", path, NULL, FORGE_SLURM_RETRY_READ, &json,
+                          res);
+    if (st == FORGE_SLURM_OK)
+        st = forge_slurm_accounting_parse(json, job_id, tag, out, res);
+    else if ((st == FORGE_SLURM_REJECTED && res->http_status == 404) ||
+             st == FORGE_SLURM_NOT_FOUND)
+        st = res->status = FORGE_SLURM_NOT_FOUND; /* no accounting here */
+    json_decref(json);
+    free(path);
+    return st;
+}
+
+forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
+                                                uint32_t job_id,
+                                                forge_slurm_job_list_t *out,
+                                                forge_slurm_result_t *res)
+{
+    forge_slurm_accounting_t a;
+    forge_slurm_status_t st =
+        forge_slurm_accounting_get(c, job_id, NULL, &a, res);
+
+    *out = a.jobs; /* moved */
+    a.jobs.jobs = NULL;
+    for (size_t i = 0; i < a.jobs.count; i++)
+        part_clear(&a.parts[i]);
+    free(a.parts);
+    return st;
+}
+
+forge_slurm_verdict_t
+forge_slurm_accounting_verdict(const forge_slurm_accounting_t *a,
+                               int cancel_requested, int *exit_code)
+{
+    return forge_slurm_verdict(&a->jobs, cancel_requested, exit_code);
+}
+
+void forge_slurm_accounting_usage(const forge_slurm_accounting_t *a,
+                                  forge_slurm_usage_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < a->jobs.count; i++) {
+        const forge_slurm_job_t *j = &a->jobs.jobs[i];
+        const forge_slurm_acct_part_t *p = &a->parts[i];
+        forge_slurm_usage_part_t u =
+            forge_slurm_usage_part(j->job_id, j->het_offset, &p->tres_alloc,
+                                   p->elapsed_s, p->max_rss_bytes);
+        forge_slurm_usage_add(out, &u);
+    }
+}

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_slurm_accounting.c - slurmdbd's view of a job (slurm/accounting.h)
+ * and what it used (slurm/usage.h), from answers shaped like slurmrestd's
+ * GET /slurmdb/v0.0.4x/job/{id} (the files of tests/data/slurmdb/). The
+ * fixtures follow Slurm's data_parser
+ * (src/plugins/data_parser/v0.0.43/parsers.c, slurm-26.05): PARSER_ARRAY(JOB)
+ * for job_id, het.job_id / het.job_offset, state.current / state.reason,
+ * exit_code / derived_exit_code (PROCESS_EXIT_CODE_VERBOSE: status,
+ * return_code, signal.id / name), time.{submission, start, end, elapsed}
+ * (TIMESTAMP: plain seconds), restart_cnt, comment.job, working_directory,
+ * tres.allocated (TRES: type, name, id, count); PARSER_ARRAY(STEP) for
+ * steps[].tres.requested.max (TRES_NCT: type, name, id, count, task, node; the
+ * steps' tres_usage_in_max, mem in bytes). v0.0.41's JOB has the same fields
+ * (slurm-25.05). The requeued het job's rows are what JOBCOND_FLAG_DUP
+ * returns: a row per run, earlier runs first or not.
+ */
+#include "slurm/accounting.h"
+#include "slurm/verdict.h"
+#include "support_http.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DATA  FORGE_SOURCE_DIR "/tests/data/slurmdb/"
+#define TOKEN "forge-token-CCCCCCCCCCCCCCCCCCCCCCCCCCCC"
+
+static json_t *fixture(const char *name)
+{
+    char path[512];
+    json_error_t e;
+    json_t *j;
+
+    snprintf(path, sizeof(path), DATA "%s", name);
+    j = json_load_file(path, 0, &e);
+    cr_assert_not_null(j, "%s: %s", path, e.text);
+    return j;
+}
+
+static forge_slurm_accounting_t
+parse(const char *name, uint32_t id, const char *tag, forge_slurm_status_t want)
+{
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+    json_t *j = fixture(name);
+
+    cr_assert_eq(forge_slurm_accounting_parse(j, id, tag, &a, &res), want, "%s",
+                 res.message);
+    json_decref(j);
+    return a;
+}
+
+static void assert_hours(double got, double want)
+{
+    cr_assert(fabs(got - want) < 1e-9, "%f != %f", got, want);
+}
+
+Test(slurm_accounting, het_requeued_keeps_each_components_last_run)
+{
+    forge_slurm_accounting_t a = parse("v0.0.43_het_requeued.json", 5700,
+                                       "forge:l-acct:1", FORGE_SLURM_OK);
+    int exit_code;
+    forge_slurm_verdict_t v;
+
+    cr_assert_eq(a.jobs.count, 2);
+    cr_assert_eq(a.earlier_runs, 2);
+    cr_assert_eq(a.jobs.jobs[0].job_id, 5700);
+    cr_assert_eq(a.jobs.jobs[0].het_job_id, 5700);
+    cr_assert_eq(a.jobs.jobs[0].het_offset, 0);
+    cr_assert_eq(a.jobs.jobs[1].job_id, 5701);
+    cr_assert_eq(a.jobs.jobs[1].het_job_id, 5700);
+    cr_assert_eq(a.jobs.jobs[1].het_offset, 1);
+    cr_assert_str_eq(a.jobs.jobs[0].state[0], "COMPLETED");
+    cr_assert_str_eq(a.jobs.jobs[1].state[0], "COMPLETED");
+    cr_assert_eq(a.parts[0].restart_count, 1);
+    cr_assert_eq(a.parts[0].start_s, 1796000800);
+    cr_assert_eq(a.parts[0].end_s, 1796004400);
+    cr_assert_eq(a.parts[0].elapsed_s, 3600);
+    cr_assert_eq(a.parts[0].derived_exit_code, 0);
+    cr_assert_str_eq(a.jobs.jobs[0].workdir, "/srv/forge/staging/l-acct/1");
+    /* the run that ended NODE_FAIL would have kept the launch from ending */
+    v = forge_slurm_accounting_verdict(&a, 0, &exit_code);
+    cr_assert_eq(v.state, FORGE_STATE_SUCCEEDED);
+    cr_assert_eq(exit_code, 0);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, het_usage_per_component_and_total)
+{
+    forge_slurm_accounting_t a =
+        parse("v0.0.43_het_requeued.json", 5700, NULL, FORGE_SLURM_OK);
+    forge_slurm_usage_t u;
+
+    forge_slurm_accounting_usage(&a, &u);
+    cr_assert_eq(u.count, 2);
+    /* component 0: gres/gpu=4 beside gres/gpu:h200=4 (not 8), 16 cpus */
+    cr_assert_eq(u.parts[0].gpus, 4);
+    cr_assert_eq(u.parts[0].cpus, 16);
+    cr_assert_eq(u.parts[0].nodes, 1);
+    cr_assert_eq(u.parts[0].mem_mb, 65536);
+    assert_hours(u.parts[0].gpu_hours, 4.0);
+    assert_hours(u.parts[0].cpu_hours, 16.0);
+    cr_assert_eq(u.parts[0].max_rss_bytes, 2LL << 30); /* batch > extern */
+    /* component 1: only typed GPUs tracked (gres/gpu:a100=8), 2 nodes */
+    cr_assert_eq(u.parts[1].gpus, 8);
+    cr_assert_eq(u.parts[1].nodes, 2);
+    assert_hours(u.parts[1].gpu_hours, 8.0);
+    cr_assert_eq(u.parts[1].max_rss_bytes, 3LL << 30);
+    assert_hours(u.gpu_hours, 12.0);
+    assert_hours(u.cpu_hours, 24.0);
+    cr_assert_eq(u.gpus, 12);
+    cr_assert_eq(u.nodes, 3);
+    cr_assert_eq(u.elapsed_s, 3600);
+    cr_assert_eq(u.max_rss_bytes, 3LL << 30);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, component_id_asks_for_that_component_only)
+{
+    forge_slurm_accounting_t a =
+        parse("v0.0.43_het_requeued.json", 5701, NULL, FORGE_SLURM_OK);
+
+    /* id_job = 5701 OR het_job_id = 5701: the component itself */
+    cr_assert_eq(a.jobs.count, 1);
+    cr_assert_eq(a.jobs.jobs[0].het_offset, 1);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, reused_id_other_tag_left_out)
+{
+    forge_slurm_accounting_t a = parse("v0.0.43_oom_reused_id.json", 5710,
+                                       "forge:l-oom:2", FORGE_SLURM_OK);
+    int exit_code;
+    forge_slurm_verdict_t v;
+    forge_slurm_usage_t u;
+
+    cr_assert_eq(a.jobs.count, 1);
+    cr_assert_eq(a.other_tags, 1);
+    cr_assert_eq(a.earlier_runs, 0);
+    v = forge_slurm_accounting_verdict(&a, 0, &exit_code);
+    cr_assert_eq(v.state, FORGE_STATE_FAILED);
+    cr_assert_str_eq(v.reason, "out_of_memory");
+    cr_assert_eq(a.jobs.jobs[0].signal, 9);
+    cr_assert_eq(a.parts[0].derived_signal, 9);
+    forge_slurm_accounting_usage(&a, &u);
+    cr_assert_eq(u.parts[0].max_rss_bytes, 8589934592LL);
+    assert_hours(u.gpu_hours, 120.0 / 3600.0);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, reused_id_without_tag_takes_the_newest)
+{
+    forge_slurm_accounting_t a =
+        parse("v0.0.43_oom_reused_id.json", 5710, NULL, FORGE_SLURM_OK);
+
+    cr_assert_eq(a.jobs.count, 1);
+    cr_assert_eq(a.earlier_runs, 1);
+    cr_assert_str_eq(a.jobs.jobs[0].comment, "forge:l-oom:2");
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, no_record_with_that_tag_is_not_found)
+{
+    forge_slurm_accounting_t a = parse("v0.0.43_oom_reused_id.json", 5710,
+                                       "forge:l-oom:3", FORGE_SLURM_NOT_FOUND);
+
+    cr_assert_eq(a.jobs.count, 0);
+    cr_assert_eq(a.other_tags, 2);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, cancelled_while_pending_used_nothing)
+{
+    forge_slurm_accounting_t a =
+        parse("v0.0.43_cancelled_pending.json", 5720, NULL, FORGE_SLURM_OK);
+    int exit_code;
+    forge_slurm_verdict_t v = forge_slurm_accounting_verdict(&a, 1, &exit_code);
+    forge_slurm_usage_t u;
+    json_t *j;
+
+    cr_assert_eq(v.state, FORGE_STATE_CANCELLED);
+    cr_assert_str_eq(v.reason, "requested");
+    cr_assert_eq(a.parts[0].start_s, -1);
+    cr_assert_eq(a.parts[0].elapsed_s, 0);
+    forge_slurm_accounting_usage(&a, &u);
+    cr_assert_eq(u.parts[0].cpus, -1);
+    cr_assert_eq(u.parts[0].gpus, 0);
+    cr_assert_eq(u.max_rss_bytes, -1);
+    assert_hours(u.gpu_hours, 0.0);
+    j = forge_slurm_usage_json(&u);
+    cr_assert(json_is_null(json_object_get(j, "cpus")));
+    cr_assert(json_is_null(json_object_get(j, "max_rss_bytes")));
+    cr_assert_eq(json_integer_value(json_object_get(j, "gpus")), 0);
+    json_decref(j);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, v0_0_41_timeout)
+{
+    forge_slurm_accounting_t a =
+        parse("v0.0.41_timeout.json", 5730, "forge:l-to:1:2", FORGE_SLURM_OK);
+    int exit_code;
+    forge_slurm_verdict_t v = forge_slurm_accounting_verdict(&a, 0, &exit_code);
+    forge_slurm_usage_t u;
+    json_t *j;
+
+    cr_assert_eq(v.state, FORGE_STATE_TIMED_OUT);
+    cr_assert_str_eq(v.reason, "timeout");
+    forge_slurm_accounting_usage(&a, &u);
+    assert_hours(u.gpu_hours, 16.0 * 7200 / 3600);
+    assert_hours(u.cpu_hours, 32.0 * 2);
+    cr_assert_eq(u.nodes, 2);
+    j = forge_slurm_usage_json(&u);
+    assert_hours(json_real_value(json_object_get(j, "gpu_hours")), 32.0);
+    cr_assert_eq(json_array_size(json_object_get(j, "components")), 1);
+    cr_assert_eq(
+        json_integer_value(json_object_get(
+            json_array_get(json_object_get(j, "components"), 0), "mem_mb")),
+        131072);
+    json_decref(j);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_accounting_clear(&a);
+}
+
+Test(slurm_accounting, answer_without_jobs_is_protocol)
+{
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+    json_t *j = json_pack("{s:[]}", "errors");
+
+    cr_assert_eq(forge_slurm_accounting_parse(j, 1, NULL, &a, &res),
+                 FORGE_SLURM_PROTOCOL);
+    json_decref(j);
+}
+
+/* ---- TRES text (jobcomp's tres_alloc) ---------------------------------- */
+
+Test(slurm_usage, tres_text_of_jobcomp)
+{
+    forge_slurm_tres_list_t l = {NULL, 0};
+    forge_error_t err = {0};
+    forge_slurm_usage_part_t p;
+
+    /* assoc_mgr_make_tres_str_from_array, TRES_STR_CONVERT_UNITS */
+    cr_assert_eq(forge_slurm_tres_parse_text(
+                     "cpu=16,mem=64G,node=2,billing=16,gres/gpu=8,"
+                     "gres/gpu:h200=8",
+                     &l, &err),
+                 FORGE_OK, "%s", err.message);
+    cr_assert_eq(l.count, 6);
+    cr_assert_str_eq(l.items[1].type, "mem");
+    cr_assert_eq(l.items[1].count, 65536);
+    cr_assert_str_eq(l.items[5].name, "gpu:h200");
+    p = forge_slurm_usage_part(9, 0, &l, 1800, -1);
+    cr_assert_eq(p.gpus, 8);
+    assert_hours(p.gpu_hours, 4.0);
+    assert_hours(p.cpu_hours, 8.0);
+    cr_assert_eq(p.mem_mb, 65536);
+    forge_slurm_tres_list_clear(&l);
+}
+
+Test(slurm_usage, tres_text_units_and_refusals)
+{
+    static const struct {
+        const char *text;
+        forge_rc_t rc;
+        long long mem_mb;
+    } rows[] = {
+        {"mem=4000M", FORGE_OK, 4000},
+        {"mem=1.50G", FORGE_OK, 1536},
+        {"mem=512K", FORGE_OK, 1},
+        {"mem=2T", FORGE_OK, 2 * 1024 * 1024},
+        {"", FORGE_OK, -1},
+        {"mem", FORGE_EINVALID_JSON, -1},
+        {"=4", FORGE_EINVALID_JSON, -1},
+        {"mem=4X", FORGE_EINVALID_JSON, -1},
+        {"mem=-1", FORGE_EINVALID_JSON, -1},
+        {"cpu=2,,node=1", FORGE_EINVALID_JSON, -1},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        forge_slurm_tres_list_t l = {NULL, 0};
+        forge_error_t err = {0};
+        forge_rc_t rc = forge_slurm_tres_parse_text(rows[i].text, &l, &err);
+        forge_slurm_usage_part_t p = forge_slurm_usage_part(1, 0, &l, 10, -1);
+
+        cr_assert_eq(rc, rows[i].rc, "'%s'", rows[i].text);
+        if (rc == FORGE_OK)
+            cr_assert_eq(p.mem_mb, rows[i].mem_mb, "'%s'", rows[i].text);
+        forge_slurm_tres_list_clear(&l);
+    }
+}
+
+Test(slurm_usage, empty_usage_json)
+{
+    forge_slurm_usage_t u = {0};
+    json_t *j = forge_slurm_usage_json(&u);
+
+    cr_assert(json_is_null(json_object_get(j, "elapsed_s")));
+    cr_assert_eq(json_array_size(json_object_get(j, "components")), 0);
+    json_decref(j);
+}
+
+/* ---- through the fake slurmrestd --------------------------------------- */
+
+static support_http_t *srv;
+static char dir[64], token_file[96];
+
+static void setup(void)
+{
+    int fd;
+
+    snprintf(dir, sizeof(dir), "/tmp/forge-acct-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(token_file, sizeof(token_file), "%s/token", dir);
+    fd = open(token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, TOKEN "\n", strlen(TOKEN) + 1),
+                 (ssize_t)strlen(TOKEN) + 1);
+    close(fd);
+    srv = support_http_start();
+}
+
+static void teardown(void)
+{
+    support_http_stop(srv);
+    unlink(token_file);
+    rmdir(dir);
+}
+
+static forge_slurm_client_t *client(forge_api_version_t v)
+{
+    forge_slurm_options_t o = support_http_options(srv, token_file, NULL);
+
+    o.version = v;
+    o.max_body_bytes = 1u << 20;
+    return support_http_client(&o);
+}
+
+static char *fixture_text(const char *name)
+{
+    json_t *j = fixture(name);
+    char *s = json_dumps(j, JSON_COMPACT);
+
+    json_decref(j);
+    return s;
+}
+
+Test(slurm_accounting_http, get_asks_slurmdb_and_folds, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    char *body = fixture_text("v0.0.43_het_requeued.json");
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+    support_http_request_t r;
+
+    support_http_push(srv, "/slurmdb/v0.0.43/job/5700", 200, body, 0);
+    cr_assert_eq(
+        forge_slurm_accounting_get(c, 5700, "forge:l-acct:1", &a, &res),
+        FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(a.jobs.count, 2);
+    r = support_http_request(srv, 0);
+    cr_assert_str_eq(r.method, "GET");
+    cr_assert_str_eq(r.target, "/slurmdb/v0.0.43/job/5700");
+    support_http_request_clear(&r);
+    forge_slurm_accounting_clear(&a);
+    free(body);
+    forge_slurm_client_destroy(c);
+}
+
+Test(slurm_accounting_http, job_accounting_list_is_folded_too, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_41);
+    char *body = fixture_text("v0.0.43_het_requeued.json");
+    forge_slurm_job_list_t l = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_slurm_move_t m;
+
+    support_http_push(srv, "/slurmdb/v0.0.41/job/5700", 200, body, 0);
+    cr_assert_eq(forge_slurm_job_accounting(c, 5700, &l, &res), FORGE_SLURM_OK,
+                 "%s", res.message);
+    /* what the poller and submit --wait map: the last run, both parts */
+    cr_assert_eq(l.count, 2);
+    m = forge_slurm_move(&l, FORGE_STATE_RUNNING, 0);
+    cr_assert_eq(m.to, FORGE_STATE_SUCCEEDED);
+    cr_assert(m.moves);
+    forge_slurm_job_list_clear(&l);
+    free(body);
+    forge_slurm_client_destroy(c);
+}
+
+Test(slurm_accounting_http, no_slurmdb_served_is_not_found, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+
+    /* slurmrestd without openapi/slurmdbd: a plain-text 404 */
+    support_http_push(srv, "/slurmdb/", 404, "Not Found", 0);
+    cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
+                 FORGE_SLURM_NOT_FOUND);
+    /* accounting without the job: 200 with no jobs */
+    support_http_push(srv, "/slurmdb/", 200, "{\"jobs\":[],\"errors\":[]}", 0);
+    cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
+                 FORGE_SLURM_NOT_FOUND);
+    forge_slurm_client_destroy(c);
+}
+
+Test(slurm_accounting_http, server_error_is_no_verdict, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+
+    support_http_default(srv, 500,
+                         "{\"errors\":[{\"error_number\":-1,"
+                         "\"error\":\"Unspecified error\"}]}");
+    cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
+                 FORGE_SLURM_SERVER);
+    cr_assert_eq(a.jobs.count, 0);
+    forge_slurm_client_destroy(c);
+}
