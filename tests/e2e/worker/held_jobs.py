@@ -19,6 +19,8 @@ import time
 import urllib.error
 import urllib.request
 
+from confluent_kafka import Producer
+
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
 
 
@@ -78,14 +80,25 @@ def record(launch_id, job_id, state="PENDING", seq=3):
 
 
 def write_records(topics, records, partitions):
-    """records into the state topic, spread over its partitions."""
+    """records into the state topic, spread over its partitions, as an
+    earlier worker would have left them: written as the stack's admin (the
+    platform's producer may not write the state topic: deploy/kafka/
+    acls.tsv), every delivery checked."""
+    failed = []
+    producer = Producer(topics.stack.kafka_conf("admin"))
+
+    def delivered(err, _msg):
+        if err:
+            failed.append(err)
+
     for i, rec in enumerate(records):
-        topics.producer.produce(topics.state, key=rec["launch_id"],
-                                value=json.dumps(rec).encode(),
-                                partition=i % partitions)
+        producer.produce(topics.state, key=rec["launch_id"],
+                         value=json.dumps(rec).encode(),
+                         partition=i % partitions, on_delivery=delivered)
         if i % 1000 == 999:
-            topics.producer.flush(30)
-    topics.producer.flush(30)
+            producer.flush(30)
+    assert producer.flush(30) == 0, "state records still in flight"
+    assert not failed, f"state records refused: {failed[:3]}"
 
 
 def tag():
