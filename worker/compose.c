@@ -162,7 +162,7 @@ int forge_worker_run(const forge_config_t *cfg,
 
     forge_loop_set_pools(loop, &pool_ops, &pools);
     if (start_pools(cfg, catalog, tenants, loop, &pools, &err) ||
-        forge_kafka_new(cfg, &h, stop, &kafka, &err)) {
+        forge_kafka_new(cfg, &h, FORGE_KAFKA_WORKER, stop, &kafka, &err)) {
         forge_log_error("cannot start: %s", err.message);
         /* 78 is "the configuration is wrong": not for a broker's answer */
         if (err.code == FORGE_EIO)

@@ -134,7 +134,8 @@ static forge_recon_refusal_t join(const forge_recon_run_t *run, joined_t *j,
     sprintf(j->member_id, "%s-%s", RECONCILE_WORKER_ID,
             run->cfg->kafka_group_id);
     j->cfg.worker_id = j->member_id; /* transactional.id: one per group */
-    if (forge_kafka_new(&j->cfg, &h, &never, &j->kafka, err))
+    if (forge_kafka_new(&j->cfg, &h, FORGE_KAFKA_RECONCILE, &never, &j->kafka,
+                        err))
         return FORGE_RECON_KAFKA_DOWN;
     /* assigned, then a second with nothing new: the join has settled */
     while (forge_clock_ms() < until &&

@@ -160,18 +160,20 @@ static forge_rc_t access_at_start(forge_kafka_t *k, forge_error_t *err)
 
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
-                           volatile sig_atomic_t *stop, forge_kafka_t **out,
-                           forge_error_t *err)
+                           forge_kafka_role_t role, volatile sig_atomic_t *stop,
+                           forge_kafka_t **out, forge_error_t *err)
 {
     forge_kafka_t *k = forge_xcalloc(1, sizeof(*k));
     forge_rc_t rc;
 
     *out = NULL;
     k->cfg = cfg;
+    k->role = role;
     k->handlers = *handlers;
     k->offsets = rd_kafka_topic_partition_list_new(8);
     if ((rc = forge_kafka_producer_new(k, INIT_ATTEMPT_MS, stop, err)) ||
-        (rc = access_at_start(k, err)) || (rc = new_consumer(k, err))) {
+        (role == FORGE_KAFKA_WORKER && (rc = access_at_start(k, err))) ||
+        (rc = new_consumer(k, err))) {
         forge_kafka_destroy(k);
         return rc;
     }

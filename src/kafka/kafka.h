@@ -45,12 +45,23 @@ typedef struct forge_kafka_message {
     size_t value_len;
 } forge_kafka_message_t;
 
+/* Who a forge_kafka_t serves: `run`'s worker, whose ACLs are checked at
+ * start (kafka_access.c: a missing one is FORGE_ECONFIG), or reconcile's
+ * repairs, which run as the operator with other ACLs. */
+typedef enum forge_kafka_role {
+    FORGE_KAFKA_WORKER,
+    FORGE_KAFKA_RECONCILE,
+} forge_kafka_role_t;
+
 /* The consumer and the transactional producer. A broker away at start is
  * waited for until *stop (kafka.c, init_transactions); FORGE_ECONFIG: the
- * configuration is wrong; FORGE_EIO: the broker refused (or *stop). */
+ * configuration is wrong (for the worker: an ACL it lacks, its
+ * credentials or the broker's certificate refused); FORGE_EIO: the broker
+ * refused (or *stop). */
 forge_rc_t forge_kafka_new(const forge_config_t *cfg,
                            const forge_kafka_handlers_t *handlers,
-                           volatile sig_atomic_t *stop, forge_kafka_t **out,
+                           forge_kafka_role_t role, volatile sig_atomic_t *stop,
+                           forge_kafka_t **out,
                            forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* Closes the consumer (leaving the group: the revoke handler runs), aborts

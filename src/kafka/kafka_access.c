@@ -369,6 +369,8 @@ void forge_kafka_denial_seen(forge_kafka_t *k, rd_kafka_resp_err_t code)
     char reason[512], what[600];
     const char *variable;
 
+    if (k->role != FORGE_KAFKA_WORKER) /* its ACLs are another list's */
+        return;
     if (forge_kafka_take_refusal(reason, sizeof(reason), &variable)) {
         snprintf(what, sizeof(what), "%s (%s)", reason, variable);
         report(k, what);

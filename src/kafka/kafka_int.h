@@ -60,6 +60,7 @@ struct forge_kafka {
     txn_budget_t budget;
     /* kafka_access.c: the broker refuses something (an ACL removed under
      * the running worker), what, and when it was last asked */
+    forge_kafka_role_t role; /* the worker's ACLs are checked, not others' */
     bool denied;
     char denied_what[640];
     long long access_checked_ms;

@@ -51,7 +51,8 @@ Test(kafka_refused, producer_refused_by_librdkafka)
     forge_error_t err = {0};
     volatile sig_atomic_t stop = 0;
 
-    cr_assert_eq(forge_kafka_new(&cfg, &h, &stop, &k, &err), FORGE_ECONFIG);
+    cr_assert_eq(forge_kafka_new(&cfg, &h, FORGE_KAFKA_WORKER, &stop, &k, &err),
+                 FORGE_ECONFIG);
     cr_assert_null(k);
     cr_assert(strstr(err.message, "producer:") &&
                   strstr(err.message, "idempotence"),
