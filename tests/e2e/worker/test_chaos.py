@@ -235,12 +235,13 @@ def test_worker_started_while_the_broker_is_down(stack, slurm, logdir):
     kill -9'd worker started again during a broker restart end that way."""
     topics = Topics(stack, "chaos-start")
     reader = StatusReader(stack, topics.status)
+    group = unique_id("g")
+    stack.grant(topics, group)  # its ACLs while the broker is there
     worker = None
     try:
         stack_verb("stop", "kafka")
         try:
-            worker = Worker(stack, topics, unique_id("w"), unique_id("g"),
-                            logdir)
+            worker = Worker(stack, topics, unique_id("w"), group, logdir)
             # attempts of 10 s: two of them fail while the broker is away
             deadline = time.monotonic() + 60
             while not worker.logged("waiting for the broker"):

@@ -75,6 +75,13 @@ def recreate_state_topic(stack, topics):
             return False
     wait_until("the state topic made again", created, 90, step=1)
 
+    def led():
+        meta = admin.list_topics(topics.state, timeout=10).topics[topics.state]
+        return (meta.error is None and len(meta.partitions) == PARTITIONS and
+                all(p.leader >= 0 and p.error is None
+                    for p in meta.partitions.values()))
+    wait_until("every partition of the new state topic led", led, 30)
+
 
 def submit_orphan(stack, storage, launch_id):
     """A held job (it takes nothing from the stack) with a forge tag no
@@ -160,6 +167,7 @@ def test_state_topic_lost_with_live_launches(scenario, slurm, logdir):
     events_before = {lid: len(status.of(lid)) for lid in ids}
 
     rc, out, err = reconcile(env, "--json")
+    assert out, (rc, err)
     report = json.loads(out)
     assert rc == 1, (rc, out, err)
     assert report["state_topic_empty"] is True
