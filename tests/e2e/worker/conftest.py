@@ -6,12 +6,28 @@ import tempfile
 
 import pytest
 
+import harness
 from harness import SlurmWatch, Stack
 
 
 @pytest.fixture(scope="session")
 def stack():
-    return Stack()
+    s = Stack()
+    # what earlier runs on this machine left (a run killed before its
+    # modules ended): a broker of fewer partitions restarts faster
+    left = [t for t in s.admin().list_topics(timeout=30).topics
+            if t.startswith(harness.E2E_PREFIX)]
+    harness.delete_topic_names(s, left, wait_s=120)
+    return s
+
+
+@pytest.fixture(scope="module", autouse=True)
+def drop_topics(stack):
+    """Each module's topics deleted once its scenarios (and their workers,
+    torn down before this) are over."""
+    yield
+    made, harness.CREATED_TOPICS[:] = list(harness.CREATED_TOPICS), []
+    harness.delete_topic_names(stack, [n for t in made for n in t.names()])
 
 
 @pytest.fixture(scope="session")

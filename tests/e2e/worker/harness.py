@@ -335,12 +335,35 @@ def command_env(stack, topics=None, group=None, extra=None, role="operator"):
     return env
 
 
+# Every scenario's Topics, for conftest.py to delete once its module is
+# over: a broker holding fewer partitions restarts faster (the chaos
+# scenarios restart it, and an outage longer than slurmctld's MinJobAge is
+# the known limit that resubmits an ended job).
+CREATED_TOPICS = []
+E2E_PREFIX = "e2e."
+
+
+def delete_topic_names(stack, names, wait_s=60):
+    """Deletes topics by name as the stack's admin; errors (already gone)
+    are of no interest to a scenario."""
+    if not names:
+        return
+    admin = stack.admin()
+    for future in admin.delete_topics(list(names),
+                                      operation_timeout=30).values():
+        try:
+            future.result(wait_s)
+        except Exception:  # noqa: BLE001 - gone already, or the next run's
+            pass
+
+
 class Topics:
     """requests and state co-partitioned (state compacted), like the stack's."""
 
     def __init__(self, stack, tag, requests_config=None, dlq_config=None):
         self.stack = stack
-        base = f"e2e.{tag}.{uuid.uuid4().hex[:8]}"
+        CREATED_TOPICS.append(self)
+        base = f"{E2E_PREFIX}{tag}.{uuid.uuid4().hex[:8]}"
         self.requests = f"{base}.requests"
         self.state = f"{base}.state"
         self.status = f"{base}.status"
@@ -357,6 +380,9 @@ class Topics:
         stack.grant(self)  # every role's topic lines, for these names
         self.producer = Producer({**stack.kafka_conf("platform"),
                                   "partitioner": "murmur2_random"})
+
+    def names(self):
+        return [self.requests, self.state, self.status, self.logs, self.dlq]
 
     def env(self):
         return {"FORGE_KAFKA_TOPIC_REQUESTS": self.requests,
