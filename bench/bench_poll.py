@@ -26,16 +26,23 @@ never fails on speed.
             shared slurmctld), and cancels every job it made before it
             lets go, then waits until slurmctld has forgotten them
             (MinJobAge): until then any GET /jobs answers them all.
-  latency   at each --intervals (FORGE_POLL_INTERVAL_MS): --launches real
-            jobs that sleep a random time (random phase against the ticks)
-            and print their end (date +%s.%N) as their last act, owned the
-            same way; latency = the terminal event's arrival at a
-            read_committed consumer - that end. Against the interval.
+  latency   --launches real jobs (50) that sleep a random time (random
+            phase against the ticks) and print their end (date +%s.%N) as
+            their last act, tagged and owned the same way; latency = the
+            terminal event's arrival at a read_committed consumer - that
+            end; median and p99. Poll only (FORGE_KAFKA_JOBCOMP_TOPIC
+            unset) at each --intervals, and, when the stack runs Slurm's
+            jobcomp/kafka, with its records (push) at --push-interval.
+  rate      slurmrestd calls per hour of a worker owning --rate-jobs held
+            jobs (1,000), counted through the proxy over --rate-window
+            seconds after its first tick: push with a 60 s poll against
+            poll only at 5 s (held jobs never end: the steady cost).
 
 The last line of stdout is the JSON bench_all.py reads.
 
   FORGE_STACK_ENV=... $FORGE_CACHE_DIR/venv/bin/python bench/bench_poll.py \\
-      [--sizes 1000,10000,100000] [--intervals 2000,6000] [--skip latency]
+      [--sizes 1000,10000,100000] [--intervals 1000,30000]
+      [--push-interval 30000] [--launches 50] [--skip latency,rate,ticks]
 """
 
 import argparse
@@ -402,37 +409,57 @@ def ended_at(stack, jid, timeout=30):
     return float(text.split()[-1])
 
 
-def bench_latency(stack, interval_ms, args):
-    topics = Topics(stack, f"bench-latency-{interval_ms}")
+def submit_tagged(stack, rest, lids, interval_ms):
+    """One real job per launch id, tagged as the worker tags its own
+    (forge:<launch_id>:1) and run below this deployment's staging root as
+    jobs see it (so a jobcomp record of it is the launch's), each ending at
+    a random point between two ticks and printing its end (date +%s.%N)."""
+    ids = []
+    staging = stack.env["FORGE_SLURM_STORAGE_ROOT"] + "/staging"
+    for lid in lids:
+        sleep = 5 + random.uniform(0, max(interval_ms / 1000, 3))
+        status, data = rest.call("POST", "job/submit", {
+            "script": f"#!/bin/sh\nsleep {sleep:.3f}\ndate +%s.%N\n",
+            "job": {"name": "bench-poll", "partition":
+                    stack.env.get("FORGE_SLURM_PARTITION", "batch"),
+                    "comment": f"forge:{lid}:1",
+                    "current_working_directory": staging,
+                    "standard_output": "/tmp/forge-bench-poll-%j.out",
+                    "environment": ["PATH=/bin:/usr/bin"],
+                    "time_limit": {"set": True, "number": 5}}})
+        ids.append(int(json.loads(data)["job_id"]))
+    return ids
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def bench_latency(stack, interval_ms, push, args):
+    """--launches jobs owned by one worker polling every interval_ms, with
+    the jobcomp records (push) or without (poll only)."""
+    mode = "push" if push else "poll"
+    topics = Topics(stack, f"bench-latency-{mode}-{interval_ms}")
     reader = StatusReader(stack, topics.status)
     rest = Rest(stack)
-    proxy_free = {"FORGE_POLL_INTERVAL_MS": str(interval_ms),
-                  "FORGE_LOG_LEVEL": "debug"}
+    env = {"FORGE_POLL_INTERVAL_MS": str(interval_ms),
+           "FORGE_LOG_LEVEL": "debug"}
+    if not push:
+        env["FORGE_KAFKA_JOBCOMP_TOPIC"] = None
     ids, worker = [], None
     try:
-        for _ in range(args.launches):
-            # each ends at a random point between two ticks
-            sleep = 20 + random.uniform(0, 3 * interval_ms / 1000)
-            status, data = rest.call("POST", "job/submit", {
-                "script": f"#!/bin/sh\nsleep {sleep:.3f}\ndate +%s.%N\n",
-                "job": {"name": "bench-poll", "partition":
-                        stack.env.get("FORGE_SLURM_PARTITION", "batch"),
-                        "comment": "bench-poll",
-                        "current_working_directory": "/tmp",
-                        "standard_output": "/tmp/forge-bench-poll-%j.out",
-                        "environment": ["PATH=/bin:/usr/bin"],
-                        "time_limit": {"set": True, "number": 5}}})
-            ids.append(int(json.loads(data)["job_id"]))
-        lids = [unique_id("lat") for _ in ids]
+        lids = [unique_id("lat") for _ in range(args.launches)]
+        ids = submit_tagged(stack, rest, lids, interval_ms)
         held_jobs.write_records(
             topics, [held_jobs.record(lid, jid) for lid, jid in zip(lids, ids)],
             PARTITIONS)
         worker = Worker(stack, topics, unique_id("wl"), unique_id("g"),
-                        LOGDIR, proxy_free, binary=args.binary)
+                        LOGDIR, env, binary=args.binary)
         worker.wait_ready(timeout=120)
         lat = []
         for lid, jid in zip(lids, ids):
-            ev = reader.wait_terminal(lid, timeout=300)
+            ev = reader.wait_terminal(lid, timeout=600)
             lat.append(ev["_received"] - ended_at(stack, jid))
     finally:
         if worker:
@@ -440,9 +467,46 @@ def bench_latency(stack, interval_ms, args):
         reader.close()
         rest.close()
         cancel(stack, ids)
-    r = {"interval_ms": interval_ms, "launches": len(lat),
-         "median_s": statistics.median(lat), "mean_s": statistics.mean(lat),
-         "max_s": max(lat), "min_s": min(lat)}
+    r = {"interval_ms": interval_ms, "push": push, "launches": len(lat),
+         "median_s": statistics.median(lat), "p99_s": percentile(lat, 0.99),
+         "mean_s": statistics.mean(lat), "max_s": max(lat), "min_s": min(lat)}
+    say(f"bench_poll: {json.dumps(r)}")
+    return r
+
+
+def bench_rate(stack, n, interval_ms, push, window_s, args):
+    """slurmrestd calls a worker makes for n owned live (held) jobs over
+    window_s seconds after its first tick, per hour: every call it makes
+    goes through a counting proxy (slurm_proxy.py)."""
+    with locked(fcntl.LOCK_EX):
+        ids = submit_held(stack, n, held_jobs.tag(), args.connections)
+        topics = Topics(stack, f"bench-rate-{n}-{interval_ms}")
+        proxy = SlurmProxy(stack.plain_slurm_url)
+        env = {"FORGE_SLURM_REST_URL": proxy.url,
+               "FORGE_POLL_INTERVAL_MS": str(interval_ms)}
+        if not push:
+            env["FORGE_KAFKA_JOBCOMP_TOPIC"] = None
+        worker = None
+        try:
+            held_jobs.write_records(
+                topics, [held_jobs.record(unique_id("held"), j) for j in ids],
+                PARTITIONS)
+            t0 = time.monotonic()
+            worker = Worker(stack, topics, unique_id("wr"), unique_id("g"),
+                            LOGDIR, env, binary=args.binary)
+            worker.wait_ready(timeout=300)
+            first = wait_until("the first tick", lambda: ticks(proxy, t0), 300)
+            since = first[0][1] + 0.001  # after the first tick's last call
+            time.sleep(window_s)
+            calls = len(proxy.answers(since))
+        finally:
+            if worker:
+                worker.stop_quietly()
+            proxy.close()
+            cancel_checked(stack, ids)
+    r = {"jobs": n, "interval_ms": interval_ms, "push": push,
+         "window_s": window_s, "calls": calls,
+         "per_hour": calls * 3600 / window_s}
     say(f"bench_poll: {json.dumps(r)}")
     return r
 
@@ -450,8 +514,14 @@ def bench_latency(stack, interval_ms, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
-    ap.add_argument("--intervals", default="2000,6000")
-    ap.add_argument("--launches", type=int, default=10)
+    ap.add_argument("--intervals", default="1000,30000",
+                    help="poll-only latency runs (FORGE_POLL_INTERVAL_MS)")
+    ap.add_argument("--push-interval", type=int, default=30000,
+                    help="the poll interval of the push latency run")
+    ap.add_argument("--launches", type=int, default=50)
+    ap.add_argument("--rate-jobs", type=int, default=1000)
+    ap.add_argument("--rate-window", type=int, default=180,
+                    help="seconds of calls counted per rate run")
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--poll-ms", type=int, default=0,
@@ -469,13 +539,21 @@ def main():
     skip = set(filter(None, args.skip.split(",")))
     os.makedirs(LOGDIR, exist_ok=True)
     stack = Stack()
-    out = {"sizes": [], "latency": []}
+    out = {"sizes": [], "latency": [], "rate": []}
     # latency first: slurmctld cleaning up after 10,000 cancelled jobs
     # keeps jobs COMPLETING for tens of seconds (seen)
+    pushes = bool(stack.env.get("FORGE_KAFKA_JOBCOMP_TOPIC"))
     if "latency" not in skip:
         with locked(fcntl.LOCK_SH):
             for iv in (int(x) for x in args.intervals.split(",") if x):
-                out["latency"].append(bench_latency(stack, iv, args))
+                out["latency"].append(bench_latency(stack, iv, False, args))
+            if pushes:
+                out["latency"].append(
+                    bench_latency(stack, args.push_interval, True, args))
+    if "rate" not in skip and pushes:
+        out["rate"] = [
+            bench_rate(stack, args.rate_jobs, 60000, True, args.rate_window, args),
+            bench_rate(stack, args.rate_jobs, 5000, False, args.rate_window, args)]
     if "ticks" not in skip:
         for n in (int(x) for x in args.sizes.split(",") if x):
             out["sizes"].append(bench_size(stack, n, args))

@@ -282,19 +282,38 @@ class Stack:
             for f in self.admin().delete_acls(filters).values():
                 f.result(30)
 
-    def slurm_get(self, path, method="GET"):
+    def slurm_get(self, path, method="GET", plugin="slurm"):
         with open(self.env["FORGE_SLURM_JWT_FILE"]) as f:
             token = f.read().strip()
             if token.startswith("SLURM_JWT="):
                 token = token[len("SLURM_JWT="):]
         req = urllib.request.Request(
-            f"{self.env['FORGE_SLURM_REST_URL']}/slurm/{self.api}/{path}",
+            f"{self.env['FORGE_SLURM_REST_URL']}/{plugin}/{self.api}/{path}",
             method=method,
             headers={"X-SLURM-USER-NAME": self.env["FORGE_SLURM_REST_USER"],
                      "X-SLURM-USER-TOKEN": token})
         with urllib.request.urlopen(req, timeout=10,
                                     context=self.ssl_context()) as r:
             return json.load(r)
+
+    def accounting(self, job_id):
+        """slurmdbd's records of a job (each het component, each run of a
+        requeued one) through slurmrestd's /slurmdb/: [] when it has none."""
+        try:
+            return self.slurm_get(f"job/{job_id}", plugin="slurmdb").get("jobs") or []
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return []
+            raise
+
+    def slurmctld_knows(self, job_id):
+        """Whether slurmctld still has the job (MinJobAge not passed)."""
+        try:
+            return bool(self.slurm_get(f"job/{job_id}").get("jobs"))
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return False
+            raise
 
 
 def own_storage(stack, tag):
