@@ -18,7 +18,10 @@
  *   CONFIRM   an end a requeue may follow: slurmctld asked about this one
  *             job now (a targeted POLL on the poller's lane, work.h), and
  *             its answer moves the launch by tick.c's normal path; one
- *             targeted poll per job at a time;
+ *             targeted poll per job at a time, asked again (from
+ *             GATE_RETRY_MS, doubling to GATE_MAX_MS) while the answer
+ *             does not decide (no answer, or still COMPLETING), until the
+ *             launch moves or the poll decides first;
  *   IGNORE    nothing (a debug line says which rule).
  *
  * The push never contradicts the poll: whichever comes first moves the
@@ -33,7 +36,7 @@
  * is written at the job's end, before its epilog has run: the terminal
  * event goes at once, but its archive waits (a gate) until a targeted
  * details call sees no component COMPLETING (or slurmctld no longer
- * knows the job), asked again every GATE_RETRY_MS; then the archive starts
+ * knows the job), asked again with the same backoff; then the archive starts
  * at once instead of at the next tick. A gate lost to a rewind (the entry
  * rebuilt from the state topic) leaves the archive to the next tick.
  *
