@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compose.c - `forge-worker run` put together: the three pools (submit.h,
- * poller.h, archive_work.h) and the Kafka client (kafka.h) started, wired
- * into the consume loop as its seams' real implementations (loop.h), the
- * loop run until a stop is asked, drained, and everything stopped in the
- * order the loop needs. Loop thread only (the pools' own threads aside).
+ * poller.h, archive_work.h), the Kafka client (kafka.h) and, with push
+ * completion on, the jobcomp reader (kafka/jobcomp_reader.h) started,
+ * wired into the consume loop as its seams' real implementations
+ * (loop.h), the loop run until a stop is asked, drained, and everything
+ * stopped in the order the loop needs: the reader first (nothing wakes
+ * the Kafka client going away), then Kafka, the pools, the loop. Loop
+ * thread only (the pools' and the reader's own threads aside).
  */
 #include "compose.h"
 #include "core/log.h"
+#include "kafka/jobcomp_reader.h"
 #include "loop/archive_work.h"
 #include "loop/loop.h"
 #include "loop/poller.h"
@@ -118,7 +122,18 @@ static const forge_loop_pool_ops_t pool_ops = {
     p_post, p_take, p_settle, p_in_flight, p_interrupt, p_withdraw,
 };
 
-/* A pool's result wakes the loop's Kafka poll (pool.h, kafka.h). */
+/* ---- push completion: kafka/jobcomp_reader.h ------------------------------
+ */
+
+static bool j_next(void *r, char **bytes, size_t *len)
+{
+    return forge_jobcomp_reader_next(r, bytes, len);
+}
+
+static const forge_loop_jobcomp_ops_t jobcomp_ops = {j_next};
+
+/* A pool's result wakes the loop's Kafka poll (pool.h, kafka.h); so does
+ * a jobcomp record joining the reader's empty queue. */
 static void wake_loop(void *kafka)
 {
     forge_kafka_wake(kafka);
@@ -157,6 +172,7 @@ int forge_worker_run(const forge_config_t *cfg,
     forge_kafka_handlers_t h = forge_loop_handlers(loop);
     pools_t pools = {{NULL}};
     forge_kafka_t *kafka = NULL;
+    forge_jobcomp_reader_t *jobcomp = NULL;
     forge_error_t err = {0};
     int rc = 78;
 
@@ -171,6 +187,13 @@ int forge_worker_run(const forge_config_t *cfg,
     }
     forge_loop_set_kafka(loop, &kafka_ops, kafka);
     notify_each(&pools, kafka);
+    if (cfg->topic_jobcomp &&
+        forge_jobcomp_reader_start(cfg, wake_loop, kafka, &jobcomp, &err)) {
+        forge_log_error("cannot start: %s", err.message);
+        goto out;
+    }
+    if (jobcomp)
+        forge_loop_set_jobcomp(loop, &jobcomp_ops, jobcomp);
     forge_log_info("forge-worker %s running: group %s, topic %s",
                    cfg->worker_id, cfg->kafka_group_id, cfg->topic_requests);
     while (!*stop && !forge_loop_fatal(loop))
@@ -179,6 +202,8 @@ int forge_worker_run(const forge_config_t *cfg,
         forge_loop_drain(loop);
     rc = forge_loop_fatal(loop) ? 1 : 0;
 out:
+    forge_loop_set_jobcomp(loop, NULL, NULL);
+    forge_jobcomp_reader_stop(jobcomp); /* joined: it wakes nothing more */
     notify_each(&pools, NULL);  /* no wake of a Kafka client going away */
     forge_kafka_destroy(kafka); /* leaves the group: revoke + flush */
     for (int i = 0; i < FORGE_LANE__COUNT; i++)

@@ -97,6 +97,9 @@ typedef struct forge_config {
     char *topic_logs;
     char *topic_state;
     char *topic_dlq;
+    /* Slurm's jobcomp/kafka records (issue 28: push completion); NULL:
+     * push off, the poll alone follows the jobs */
+    char *topic_jobcomp;
     int dlq_max_bytes; /* a DLQ record's key, value and headers at most */
     forge_kafka_prop_t *kafka_props;
     size_t kafka_prop_count;

@@ -318,6 +318,22 @@ const var_rule_t forge_config_rules[] = {
      .default_value = "forge.launch.dlq",
      .doc = "Where requests with no usable `launch_id` go.",
      .since = FIRST},
+    {.name = "FORGE_KAFKA_JOBCOMP_TOPIC",
+     .kind = VAR_TOPIC,
+     .offset = AT(topic_jobcomp),
+     .doc = "Push completion (unset: off). The topic Slurm's `jobcomp/kafka` "
+            "plugin publishes to, start and end records on the one topic "
+            "(`JobCompType=jobcomp/kafka`, `JobCompParams=topic=X,"
+            "topic_job_start=X,enable_job_start,send_comment`: the comment "
+            "carries the worker's tag). Every worker reads every partition "
+            "of it from its end at start, with no consumer group, and acts "
+            "only on the jobs it owns: a start record publishes RUNNING at "
+            "once, an end record the terminal state (with the job's usage), "
+            "an end a requeue may follow asks slurmctld at once. The poll "
+            "stays the safety net and decides whatever the records do not: "
+            "with push on, `FORGE_POLL_INTERVAL_MS=60000` is recommended. "
+            "Needs READ on the topic (checked at start).",
+     .since = "issue 28 (push completion)"},
     {.name = "FORGE_DLQ_MAX_BYTES",
      .kind = VAR_INT,
      .offset = AT(dlq_max_bytes),
@@ -341,7 +357,11 @@ const var_rule_t forge_config_rules[] = {
      .default_value = "5000",
      .min = 200,
      .max = 3600000,
-     .doc = "How often the owned jobs' states are asked of slurmrestd.",
+     .doc = "How often the owned jobs' states are asked of slurmrestd. With "
+            "push completion on (`FORGE_KAFKA_JOBCOMP_TOPIC`) the poll is "
+            "the safety net (a record lost, a job that ended while no "
+            "worker read the topic): 60000 is recommended there, which "
+            "costs slurmctld a twelfth of the default's requests.",
      .since = FIRST},
     {.name = "FORGE_REQUEUE_CREDENTIALS_WAIT_S",
      .kind = VAR_INT,

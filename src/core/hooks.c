@@ -96,7 +96,7 @@ static void jwt(long long exp_s, bool minted)
     {                                                                          \
         .moved = moved, .dlq = nothing, .census = census,                      \
         .tick_done = ms_taken, .archived = archived, .beat = nothing,          \
-        .loop_ready = loop_ready, .stopping = nothing,                         \
+        .loop_ready = loop_ready, .stopping = nothing, .jobcomp_record = kind, \
         .partitions = partitions, .txn = txn, .rebalance = kind,               \
         .producer = usable, .lag = lag, .kafka_denied = denied,                \
         .slurm_request = slurm_request, .jwt = jwt,                            \
@@ -125,6 +125,7 @@ void forge_hooks_install(const forge_hooks_t *h)
     TAKE(beat);
     TAKE(loop_ready);
     TAKE(stopping);
+    TAKE(jobcomp_record);
     TAKE(partitions);
     TAKE(txn);
     TAKE(rebalance);

@@ -59,6 +59,10 @@ typedef struct forge_hooks {
     void (*loop_ready)(int readiness);
     /* The worker drains (SIGTERM). */
     void (*stopping)(void);
+    /* A jobcomp record acted on (push completion, loop/jobcomp.c) by
+     * what it decided: "running", "terminal", "confirm", "ignore", or
+     * "invalid" (it did not read). */
+    void (*jobcomp_record)(const char *action);
 
     /* ---- record/owner.c (loop thread) ---- */
     /* Owned partitions, and how many restore, at every change. */

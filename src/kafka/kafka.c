@@ -222,7 +222,8 @@ bool forge_kafka_poll(forge_kafka_t *k, int timeout_ms,
         k->last = NULL;
     }
     rd_kafka_poll(k->producer, 0); /* delivery reports, errors */
-    forge_kafka_denial_seen(k, RD_KAFKA_RESP_ERR_NO_ERROR); /* the error_cb's */
+    /* the error_cb's refusal, if any (an atomic read when none) */
+    forge_kafka_denial_seen(k, RD_KAFKA_RESP_ERR_NO_ERROR);
     forge_kafka_access_tick(k);
     if (!(m = rd_kafka_consumer_poll(k->consumer, timeout_ms)))
         return false;

@@ -6,7 +6,10 @@
  * The ACLs a worker needs (docs/KAFKA_ACLS.md, deploy/kafka/acls.tsv):
  * READ on the requests topic, READ and WRITE on the state topic, WRITE on
  * the status, logs and DLQ topics, READ on its group, DESCRIBE on the
- * restore reader's group id, WRITE on its transactional id. The first ones are
+ * restore reader's group id, WRITE on its transactional id, and with push
+ * completion on (FORGE_KAFKA_JOBCOMP_TOPIC) READ on Slurm's jobcomp topic
+ * (jobcomp_reader.c, which names a refusal itself while it runs: it never
+ * stops the worker once started). The first ones are
  * compared with what the broker says the worker's principal is authorized for
  * (the Admin API's DescribeTopics and DescribeConsumerGroups with
  * include_authorized_operations, KIP-430); the transactional id's is
@@ -29,7 +32,9 @@
  *
  * Threads: the checks run on their caller's thread (start, then the loop;
  * forge_kafka_t is the loop's). The error_cb runs on whichever thread
- * polls a handle; the refusal it remembers is guarded by refusal_lock.
+ * polls a handle; the refusal it remembers is guarded by refusal_lock,
+ * and refusal_noted (an atomic) says whether there is one, so the loop's
+ * every poll (forge_kafka_poll) looks without taking the lock.
  */
 #include "kafka/kafka_access.h"
 #include "core/clock.h"
@@ -39,6 +44,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +74,10 @@ static const topic_need_t TOPIC_NEEDS[] = {
     {offsetof(forge_config_t, topic_dlq),
      {RD_KAFKA_ACL_OPERATION_WRITE},
      "dead-letters what it cannot use"},
+    /* only when set (NULL: push completion off) */
+    {offsetof(forge_config_t, topic_jobcomp),
+     {RD_KAFKA_ACL_OPERATION_READ},
+     "reads Slurm's job completion records: push completion"},
 };
 #define TOPIC_COUNT (sizeof(TOPIC_NEEDS) / sizeof(TOPIC_NEEDS[0]))
 
@@ -177,15 +187,17 @@ static bool check_topics(rd_kafka_t *rk, rd_kafka_queue_t *q,
                          missing_t *m)
 {
     const char *names[TOPIC_COUNT];
+    const topic_need_t *needs[TOPIC_COUNT];
     rd_kafka_TopicCollection_t *topics;
     rd_kafka_AdminOptions_t *o;
     const rd_kafka_TopicDescription_t **found;
     rd_kafka_event_t *ev;
-    size_t n = 0;
+    size_t n = 0, asked = 0;
 
     for (size_t i = 0; i < TOPIC_COUNT; i++)
-        names[i] = topic_name(cfg, &TOPIC_NEEDS[i]);
-    topics = rd_kafka_TopicCollection_of_topic_names(names, TOPIC_COUNT);
+        if ((names[asked] = topic_name(cfg, &TOPIC_NEEDS[i])))
+            needs[asked++] = &TOPIC_NEEDS[i]; /* a topic not set: no need */
+    topics = rd_kafka_TopicCollection_of_topic_names(names, asked);
     o = options(rk, RD_KAFKA_ADMIN_OP_DESCRIBETOPICS, timeout_ms);
     rd_kafka_DescribeTopics(rk, topics, o, q);
     rd_kafka_AdminOptions_destroy(o);
@@ -194,10 +206,10 @@ static bool check_topics(rd_kafka_t *rk, rd_kafka_queue_t *q,
         return false;
     found = rd_kafka_DescribeTopics_result_topics(
         rd_kafka_event_DescribeTopics_result(ev), &n);
-    for (size_t t = 0; t < TOPIC_COUNT; t++)
+    for (size_t t = 0; t < asked; t++)
         for (size_t i = 0; i < n; i++)
             if (!strcmp(rd_kafka_TopicDescription_name(found[i]), names[t]))
-                topic_against(found[i], &TOPIC_NEEDS[t], names[t], m);
+                topic_against(found[i], needs[t], names[t], m);
     rd_kafka_event_destroy(ev);
     return true;
 }
@@ -277,6 +289,7 @@ int forge_kafka_access_check(rd_kafka_t *rk, const forge_config_t *cfg,
 static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
 static char refusal_reason[512];
 static const char *refusal_variable;
+static atomic_bool refusal_noted; /* refusal_variable set: the fast path */
 
 void forge_kafka_note_refusal(int err, const char *reason)
 {
@@ -290,6 +303,7 @@ void forge_kafka_note_refusal(int err, const char *reason)
     pthread_mutex_lock(&refusal_lock);
     snprintf(refusal_reason, sizeof(refusal_reason), "%s", reason);
     refusal_variable = variable;
+    atomic_store_explicit(&refusal_noted, true, memory_order_release);
     pthread_mutex_unlock(&refusal_lock);
 }
 
@@ -305,6 +319,8 @@ bool forge_kafka_take_refusal(char *reason, size_t size, const char **variable)
 {
     bool had;
 
+    if (!atomic_load_explicit(&refusal_noted, memory_order_acquire))
+        return false; /* every loop pass: no lock taken */
     pthread_mutex_lock(&refusal_lock);
     had = refusal_variable != NULL;
     if (had) {
@@ -312,6 +328,7 @@ bool forge_kafka_take_refusal(char *reason, size_t size, const char **variable)
         *variable = refusal_variable;
         refusal_variable = NULL;
     }
+    atomic_store_explicit(&refusal_noted, false, memory_order_relaxed);
     pthread_mutex_unlock(&refusal_lock);
     return had;
 }

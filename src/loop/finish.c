@@ -20,7 +20,10 @@
  * (unsafe_staging); a cleanup refused the same way is logged, not retried.
  * A crash between 1 and 2 redoes the archive (same path, same bytes); a
  * crash between 2 and 3 finds `archived` and only cleans: one event, and
- * never a log deleted before it was archived. Loop thread only.
+ * never a log deleted before it was archived. A terminal state pushed by a
+ * jobcomp end record archives only once Slurm shows the job no longer
+ * COMPLETING, as a poll's terminal state does (jobcomp.c). Loop thread
+ * only.
  */
 #include "core/hooks.h"
 #include "core/clock.h"
@@ -39,6 +42,9 @@ void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now)
     forge_work_kind_t kind = FORGE_WORK_CLEANUP;
 
     if (r->cleaned || e->busy || now < e->retry_at_ms)
+        return;
+    /* a pushed end: Slurm may still be completing (jobcomp.c) */
+    if (forge_loop_push_holds_archive(e))
         return;
     /* a job ran (a retried launch's earlier tries did, even when its last
      * never reached Slurm: their logs are in the folder) */

@@ -73,6 +73,15 @@ typedef struct forge_loop_pool_ops {
     void (*withdraw)(void *pools, const char *launch_id, int attempt);
 } forge_loop_pool_ops_t;
 
+/* Slurm's jobcomp/kafka records (push completion, loop/jobcomp.c), as the
+ * loop sees their source (kafka/jobcomp_reader.h in a worker; a queue the
+ * test fills in the unit tests; `src` is the implementation's own). next
+ * hands over the oldest record not yet taken: its payload (new: the
+ * caller frees it) and length; false when none waits. */
+typedef struct forge_loop_jobcomp_ops {
+    bool (*next)(void *src, char **bytes, size_t *len);
+} forge_loop_jobcomp_ops_t;
+
 typedef struct forge_loop forge_loop_t;
 
 /* A loop with an empty launch table (everything borrowed, must outlive
@@ -90,6 +99,11 @@ void forge_loop_set_pools(forge_loop_t *l, const forge_loop_pool_ops_t *ops,
 forge_kafka_handlers_t forge_loop_handlers(forge_loop_t *l);
 void forge_loop_set_kafka(forge_loop_t *l, const forge_loop_kafka_ops_t *ops,
                           void *k);
+
+/* Push completion on: each pass takes the records waiting in src (NULL
+ * ops: off, as before any call). */
+void forge_loop_set_jobcomp(forge_loop_t *l,
+                            const forge_loop_jobcomp_ops_t *ops, void *src);
 
 /* One pass: a batch of requests, the pools' results, the poll tick when
  * due, the commit, restores waiting for a pass. */

@@ -56,6 +56,14 @@ struct forge_loop {
     int readiness; /* what the log said last: 0 not ready, 1 ready, 2 standby */
     bool drained;  /* shutting down: the drain already waited */
     bool fatal;
+    /* push completion (jobcomp.c): the records' source (NULL ops: off),
+     * this deployment's staging root as jobs see it (new; NULL: no
+     * storage root configured), and the pushed ends whose archive waits
+     * for Slurm's COMPLETING to clear */
+    const forge_loop_jobcomp_ops_t *jobcomp_ops;
+    void *jobcomp_src;
+    char *jobcomp_staging;
+    struct forge_push_gate *gates;
 };
 
 typedef struct forge_change {
@@ -63,6 +71,9 @@ typedef struct forge_change {
     const char *reason;
     const json_t *slurm;
     const forge_error_t *error;
+    /* clang-format off */
+    const json_t *usage; /* a terminal move: what the job used (slurm/usage.h forge_slurm_usage_json), NULL unknown */
+    /* clang-format on */
 } change_t;
 
 /* Work posted once the current transaction commits (stolen). */
@@ -141,6 +152,24 @@ void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick);
  * the archiver's results. */
 void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now);
 void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work);
+
+/* jobcomp.c (push completion, issue 28): the records waiting in the
+ * source, each acted on; the archive gates due asked about again. */
+void forge_loop_on_jobcomp(forge_loop_t *w);
+/* A targeted poll's answer (poller.c: one job's details now), from the
+ * poller's lane; tick.c's normal path moves a live launch with it. */
+void forge_loop_on_targeted(forge_loop_t *w, forge_work_t *one);
+/* True while e's terminal state came from a jobcomp end and Slurm has not
+ * yet been seen without COMPLETING: its archive waits (finish.c). */
+bool forge_loop_push_holds_archive(const forge_entry_t *e);
+/* The gates' list freed (forge_loop_destroy). */
+void forge_loop_jobcomp_clear(forge_loop_t *w);
+
+/* tick.c: what a poll found of e's job (it: a tick's item, or a
+ * targeted poll's one) onto e, a live launch: a move published, a job
+ * missing waited for, then LOST (now: the wall clock). */
+void forge_loop_poll_item(forge_loop_t *w, forge_entry_t *e,
+                          forge_poll_item_t *it, long long now);
 
 /* restage.c: a requeued job's next run's credentials. A poll's details
  * (jobs) onto e's `restarts` (written: the caller writes e's record

@@ -11,6 +11,11 @@
  * its states still map to its record's state. A tick of N jobs costs
  * O(N): one sort, hash lookups, no allocation per unchanged job.
  *
+ * A targeted poll (work.h: one job the loop wants to know about now, a
+ * jobcomp record's confirmation) asks that job's details at once and
+ * merges what it saw into the cache: the next tick then finds the job as
+ * the targeted call left it, and the other jobs' memory stays whole.
+ *
  * Threads and ownership: everything here runs on the pool's one thread,
  * which owns the slurmrestd client and the change cache; a stop (the
  * loop's thread, forge_pool_interrupt) sets `stopping`, an atomic the tick
@@ -265,12 +270,65 @@ static void do_poll(poller_t *p, forge_work_t *w)
     free(ids);
 }
 
+/* ---- a targeted poll: one job, merged into the cache -------------------- */
+
+/* id -> sig into the change cache, grown when full (a tick sizes it for
+ * its own jobs only). */
+static void seen_merge(poller_t *p, uint32_t id, uint64_t sig)
+{
+    forge_idmap_t bigger;
+
+    if (forge_idmap_put(&p->seen, id, sig))
+        return;
+    forge_idmap_init(&bigger, 2 * p->seen.count + 8);
+    for (size_t s = 0; p->seen.keys && s <= p->seen.mask; s++)
+        if (p->seen.keys[s])
+            forge_idmap_put(&bigger, p->seen.keys[s], p->seen.values[s]);
+    forge_idmap_clear(&p->seen);
+    p->seen = bigger;
+    forge_idmap_put(&p->seen, id, sig);
+}
+
+/* The one item's details now (accounting when slurmctld no longer knows
+ * the job: poll_absent), whatever the cache says; the signature of what
+ * the details said merged into the cache. */
+static void do_targeted(poller_t *p, forge_work_t *w)
+{
+    forge_work_poll_t *one = &w->poll;
+    forge_poll_item_t *it = one->items;
+    forge_slurm_result_t res = {0};
+
+    if (one->epoch != p->sig_epoch) { /* the records rewound: forget */
+        forge_idmap_clear(&p->seen);
+        p->sig_epoch = one->epoch;
+    }
+    if (one->item_count != 1 || atomic_load(&p->stopping)) {
+        w->status = FORGE_SLURM_TRANSPORT;
+        forge_work_say(w, "a targeted poll is one job, asked while running");
+        return;
+    }
+    w->status = forge_slurm_job_details(p->client, it->job_id, &it->jobs, &res);
+    forge_work_say(w, "%s", res.message);
+    if (w->status == FORGE_SLURM_NOT_FOUND) {
+        w->status = FORGE_SLURM_OK; /* absence is accounting's to say */
+        poll_absent(p, it);
+    } else if (w->status == FORGE_SLURM_OK && it->jobs.count) {
+        it->outcome = FORGE_POLL_CHANGED;
+        it->states = states_text(&it->jobs);
+        seen_merge(p, it->job_id, signature(&it->jobs));
+    }
+}
+
 /* ---- the pool's handlers ------------------------------------------------ */
 
 static void run(void *ctx, void *item)
 {
     forge_work_t *w = item;
 
+    if (w->kind == FORGE_WORK_POLL && w->poll.targeted) {
+        do_targeted(ctx, w);
+        return;
+    }
     if (w->kind == FORGE_WORK_POLL) {
         do_poll(ctx, w);
         return;

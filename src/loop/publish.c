@@ -160,8 +160,8 @@ void forge_loop_publish_unstored(forge_loop_t *w, const char *launch_id,
                                  const forge_error_t *error)
 {
     forge_entry_t tmp = {0};
-    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
-                  error};
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL, error,
+                  NULL};
 
     tmp.rec = forge_launch_record_new(launch_id, attempt, NULL, 0);
     tmp.partition = partition;

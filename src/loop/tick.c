@@ -8,7 +8,9 @@
  * the Slurm states the record's state was derived from kept in the record
  * (launch.h: slurm_states). An item is numbers only (work.h): the answer
  * finds each launch by its job id, and a steady tick (nothing changed,
- * nothing missing) touches no record. Loop thread only.
+ * nothing missing) touches no record. A targeted poll's answer (one job,
+ * asked by push completion: jobcomp.c) takes the same path for its launch.
+ * Loop thread only.
  */
 #include "core/hooks.h"
 #include "core/timestamp.h"
@@ -92,7 +94,7 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     forge_slurm_move_t m =
         forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
     json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-    change_t c = {m.to, m.reason, slurm, NULL};
+    change_t c = {m.to, m.reason, slurm, NULL, NULL};
 
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
@@ -118,7 +120,7 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
 
     if (!end || !forge_state_transition_legal(e->rec->state, end->state))
         return false;
-    c = (change_t){end->state, end->reason, end->slurm, NULL};
+    c = (change_t){end->state, end->reason, end->slurm, NULL, NULL};
     forge_log_info("job %u is gone from slurmctld; its end was seen before "
                    "the records rewound: %s",
                    (unsigned)job_id, forge_state_name(end->state));
@@ -128,8 +130,8 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
     return true;
 }
 
-static void on_poll_item(forge_loop_t *w, forge_entry_t *e,
-                         forge_poll_item_t *it, long long now)
+void forge_loop_poll_item(forge_loop_t *w, forge_entry_t *e,
+                          forge_poll_item_t *it, long long now)
 {
     if (it->outcome == FORGE_POLL_CHANGED) {
         on_poll_changed(w, e, it);
@@ -143,7 +145,7 @@ static void on_poll_item(forge_loop_t *w, forge_entry_t *e,
             forge_loop_write_record(w, e);
         } else if (forge_slurm_lost(now - e->rec->missing_since_ms,
                                     w->cfg->lost_grace_s)) {
-            change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL,
+            change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL, NULL,
                           NULL};
             forge_loop_publish_event(w, e, &c, true);
         }
@@ -181,7 +183,7 @@ static void answer_entry(void *ctx, forge_entry_t *e)
         !forge_owner_owns(a->w->owner, e->partition) ||
         !forge_idmap_get(&a->by_job, e->rec->job_id, &i))
         return;
-    on_poll_item(a->w, e, &a->tick->poll.items[i], a->now);
+    forge_loop_poll_item(a->w, e, &a->tick->poll.items[i], a->now);
 }
 
 /* The tick's answer onto the records. A steady tick (nothing changed,
@@ -211,6 +213,10 @@ void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
     long long now = forge_timestamp_now_ms();
     size_t changed = 0;
 
+    if (tick->poll.targeted) { /* one job, asked by push (jobcomp.c) */
+        forge_loop_on_targeted(w, tick);
+        return;
+    }
     w->poll_in_flight = false;
     forge_hooks()->tick_done(forge_clock_ms() - w->poll_posted_ms);
     if (tick->status == FORGE_SLURM_OK) {

@@ -130,7 +130,8 @@ typedef struct forge_poll_item {
     char *states; /* FORGE_POLL_CHANGED: the states seen (for the record) */
 } forge_poll_item_t;
 
-/* POLL: many launches at once (the work's launch_id is NULL). */
+/* POLL: many launches at once (the work's launch_id is NULL), or one
+ * (targeted). */
 typedef struct forge_work_poll {
     forge_poll_item_t *items;
     size_t item_count;
@@ -141,6 +142,14 @@ typedef struct forge_work_poll {
      * restored) makes it forget, so every job is looked at afresh and a
      * state the rewind took back is published again. */
     unsigned long epoch;
+    /* One job asked for now (loop/jobcomp.c: a jobcomp end that does not
+     * decide, or a pushed end whose archive waits for Slurm's COMPLETING
+     * to clear): one item, its details asked whatever the change cache
+     * says (accounting when slurmctld no longer knows it), and what it
+     * saw MERGED into the cache, which a tick's answer replaces instead.
+     * The work's launch_id, attempt, partition and generation are its
+     * launch's. */
+    bool targeted;
 } forge_work_poll_t;
 
 /* ARCHIVE, RESTAGE (a CLEANUP carries nothing but its launch). */

@@ -50,6 +50,7 @@ enum {
     M_LIVE_OK,
     M_PRODUCER,
     M_KAFKA_DENIED,
+    M_JOBCOMP,
     M__COUNT
 };
 
@@ -226,6 +227,15 @@ static const forge_metric_def_t defs[M__COUNT] = {
                         {NULL},
                         NULL,
                         0},
+    [M_JOBCOMP] = {"forge_jobcomp_records_total",
+                   "Slurm jobcomp records read (push completion), by what "
+                   "each decided: running, terminal, confirm (slurmctld "
+                   "asked), ignore (another worker's, a duplicate, late), "
+                   "invalid (it did not read)",
+                   FORGE_METRIC_COUNTER,
+                   {"action"},
+                   NULL,
+                   0},
 };
 
 static forge_metrics_t *_Atomic registry;
@@ -259,6 +269,7 @@ static const forge_hooks_t hooks = {
     .partitions = forge_observe_partitions,
     .txn = forge_observe_txn,
     .rebalance = forge_observe_rebalance,
+    .jobcomp_record = forge_observe_jobcomp,
     .producer = forge_health_producer,
     .lag = forge_observe_lag,
     .kafka_denied = forge_health_kafka_denied,
@@ -396,6 +407,13 @@ void forge_observe_rebalance(const char *kind)
     const char *labels[] = {kind};
 
     forge_metrics_add(atomic_load(&registry), M_REBALANCES, labels, 1);
+}
+
+void forge_observe_jobcomp(const char *action)
+{
+    const char *labels[] = {action};
+
+    forge_metrics_add(atomic_load(&registry), M_JOBCOMP, labels, 1);
 }
 
 void forge_observe_partitions(size_t owned, size_t restoring)

@@ -46,6 +46,9 @@ void forge_observe_dlq(void);
 /* loop: the open transaction ended (hooks.h says how). */
 void forge_observe_txn(forge_hook_txn_t outcome);
 
+/* loop: a jobcomp record acted on, by what it decided (core/hooks.h). */
+void forge_observe_jobcomp(const char *action);
+
 /* loop: a rebalance ("assigned", "revoked", "lost"). */
 void forge_observe_rebalance(const char *kind);
 

@@ -203,8 +203,18 @@ static void open_unlink(forge_owner_t *o, forge_entry_t *e)
     o->open_count--;
 }
 
+/* The loop's memory of the entry's jobcomp records (owner.h). */
+static void push_release(forge_entry_t *e)
+{
+    if (e->push_free)
+        e->push_free(e->push);
+    e->push = NULL;
+    e->push_free = NULL;
+}
+
 static void entry_free(forge_entry_t *e)
 {
+    push_release(e);
     forge_launch_record_free(e->rec);
     release_request(e);
     free(e);
@@ -274,6 +284,7 @@ forge_entry_t *forge_owner_put_registered(forge_owner_t *o,
             break;
     if (e) { /* replace in place: a newer attempt */
         open_unlink(o, e);
+        push_release(e);
         forge_launch_record_free(e->rec);
         release_request(e);
         forge_entry_t *next = e->next;

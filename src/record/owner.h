@@ -55,6 +55,12 @@ typedef struct forge_entry {
     /* when to look for late jobs of an interrupted submit (its clean ran:
      * a POST slurmrestd still held may land after it); 0: no need */
     long long sweep_at_ms;
+    /* Memory only, not the record's: what the loop keeps of the job's
+     * jobcomp records (loop/jobcomp.c; NULL: none). Owned by the entry:
+     * push_free(push) when the entry goes or is replaced by a newer
+     * attempt; the loop frees it itself (and NULLs both) before that. */
+    void *push;
+    void (*push_free)(void *push);
     struct forge_entry *next; /* bucket chain */
     /* the open list (forge_owner_each): linked until the launch settles */
     struct forge_entry *open_prev, *open_next;

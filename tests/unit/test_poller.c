@@ -494,3 +494,58 @@ Test(poller, a_thousand_unmoved_jobs_cost_one_states_call_per_256)
                  support_http_count(srv));
     forge_pool_stop(r);
 }
+
+/* ---- a targeted poll ------------------------------------------------------
+ */
+
+/* One job asked for now (push completion's CONFIRM): its details at once,
+ * whatever the cache says, and what it saw merged into the cache: the
+ * next tick finds both that job and the tick's other job as they were
+ * seen, and asks no details of either. */
+Test(poller, a_targeted_poll_merges_into_the_change_cache)
+{
+    char *running = states_answer(2, "RUNNING");
+    char *d = details_answer(FIRST, "COMPLETED");
+    char *after;
+    forge_buf_t b = FORGE_BUF_INIT;
+    forge_pool_t *r = poller();
+    forge_work_t *done, *one;
+    size_t states_before;
+
+    support_http_push(srv, STATE, 200, running, 0);
+    done = ran(r, tick(2, FORGE_STATE_RUNNING));
+    cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+
+    states_before = requests_to(STATE);
+    support_http_push(srv, DETAILS, 200, d, 0);
+    one = tick(1, FORGE_STATE_RUNNING);
+    one->poll.targeted = true;
+    done = ran(r, one);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_str_eq(done->poll.items[0].jobs.jobs[0].state[0], "COMPLETED");
+    cr_assert_eq(requests_to(DETAILS), 1, "details at once");
+    cr_assert_eq(requests_to(STATE), states_before, "no jobs/state call");
+    forge_work_free(done);
+
+    /* the records say PENDING (as after a rewind would): only a job the
+     * cache forgot would be looked at again */
+    forge_buf_printf(&b,
+                     "{\"jobs\": [{\"job_id\": \"%u\", \"state\": "
+                     "[\"COMPLETED\"]}, {\"job_id\": \"%u\", \"state\": "
+                     "[\"RUNNING\"]}], \"errors\": [], \"warnings\": []}",
+                     FIRST, FIRST + 1);
+    after = forge_buf_take(&b);
+    support_http_push(srv, STATE, 200, after, 0);
+    done = ran(r, tick(2, FORGE_STATE_PENDING));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+    cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED,
+                 "the tick's other job is still remembered");
+    cr_assert_eq(requests_to(DETAILS), 1, "no details of either");
+    forge_work_free(done);
+    forge_pool_stop(r);
+    free(running);
+    free(d);
+    free(after);
+}
