@@ -78,9 +78,9 @@ Test(slurm_accounting, het_requeued_keeps_each_components_last_run)
     cr_assert_str_eq(a.jobs.jobs[0].state[0], "COMPLETED");
     cr_assert_str_eq(a.jobs.jobs[1].state[0], "COMPLETED");
     cr_assert_eq(a.parts[0].restart_count, 1);
-    cr_assert_eq(a.parts[0].start_s, 1796000800);
-    cr_assert_eq(a.parts[0].end_s, 1796004400);
-    cr_assert_eq(a.parts[0].elapsed_s, 3600);
+    cr_assert_eq(a.jobs.jobs[0].use->start_s, 1796000800);
+    cr_assert_eq(a.jobs.jobs[0].use->end_s, 1796004400);
+    cr_assert_eq(a.jobs.jobs[0].use->elapsed_s, 3600);
     cr_assert_eq(a.parts[0].derived_exit_code, 0);
     cr_assert_str_eq(a.jobs.jobs[0].workdir, "/srv/forge/staging/l-acct/1");
     /* the run that ended NODE_FAIL would have kept the launch from ending */
@@ -187,8 +187,8 @@ Test(slurm_accounting, cancelled_while_pending_used_nothing)
 
     cr_assert_eq(v.state, FORGE_STATE_CANCELLED);
     cr_assert_str_eq(v.reason, "requested");
-    cr_assert_eq(a.parts[0].start_s, -1);
-    cr_assert_eq(a.parts[0].elapsed_s, 0);
+    cr_assert_eq(a.jobs.jobs[0].use->start_s, -1);
+    cr_assert_eq(a.jobs.jobs[0].use->elapsed_s, 0);
     forge_slurm_accounting_usage(&a, &u);
     cr_assert_eq(u.parts[0].cpus, -1);
     cr_assert_eq(u.parts[0].gpus, 0);
