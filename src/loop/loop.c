@@ -80,7 +80,7 @@ static long long retry_delay_ms(int failures)
 static void fail_unreadable(forge_loop_t *w, forge_entry_t *e)
 {
     change_t c = {FORGE_STATE_FAILED, "request_unavailable", NULL,
-                  e->rec->request_error};
+                  e->rec->request_error, NULL};
     forge_log_field_t f[] = {{"launch_id", e->rec->launch_id}};
 
     forge_log_fields(FORGE_LOG_ERROR, f, 1,
@@ -107,7 +107,7 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
         return;
     e->busy = false;
     if (work->status == FORGE_SLURM_OK) {
-        change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL};
+        change_t c = {FORGE_STATE_SUBMITTED, NULL, NULL, NULL, NULL};
         e->rec->job_id = work->submit.job_id;
         e->rec->retry_not_before_ms = 0; /* the try is submitted */
         /* no submit needs its bytes again, unless a retry may */
@@ -130,7 +130,8 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
         /* refused before Slurm saw it (the staging folder unsafe, the
          * request's check): the reason is our own code */
         forge_error_t err = {0};
-        change_t c = {refused_state(e), forge_rc_name(work->code), NULL, &err};
+        change_t c = {refused_state(e), forge_rc_name(work->code), NULL, &err,
+                      NULL};
         forge_error_set(&err, work->code, "$", "%s", work->message);
         forge_log_warn("launch %s refused (%s): %s", e->rec->launch_id,
                        forge_rc_name(work->code), work->message);
@@ -140,7 +141,7 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
         fail_unreadable(w, e);
     } else if (work->status == FORGE_SLURM_REJECTED) {
         forge_error_t err = {0};
-        change_t c = {refused_state(e), "slurm_refused", NULL, &err};
+        change_t c = {refused_state(e), "slurm_refused", NULL, &err, NULL};
         forge_error_set(&err, FORGE_ESCHEMA, "$", "Slurm refused the job: %s",
                         work->message);
         forge_loop_publish_event(w, e, &c, true);
@@ -159,7 +160,7 @@ static void on_submitted(forge_loop_t *w, forge_work_t *work)
 static void on_withdrawn(forge_loop_t *w, forge_work_t *work)
 {
     forge_entry_t *e = forge_loop_entry_of(w, work);
-    change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+    change_t c = {FORGE_STATE_CANCELLED, "requested", NULL, NULL, NULL};
 
     if (!e)
         return;

@@ -72,8 +72,8 @@ static void on_invalid(forge_loop_t *w, const forge_kafka_message_t *m,
     int attempt = 1;
     char *id = forge_request_salvage_id(m->value, m->value_len, &attempt);
     forge_entry_t *e;
-    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL,
-                  error};
+    change_t c = {FORGE_STATE_REJECTED, forge_rc_name(error->code), NULL, error,
+                  NULL};
 
     if (!id) {
         to_dlq(w, m, error,
@@ -103,7 +103,7 @@ static void on_launch(forge_loop_t *w, const forge_kafka_message_t *m,
 {
     const forge_launch_t *l = &p->request->launch;
     forge_entry_t *e = forge_owner_find(w->owner, l->launch_id);
-    change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL};
+    change_t accepted = {FORGE_STATE_ACCEPTED, NULL, NULL, NULL, NULL};
     forge_launch_record_t *rec;
 
     if (e && forge_launch_decided(e->rec, l->attempt)) {
@@ -160,7 +160,7 @@ static void on_cancel(forge_loop_t *w, const forge_kafka_message_t *m,
                       const forge_cancel_t *c)
 {
     forge_entry_t *e = forge_owner_find(w->owner, c->launch_id);
-    change_t cancelled = {FORGE_STATE_CANCELLED, "requested", NULL, NULL};
+    change_t cancelled = {FORGE_STATE_CANCELLED, "requested", NULL, NULL, NULL};
 
     if (!e || (c->attempt && c->attempt != e->rec->attempt) ||
         forge_state_is_terminal(e->rec->state) || e->rec->cancel_requested) {

@@ -87,7 +87,7 @@ static bool retry(forge_loop_t *w, forge_entry_t *e, const change_t *c,
     forge_launch_record_t *r = e->rec;
     forge_state_t from = r->state;
     long long now = forge_timestamp_now_ms();
-    change_t pending = {FORGE_STATE_PENDING, "retrying", c->slurm, NULL};
+    change_t pending = {FORGE_STATE_PENDING, "retrying", c->slurm, NULL, NULL};
     char *nodes = failed_nodes(c->slurm);
     uint32_t job = r->job_id;
     json_t *object;
