@@ -265,9 +265,9 @@ static void say_absent(acct_asked_t *seen, acct_said_t said, uint32_t job_id,
     seen->said = said;
     if (said == ACCT_NO_RECORD)
         forge_log_info("job %u is gone from slurmctld and accounting has no "
-                       "record of it: missing (LOST after the grace unless "
-                       "either knows it again)",
-                       (unsigned)job_id);
+                       "record of it (%s): missing (LOST after the grace "
+                       "unless either knows it again)",
+                       (unsigned)job_id, res->message);
     else if (said == ACCT_UNREACHABLE)
         forge_log_warn("job %u is gone from slurmctld and accounting is "
                        "unreachable: %s (%s): missing (LOST after the grace "
