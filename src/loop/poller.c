@@ -22,8 +22,12 @@
  * FORGE_ACCOUNTING_EVERY_MS, or every poll interval when that is longer:
  * a tick between two asks says ABSENT (what the last ask said), so many
  * jobs missing through a long grace cost slurmdbd one lookup each per
- * interval, not one per tick. What the last ask said is logged once per
- * job and change ("accounting has no record" / "accounting unreachable").
+ * interval, not one per tick; and once accounting failed in a tick (no
+ * answer, a server error: each costs the client's retries), the tick's
+ * other absent jobs are not asked (ABSENT, asked at the next tick), so an
+ * accounting that is down costs a tick one failed lookup, not one per
+ * missing job. What the last ask said is logged once per job and change
+ * ("accounting has no record" / "accounting unreachable").
  * That memory (job id, when, what it said) holds the jobs absent at the
  * last tick only: a sorted array, rebuilt at each tick.
  *
@@ -72,6 +76,7 @@ typedef struct acct_memory {
 typedef struct poller {
     forge_slurm_client_t *client;
     long long acct_every_ms;
+    bool acct_failed; /* accounting failed in this tick: ask no more */
     /* the absent jobs of the last tick (sorted), and this tick's */
     acct_memory_t asked, asking;
     atomic_bool stopping;
@@ -291,8 +296,8 @@ static void poll_absent(poller_t *p, forge_poll_item_t *it)
     forge_slurm_status_t st;
 
     it->outcome = FORGE_POLL_ABSENT;
-    if (seen->at_ms && now - seen->at_ms < p->acct_every_ms)
-        return; /* the last ask's answer stands */
+    if (p->acct_failed || (seen->at_ms && now - seen->at_ms < p->acct_every_ms))
+        return; /* the last ask's answer stands, or accounting is down */
     seen->at_ms = now;
     st = forge_slurm_accounting_get(p->client, it->job_id, it->tag, &a, &res);
     if (st == FORGE_SLURM_OK) {
@@ -300,6 +305,7 @@ static void poll_absent(poller_t *p, forge_poll_item_t *it)
         a.jobs = (forge_slurm_job_list_t){NULL, 0};
         it->outcome = FORGE_POLL_ACCOUNTED;
     }
+    p->acct_failed = st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND;
     say_absent(seen,
                st == FORGE_SLURM_OK          ? ACCT_FOUND
                : st == FORGE_SLURM_NOT_FOUND ? ACCT_NO_RECORD
@@ -370,6 +376,7 @@ static void do_poll(poller_t *p, forge_work_t *w)
     forge_idmap_t now;
     states_index_t ix;
 
+    p->acct_failed = false;
     if (tick->epoch != p->sig_epoch) { /* the records rewound: forget */
         forge_idmap_clear(&p->seen);
         p->sig_epoch = tick->epoch;

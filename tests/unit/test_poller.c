@@ -580,6 +580,15 @@ Test(poller, an_accounting_that_fails_is_absent_and_asked_again_only_later)
     cr_assert_eq(requests_to(ACCT), asked, "asked again within the bound");
     forge_work_free(done);
     forge_pool_stop(r);
+    r = poller(); /* down: a tick of 3 missing jobs asks once */
+    support_http_push(srv, STATE, 200, NONE, 0);
+    asked = requests_to(ACCT);
+    done = ran(r, tick(3, FORGE_STATE_RUNNING));
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_ABSENT);
+    cr_assert_eq(requests_to(ACCT) - asked, 4, "one lookup: its 4 attempts");
+    forge_work_free(done);
+    forge_pool_stop(r);
     r = poller(); /* no /slurmdb/: a plain 404 */
     support_http_default(srv, 404, "Not Found");
     done = ran(r, absent_tick(NULL));
