@@ -7,6 +7,7 @@
 #include "admin/launches.h"
 #include "core/timestamp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,20 @@ static void put_tries(json_t *o, const forge_launch_record_t *r)
                         time_or_null(r->retry_not_before_ms));
 }
 
+/* What the job used (issue 28), from its terminal move: gpu_hours and
+ * elapsed_s, null when unknown. */
+static void put_usage(json_t *o, const forge_launch_record_t *r)
+{
+    double h = forge_launch_gpu_hours(r);
+
+    json_object_set_new(o, "gpu_hours",
+                        h >= 0 ? json_real(round(h * 1e6) / 1e6) : json_null());
+    json_object_set_new(o, "elapsed_s",
+                        r->has_usage && r->elapsed_s >= 0
+                            ? json_integer(r->elapsed_s)
+                            : json_null());
+}
+
 json_t *forge_launches_json(const forge_launch_table_entry_t *e)
 {
     const forge_launch_record_t *r = e->rec;
@@ -105,22 +120,36 @@ json_t *forge_launches_json(const forge_launch_table_entry_t *e)
         time_or_null(r->missing_since_ms), "slurm_states",
         r->slurm_states ? json_string(r->slurm_states) : json_null());
     put_tries(o, r);
+    put_usage(o, r);
     return o;
 }
 
-#define ROW "%-28s %7s %-10s %5s %-20s %4s %-8s %-9s %s\n"
+#define ROW "%-28s %7s %-10s %5s %-20s %8s %4s %-8s %-9s %s\n"
 
 void forge_launches_print_header(FILE *out)
 {
-    fprintf(out, ROW, "LAUNCH_ID", "ATTEMPT", "STATE", "SEQ", "JOB_IDS", "PART",
-            "ARCHIVE", "REQUEST", "UPDATED");
+    fprintf(out, ROW, "LAUNCH_ID", "ATTEMPT", "STATE", "SEQ", "JOB_IDS",
+            "GPU_H", "PART", "ARCHIVE", "REQUEST", "UPDATED");
+}
+
+/* GPU-hours with two decimals, "-" when unknown. */
+static void gpu_hours_text(const forge_launch_record_t *r, char *out,
+                           size_t cap)
+{
+    double h = forge_launch_gpu_hours(r);
+
+    if (h < 0)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, "%.2f", h);
 }
 
 void forge_launches_print_row(FILE *out, const forge_launch_table_entry_t *e)
 {
     const forge_launch_record_t *r = e->rec;
     json_t *ids = job_ids(r);
-    char attempt[16], seq[24], part[16], jobs[64] = "-", updated[40] = "-";
+    char attempt[16], seq[24], part[16], jobs[64] = "-", updated[40] = "-",
+                                         gpu[32];
     size_t i, used = 0;
     json_t *id;
 
@@ -136,9 +165,11 @@ void forge_launches_print_row(FILE *out, const forge_launch_table_entry_t *e)
     snprintf(attempt, sizeof(attempt), "%d", r->attempt);
     snprintf(seq, sizeof(seq), "%ld", r->seq);
     snprintf(part, sizeof(part), "%d", (int)e->partition);
+    gpu_hours_text(r, gpu, sizeof(gpu));
     if (r->updated_at_ms > 0)
         forge_timestamp_format(r->updated_at_ms, updated, sizeof(updated));
     fprintf(out, ROW, r->launch_id, attempt, state_name(r->state), seq, jobs,
-            part, r->archived ? "archived" : (r->cleaned ? "cleaned" : "-"),
+            gpu, part,
+            r->archived ? "archived" : (r->cleaned ? "cleaned" : "-"),
             request_form(r), updated);
 }

@@ -43,6 +43,7 @@ static void node_free(ended_node_t *n)
 {
     free(n->job.reason);
     json_decref(n->job.slurm);
+    json_decref(n->job.usage);
     free(n);
 }
 
@@ -70,7 +71,8 @@ static void expire(forge_ended_t *t, long long now_ms)
 }
 
 void forge_ended_put(forge_ended_t *t, uint32_t job_id, forge_state_t state,
-                     const char *reason, json_t *slurm, long long now_ms)
+                     const char *reason, json_t *slurm, json_t *usage,
+                     long long now_ms)
 {
     ended_node_t *n = forge_xcalloc(1, sizeof(*n));
     ended_node_t **bucket = &t->buckets[job_id % BUCKETS];
@@ -79,6 +81,7 @@ void forge_ended_put(forge_ended_t *t, uint32_t job_id, forge_state_t state,
     n->job.state = state;
     n->job.reason = reason ? forge_xstrdup(reason) : NULL;
     n->job.slurm = slurm ? json_incref(slurm) : NULL;
+    n->job.usage = usage ? json_incref(usage) : NULL;
     n->seen_ms = now_ms;
     n->chain = *bucket; /* in front: found before an older end of the job */
     *bucket = n;

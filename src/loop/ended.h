@@ -10,8 +10,8 @@
  * keeps nothing else), and a broker outage can be longer: the job is then
  * "not found", and the launch would end LOST although its end was seen.
  * So the loop keeps each end it saw here (job id → state, reason, Slurm
- * object) for FORGE_ENDED_KEEP_MS, and a job missing from slurmctld whose
- * end is known here ends as seen (loop/tick.c). Memory: at most
+ * object, usage) for FORGE_ENDED_KEEP_MS, and a job missing from slurmctld
+ * whose end is known here ends as seen (loop/tick.c). Memory: at most
  * FORGE_ENDED_MAX ends, the oldest dropped first.
  *
  * Loop thread only.
@@ -36,16 +36,18 @@ typedef struct forge_ended_job {
     forge_state_t state;
     char *reason;  /* or NULL */
     json_t *slurm; /* the event's slurm object, or NULL */
+    json_t *usage; /* the event's usage object, or NULL */
 } forge_ended_job_t;
 
 forge_ended_t *forge_ended_new(void);
 void forge_ended_free(forge_ended_t *t);
 
 /* Job job_id was seen ending as state (terminal) at now_ms (the monotonic
- * clock); slurm is referenced, reason copied. A later end of one job id is
- * the one found. */
+ * clock); slurm and usage (either NULL) are referenced, reason copied. A
+ * later end of one job id is the one found. */
 void forge_ended_put(forge_ended_t *t, uint32_t job_id, forge_state_t state,
-                     const char *reason, json_t *slurm, long long now_ms);
+                     const char *reason, json_t *slurm, json_t *usage,
+                     long long now_ms);
 
 /* The end seen of job_id no longer ago than FORGE_ENDED_KEEP_MS, or NULL. */
 const forge_ended_job_t *forge_ended_find(forge_ended_t *t, uint32_t job_id,

@@ -298,7 +298,7 @@ static void on_terminal(forge_loop_t *w, forge_entry_t *e, push_t *p,
     slurm = forge_slurm_verdict_json(&ends);
     c.slurm = slurm;
     e->rec->missing_since_ms = 0;
-    forge_ended_put(w->ended, e->rec->job_id, d->state, d->reason, slurm,
+    forge_ended_put(w->ended, e->rec->job_id, d->state, d->reason, slurm, usage,
                     forge_clock_ms());
     if (!forge_loop_retry_instead(w, e, &c)) /* tries.c */
         forge_loop_publish_event(w, e, &c, true);

@@ -71,9 +71,8 @@ typedef struct forge_change {
     const char *reason;
     const json_t *slurm;
     const forge_error_t *error;
-    /* clang-format off */
-    const json_t *usage; /* a terminal move: what the job used (slurm/usage.h forge_slurm_usage_json), NULL unknown */
-    /* clang-format on */
+    const json_t *usage; /* a terminal move: what the job used (slurm/usage.h
+                            forge_slurm_usage_json), NULL unknown */
 } change_t;
 
 /* Work posted once the current transaction commits (stolen). */

@@ -16,6 +16,26 @@
  * merges what it saw into the cache: the next tick then finds the job as
  * the targeted call left it, and the other jobs' memory stays whole.
  *
+ * A job jobs/state no longer lists (slurmctld forgot it: MinJobAge after
+ * its end, or its state was lost) is looked up in accounting
+ * (slurm/accounting.h): its records are ACCOUNTED, and the loop ends the
+ * launch as they say (tick.c); no record, no /slurmdb/ (404) or an
+ * accounting that does not answer (slurmdbd down: an error) is ABSENT,
+ * and the loop's grace (FORGE_LOST_GRACE_S) starts or goes on: an error
+ * is never a verdict, and never holds LOST off for ever either. Each
+ * absent job's accounting is asked at most once every
+ * FORGE_ACCOUNTING_EVERY_MS, or every poll interval when that is longer:
+ * a tick between two asks says ABSENT (what the last ask said), so many
+ * jobs missing through a long grace cost slurmdbd one lookup each per
+ * interval, not one per tick; and once accounting failed in a tick (no
+ * answer, a server error: each costs the client's retries), the tick's
+ * other absent jobs are not asked (ABSENT, asked at the next tick), so an
+ * accounting that is down costs a tick one failed lookup, not one per
+ * missing job. What the last ask said is logged once per job and change
+ * ("accounting has no record" / "accounting unreachable").
+ * That memory (job id, when, what it said) holds the jobs absent at the
+ * last tick only: a sorted array, rebuilt at each tick.
+ *
  * Threads and ownership: everything here runs on the pool's one thread,
  * which owns the slurmrestd client and the change cache; a stop (the
  * loop's thread, forge_pool_interrupt) sets `stopping`, an atomic the tick
@@ -24,8 +44,11 @@
  */
 #include "loop/poller.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/idmap.h"
+#include "core/log.h"
 #include "core/util.h"
+#include "slurm/accounting.h"
 #include "slurm/verdict.h"
 #include "loop/work.h"
 
@@ -34,8 +57,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FORGE_ACCOUNTING_EVERY_MS 10000
+
+/* What accounting said of an absent job, last. */
+typedef enum acct_said {
+    ACCT_NOT_ASKED = 0,
+    ACCT_FOUND,
+    ACCT_NO_RECORD,
+    ACCT_UNREACHABLE,
+} acct_said_t;
+
+typedef struct acct_asked {
+    uint32_t job_id;
+    acct_said_t said;
+    long long at_ms; /* the monotonic clock; 0: never asked */
+} acct_asked_t;
+
+typedef struct acct_memory {
+    acct_asked_t *jobs; /* sorted by job id */
+    size_t count, cap;
+} acct_memory_t;
+
 typedef struct poller {
     forge_slurm_client_t *client;
+    long long acct_every_ms;
+    bool acct_failed; /* accounting failed in this tick: ask no more */
+    /* the absent jobs of the last tick (sorted), and this tick's */
+    acct_memory_t asked, asking;
     atomic_bool stopping;
     /* The change cache: job id -> the signature of the states the last
      * tick saw (a 64-bit hash), for the jobs of that tick only. */
@@ -172,18 +220,103 @@ static bool still_where_it_was(const forge_slurm_job_list_t *e,
 
 /* ---- a tick ------------------------------------------------------------ */
 
-/* One item whose ids were missing from jobs/state: accounting decides. */
+/* ---- a job slurmctld no longer knows ---------------------------------- */
+
+static int by_job_id(const void *a, const void *b)
+{
+    const acct_asked_t *x = a, *y = b;
+
+    return x->job_id < y->job_id ? -1 : x->job_id > y->job_id;
+}
+
+/* What the last tick's asks said of job_id, or NULL. */
+static const acct_asked_t *asked_before(const poller_t *p, uint32_t job_id)
+{
+    acct_asked_t key = {job_id, ACCT_NOT_ASKED, 0};
+
+    return p->asked.count ? bsearch(&key, p->asked.jobs, p->asked.count,
+                                    sizeof(key), by_job_id)
+                          : NULL;
+}
+
+/* job_id's entry of this tick, what the last tick knew copied in. */
+static acct_asked_t *remember(poller_t *p, uint32_t job_id)
+{
+    acct_memory_t *m = &p->asking;
+    const acct_asked_t *last = asked_before(p, job_id);
+
+    if (m->count == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 16;
+        m->jobs = forge_xrealloc(m->jobs, m->cap * sizeof(*m->jobs));
+    }
+    m->jobs[m->count] =
+        last ? *last : (acct_asked_t){job_id, ACCT_NOT_ASKED, 0};
+    return &m->jobs[m->count++];
+}
+
+/* This tick's memory becomes the last tick's. */
+static void remember_tick(poller_t *p)
+{
+    acct_memory_t done = p->asked;
+
+    if (p->asking.count > 1)
+        qsort(p->asking.jobs, p->asking.count, sizeof(acct_asked_t), by_job_id);
+    p->asked = p->asking;
+    done.count = 0;
+    p->asking = done; /* its array reused */
+}
+
+/* Once per job and change of answer: what accounting said. */
+static void say_absent(acct_asked_t *seen, acct_said_t said, uint32_t job_id,
+                       const forge_slurm_result_t *res)
+{
+    if (seen->said == said)
+        return;
+    seen->said = said;
+    if (said == ACCT_NO_RECORD)
+        forge_log_info("job %u is gone from slurmctld and accounting has no "
+                       "record of it (%s): missing (LOST after the grace "
+                       "unless either knows it again)",
+                       (unsigned)job_id, res->message);
+    else if (said == ACCT_UNREACHABLE)
+        forge_log_warn("job %u is gone from slurmctld and accounting is "
+                       "unreachable: %s (%s): missing (LOST after the grace "
+                       "unless either knows it again)",
+                       (unsigned)job_id, res->message,
+                       forge_slurm_status_name(res->status));
+    else
+        forge_log_debug("job %u is gone from slurmctld; accounting has its "
+                        "record",
+                        (unsigned)job_id);
+}
+
+/* One item whose ids were missing from jobs/state: accounting's records
+ * (ACCOUNTED), or ABSENT (none, no answer, or asked a moment ago). */
 static void poll_absent(poller_t *p, forge_poll_item_t *it)
 {
+    acct_asked_t *seen = remember(p, it->job_id);
+    long long now = forge_clock_ms();
+    forge_slurm_accounting_t a;
     forge_slurm_result_t res = {0};
-    forge_slurm_status_t st =
-        forge_slurm_job_accounting(p->client, it->job_id, &it->jobs, &res);
+    forge_slurm_status_t st;
 
-    if (st == FORGE_SLURM_OK)
-        it->outcome = FORGE_POLL_CHANGED;
-    else if (st == FORGE_SLURM_NOT_FOUND)
-        it->outcome = FORGE_POLL_ABSENT;
-    /* else UNANSWERED: an error is never a verdict */
+    it->outcome = FORGE_POLL_ABSENT;
+    if (p->acct_failed || (seen->at_ms && now - seen->at_ms < p->acct_every_ms))
+        return; /* the last ask's answer stands, or accounting is down */
+    seen->at_ms = now;
+    st = forge_slurm_accounting_get(p->client, it->job_id, it->tag, &a, &res);
+    if (st == FORGE_SLURM_OK) {
+        it->jobs = a.jobs; /* moved */
+        a.jobs = (forge_slurm_job_list_t){NULL, 0};
+        it->outcome = FORGE_POLL_ACCOUNTED;
+    }
+    p->acct_failed = st != FORGE_SLURM_OK && st != FORGE_SLURM_NOT_FOUND;
+    say_absent(seen,
+               st == FORGE_SLURM_OK          ? ACCT_FOUND
+               : st == FORGE_SLURM_NOT_FOUND ? ACCT_NO_RECORD
+                                             : ACCT_UNREACHABLE,
+               it->job_id, &res);
+    forge_slurm_accounting_clear(&a);
 }
 
 /* One item present in jobs/state (its entries e): details only when its
@@ -248,6 +381,7 @@ static void do_poll(poller_t *p, forge_work_t *w)
     forge_idmap_t now;
     states_index_t ix;
 
+    p->acct_failed = false;
     if (tick->epoch != p->sig_epoch) { /* the records rewound: forget */
         forge_idmap_clear(&p->seen);
         p->sig_epoch = tick->epoch;
@@ -264,6 +398,7 @@ static void do_poll(poller_t *p, forge_work_t *w)
             forge_idmap_clear(&now);
         forge_idmap_clear(&p->seen);
         p->seen = now;
+        remember_tick(p);
         index_clear(&ix);
     }
     forge_slurm_job_list_clear(&states);
@@ -350,6 +485,8 @@ static void destroy(void *ctx)
     poller_t *p = ctx;
 
     forge_idmap_clear(&p->seen);
+    free(p->asked.jobs);
+    free(p->asking.jobs);
     forge_slurm_client_destroy(p->client);
     free(p);
 }
@@ -366,6 +503,9 @@ forge_rc_t forge_poller_start(const forge_config_t *cfg, forge_pool_t **out,
 
     *out = NULL;
     atomic_init(&p->stopping, false);
+    p->acct_every_ms = cfg->poll_interval_ms > FORGE_ACCOUNTING_EVERY_MS
+                           ? cfg->poll_interval_ms
+                           : FORGE_ACCOUNTING_EVERY_MS;
     forge_slurm_options_from_config(cfg, &opts);
     if ((rc = forge_slurm_client_new(&opts, &p->client, err))) {
         free(p);

@@ -126,6 +126,7 @@ static int emit(forge_loop_t *w, forge_entry_t *e, forge_state_t from,
     ev.at_ms = e->rec->updated_at_ms;
     ev.try_num = forge_launch_try(e->rec);
     ev.retry = retry;
+    ev.usage = c->usage;
     FORGE_TESTPOINT_EVENT_STATE(forge_state_name(c->to));
     rc = forge_loop_produce_json(w, w->cfg->topic_status, -1, e->rec->launch_id,
                                  forge_event_status(&ev));
@@ -145,6 +146,8 @@ int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
 
     if (forge_launch_advance(e->rec, c->to, forge_timestamp_now_ms()))
         return 0; /* not a legal move: nothing to say */
+    if (c->usage && forge_state_is_terminal(c->to))
+        forge_launch_set_usage(e->rec, c->usage); /* launches: GPU_H */
     return emit(w, e, from, c, NULL, store);
 }
 

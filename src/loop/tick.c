@@ -4,12 +4,23 @@
  * its record (loop.c builds and posts the tick; the poller thread,
  * poller.c, asks Slurm), then its answer onto the launches' records: a
  * changed job's details mapped to the platform's state (slurm/verdict.h)
- * and published when it moved, a missing one waited for then LOST, and
- * the Slurm states the record's state was derived from kept in the record
- * (launch.h: slurm_states). An item is numbers only (work.h): the answer
- * finds each launch by its job id, and a steady tick (nothing changed,
- * nothing missing) touches no record. A targeted poll's answer (one job,
- * asked by push completion: jobcomp.c) takes the same path for its launch.
+ * and published when it moved (a terminal move with what the job used:
+ * slurm/usage.h), a missing one waited for then LOST, and the Slurm
+ * states the record's state was derived from kept in the record
+ * (launch.h: slurm_states). An item is numbers only (work.h; a missing
+ * job's tag aside): the answer finds each launch by its job id, and a
+ * steady tick (nothing changed, nothing missing) touches no record. A
+ * targeted poll's answer (one job, asked by push completion: jobcomp.c)
+ * takes the same path for its launch.
+ *
+ * LOST: a job slurmctld no longer knows is looked up in accounting
+ * (poller.c). Accounting's records that are the launch's (its tag, or its
+ * job name where accounting keeps no comment) and say the job ended end
+ * the launch as they say, usage included. Anything else (no record, no
+ * accounting, accounting unreachable, another launch's record under a
+ * reused job id, a record accounting still shows live) is missing: the
+ * grace starts or goes on, and once FORGE_LOST_GRACE_S has passed with
+ * neither slurmctld nor accounting knowing the job's end, LOST.
  * Loop thread only.
  */
 #include "core/hooks.h"
@@ -20,6 +31,9 @@
 #include "core/log.h"
 #include "slurm/verdict.h"
 #include "core/util.h"
+#include "render/render.h"
+#include "render/try.h"
+#include "slurm/usage.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -52,6 +66,8 @@ void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r)
         memcpy(it->component_ids, r->component_ids,
                r->component_count * sizeof(uint32_t));
     }
+    if (it->missing) /* rare too: accounting asked for this tag's records */
+        it->tag = forge_try_tag(r->launch_id, r->attempt, forge_launch_try(r));
 }
 
 static void learn_components(forge_entry_t *e, const forge_slurm_job_list_t *l)
@@ -88,13 +104,28 @@ static bool remember_states(forge_entry_t *e, forge_poll_item_t *it,
     return first && !moves;
 }
 
+/* The usage object of jobs (new), for a terminal move. */
+static json_t *usage_json(const forge_slurm_job_list_t *jobs)
+{
+    forge_slurm_usage_t u;
+    json_t *o;
+
+    forge_slurm_usage_of_jobs(jobs, &u);
+    o = forge_slurm_usage_json(&u);
+    forge_slurm_usage_clear(&u);
+    return o;
+}
+
 static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
                             forge_poll_item_t *it)
 {
     forge_slurm_move_t m =
         forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
+    bool ends = m.moves && forge_state_is_terminal(m.to);
     json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-    change_t c = {m.to, m.reason, slurm, NULL, NULL};
+    json_t *usage =
+        ends && m.to != FORGE_STATE_LOST ? usage_json(&it->jobs) : NULL;
+    change_t c = {m.to, m.reason, slurm, NULL, usage};
 
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
@@ -102,12 +133,13 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     forge_loop_saw_restarts(w, e, &it->jobs, m.moves);
     if (remember_states(e, it, m.to, m.moves))
         forge_loop_write_record(w, e);
-    if (m.moves && forge_state_is_terminal(m.to))
-        forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm,
+    if (ends)
+        forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm, usage,
                         forge_clock_ms());
     if (m.moves && !forge_loop_retry_instead(w, e, &c)) /* tries.c */
         forge_loop_publish_event(w, e, &c, true);
     json_decref(slurm);
+    json_decref(usage);
 }
 
 /* A job slurmctld no longer knows whose end a tick saw before the records
@@ -120,7 +152,7 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
 
     if (!end || !forge_state_transition_legal(e->rec->state, end->state))
         return false;
-    c = (change_t){end->state, end->reason, end->slurm, NULL, NULL};
+    c = (change_t){end->state, end->reason, end->slurm, NULL, end->usage};
     forge_log_info("job %u is gone from slurmctld; its end was seen before "
                    "the records rewound: %s",
                    (unsigned)job_id, forge_state_name(end->state));
@@ -130,25 +162,87 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
     return true;
 }
 
+/* A job neither slurmctld nor accounting knows the end of: missing is
+ * never "finished" (unless its end was seen): the grace, then LOST. */
+static void on_absent(forge_loop_t *w, forge_entry_t *e, uint32_t job_id,
+                      long long now)
+{
+    if (ended_as_seen(w, e, job_id))
+        return;
+    if (!e->rec->missing_since_ms) {
+        e->rec->missing_since_ms = now;
+        forge_loop_write_record(w, e);
+    } else if (forge_slurm_lost(now - e->rec->missing_since_ms,
+                                w->cfg->lost_grace_s)) {
+        change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL, NULL,
+                      NULL};
+        forge_loop_publish_event(w, e, &c, true);
+    }
+}
+
+/* Whether each of accounting's records is e's job: its comment is the
+ * launch's tag (render/try.h), or, where accounting keeps no comment
+ * (slurmdbd without AccountingStoreFlags=job_comment), its name is the
+ * launch's job name (render.h). Job ids repeat once slurmctld's state is
+ * lost: another launch's record is not this one's end. */
+static bool accounted_is_ours(const forge_entry_t *e,
+                              const forge_slurm_job_list_t *l)
+{
+    const forge_launch_record_t *r = e->rec;
+    char *tag = forge_try_tag(r->launch_id, r->attempt, forge_launch_try(r));
+    char *name = forge_render_job_name(r->launch_id, r->attempt);
+    bool ours = l->count > 0;
+
+    for (size_t i = 0; ours && i < l->count; i++) {
+        const forge_slurm_job_t *j = &l->jobs[i];
+        ours = j->comment ? !strcmp(j->comment, tag)
+                          : j->name && !strcmp(j->name, name);
+    }
+    free(tag);
+    free(name);
+    return ours;
+}
+
+/* Accounting's records of a job slurmctld forgot: the launch ends as they
+ * say when they are its own and say it ended; else it is missing. Said
+ * once, when the job first goes missing. */
+static void on_accounted(forge_loop_t *w, forge_entry_t *e,
+                         forge_poll_item_t *it, long long now)
+{
+    const forge_slurm_job_t *first = &it->jobs.jobs[0];
+    forge_slurm_move_t m =
+        forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
+    const char *why = NULL;
+
+    if (!accounted_is_ours(e, &it->jobs))
+        why = "is another launch's (a job id used again)";
+    else if (!forge_state_is_terminal(m.to))
+        why = "does not say it ended";
+    if (!why) {
+        forge_log_info("job %u is gone from slurmctld; accounting says it "
+                       "ended: %s",
+                       (unsigned)it->job_id, forge_state_name(m.to));
+        on_poll_changed(w, e, it);
+        return;
+    }
+    if (!e->rec->missing_since_ms)
+        forge_log_warn("job %u of %s is gone from slurmctld; accounting's "
+                       "record (comment %s, state %s) %s: missing",
+                       (unsigned)it->job_id, e->rec->launch_id,
+                       first->comment ? first->comment : "none",
+                       first->state_count ? first->state[0] : "none", why);
+    on_absent(w, e, it->job_id, now);
+}
+
 void forge_loop_poll_item(forge_loop_t *w, forge_entry_t *e,
                           forge_poll_item_t *it, long long now)
 {
     if (it->outcome == FORGE_POLL_CHANGED) {
         on_poll_changed(w, e, it);
+    } else if (it->outcome == FORGE_POLL_ACCOUNTED) {
+        on_accounted(w, e, it, now);
     } else if (it->outcome == FORGE_POLL_ABSENT) {
-        /* Missing is never "finished" (unless its end was seen): wait out
-         * the grace, then LOST. */
-        if (ended_as_seen(w, e, it->job_id))
-            return;
-        if (!e->rec->missing_since_ms) {
-            e->rec->missing_since_ms = now;
-            forge_loop_write_record(w, e);
-        } else if (forge_slurm_lost(now - e->rec->missing_since_ms,
-                                    w->cfg->lost_grace_s)) {
-            change_t c = {FORGE_STATE_LOST, FORGE_SLURM_LOST_REASON, NULL, NULL,
-                          NULL};
-            forge_loop_publish_event(w, e, &c, true);
-        }
+        on_absent(w, e, it->job_id, now);
     } else if (it->outcome == FORGE_POLL_UNCHANGED &&
                e->rec->missing_since_ms) {
         e->rec->missing_since_ms = 0;
@@ -161,6 +255,7 @@ void forge_loop_poll_item(forge_loop_t *w, forge_entry_t *e,
 static bool needs_loop(const forge_poll_item_t *it)
 {
     return it->outcome == FORGE_POLL_CHANGED ||
+           it->outcome == FORGE_POLL_ACCOUNTED ||
            it->outcome == FORGE_POLL_ABSENT ||
            (it->outcome == FORGE_POLL_UNCHANGED && it->missing);
 }

@@ -76,6 +76,7 @@ static void free_poll(forge_work_t *w)
         forge_poll_item_t *it = &w->poll.items[i];
         free(it->component_ids);
         free(it->states);
+        free(it->tag);
         forge_slurm_job_list_clear(&it->jobs);
     }
     free(w->poll.items);

@@ -107,7 +107,14 @@ enum {
     FORGE_POLL_UNANSWERED = 0, /* error: change nothing */
     FORGE_POLL_UNCHANGED,
     FORGE_POLL_CHANGED,
-    FORGE_POLL_ABSENT, /* neither slurmctld nor accounting knows it */
+    /* slurmctld no longer knows it, and accounting has no record of it,
+     * or does not answer (no /slurmdb/, slurmdbd down), or was asked
+     * too recently to be asked again (poller.c) */
+    FORGE_POLL_ABSENT,
+    /* slurmctld no longer knows it; accounting's records are in `jobs`
+     * (each component's latest run, with its use): the loop checks they
+     * are the launch's (tag or name) and that they say it ended */
+    FORGE_POLL_ACCOUNTED,
 };
 
 /* One live job in a poll tick, and what the tick found. Nothing in it is
@@ -126,8 +133,14 @@ typedef struct forge_poll_item {
     forge_state_t state;
     bool missing;                /* the record had missing_since_ms set */
     int outcome;                 /* FORGE_POLL_* */
-    forge_slurm_job_list_t jobs; /* FORGE_POLL_CHANGED: the details */
+    forge_slurm_job_list_t jobs; /* CHANGED: the details; ACCOUNTED: the
+                                    accounting records */
     char *states; /* FORGE_POLL_CHANGED: the states seen (for the record) */
+    /* The launch's tag (render/try.h), only for a job already missing
+     * (rare, like component_ids): accounting is asked for that tag's
+     * records, so a reused job id's other record never hides this one's
+     * (a first absence asks for any, and the loop checks the comment). */
+    char *tag;
 } forge_poll_item_t;
 
 /* POLL: many launches at once (the work's launch_id is NULL), or one

@@ -75,6 +75,8 @@ json_t *forge_event_status(const forge_status_event_t *e)
         json_object_set_new(data, "try", json_integer(e->try_num));
     if (e->retry)
         json_object_set_new(data, "retry", json_deep_copy(e->retry));
+    if (e->usage)
+        json_object_set_new(data, "usage", json_deep_copy(e->usage));
     if (e->error_code)
         json_object_set_new(
             data, "error",

@@ -36,6 +36,9 @@ typedef struct forge_status_event {
     /* a retry's PENDING (reason retrying): the `retry` object, borrowed
      * ({try, max_tries, cause, not_before, excluded_nodes}); NULL: none */
     const json_t *retry;
+    /* a terminal move's `usage` object, borrowed (slurm/usage.h:
+     * forge_slurm_usage_json; issue 28); NULL: not said */
+    const json_t *usage;
 } forge_status_event_t;
 
 /* The whole CloudEvent (new reference). */

@@ -12,6 +12,7 @@
 #include "core/util.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,36 @@ char *forge_launch_seal_aad(const char *launch_id, int attempt)
 
     snprintf(aad, n, SEAL_AAD_PREFIX "%s/%d", launch_id, attempt);
     return aad;
+}
+
+void forge_launch_set_usage(forge_launch_record_t *r, const json_t *usage)
+{
+    const json_t *gpu = json_object_get(usage, "gpu_hours");
+    const json_t *elapsed = json_object_get(usage, "elapsed_s");
+
+    if (!json_is_number(gpu) || json_number_value(gpu) < 0)
+        return;
+    r->has_usage = true;
+    r->gpu_seconds = llround(json_number_value(gpu) * 3600.0);
+    r->elapsed_s = json_is_integer(elapsed) && json_integer_value(elapsed) >= 0
+                       ? json_integer_value(elapsed)
+                       : -1;
+}
+
+double forge_launch_gpu_hours(const forge_launch_record_t *r)
+{
+    return r->has_usage ? (double)r->gpu_seconds / 3600.0 : -1.0;
+}
+
+/* The usage fields as a decoder read them (either path): gpu_seconds
+ * present (has), elapsed_s present (has_elapsed). */
+static void take_usage(forge_launch_record_t *r, bool has, long long gpu_s,
+                       bool has_elapsed, long long elapsed_s)
+{
+    r->has_usage = has && gpu_s >= 0;
+    r->gpu_seconds = r->has_usage ? gpu_s : 0;
+    r->elapsed_s =
+        r->has_usage && has_elapsed && elapsed_s >= 0 ? elapsed_s : -1;
 }
 
 forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
@@ -234,6 +265,11 @@ forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
         json_object_set_new(*out, "restarts_staged",
                             json_integer(r->restarts_staged));
     forge_launch_put_retry(*out, r);
+    if (r->has_usage) { /* optional: a terminal move's usage */
+        json_object_set_new(*out, "gpu_seconds", json_integer(r->gpu_seconds));
+        if (r->elapsed_s >= 0)
+            json_object_set_new(*out, "elapsed_s", json_integer(r->elapsed_s));
+    }
     return FORGE_OK;
 }
 
@@ -326,6 +362,10 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     r->restarts = count_json(json_object_get(o, "restarts"));
     r->restarts_staged = count_json(json_object_get(o, "restarts_staged"));
     forge_launch_read_retry(r, o);
+    v = json_object_get(o, "elapsed_s"); /* optional, as gpu_seconds */
+    take_usage(r, json_is_integer(json_object_get(o, "gpu_seconds")),
+               json_integer_value(json_object_get(o, "gpu_seconds")),
+               json_is_integer(v), json_integer_value(v));
     return FORGE_OK;
 }
 
@@ -374,7 +414,9 @@ enum {
     K_CAUSE,
     K_EXCLUDED,
     K_NOT_BEFORE,
-    K__COUNT
+    K_GPU_SECONDS,
+    K_ELAPSED,
+    K__COUNT /* at most 32: fast_t.seen's bits */
 };
 #define K_REQUIRED ((1u << K_CLEANED) - 1) /* K_V .. K_MISSING */
 
@@ -420,6 +462,8 @@ static const fast_key_t fast_keys[K__COUNT] = {
     KEY("retry_cause", T_STR),
     KEY("excluded_nodes", T_STR),
     KEY("retry_not_before_ms", T_INT),
+    KEY("gpu_seconds", T_INT),
+    KEY("elapsed_s", T_INT),
 };
 
 typedef struct fast {
@@ -656,6 +700,8 @@ static forge_launch_record_t *fast_record(fast_t *f, const forge_sealer_t *s)
     r->restarts = count_of(f->num[K_RESTARTS]);
     r->restarts_staged = count_of(f->num[K_STAGED]);
     fast_retry(r, f);
+    take_usage(r, f->seen & (1u << K_GPU_SECONDS), f->num[K_GPU_SECONDS],
+               f->seen & (1u << K_ELAPSED), f->num[K_ELAPSED]);
     return r;
 }
 

@@ -124,6 +124,16 @@ typedef struct forge_launch_record {
     char *retry_cause;
     char *excluded_nodes;
     long long retry_not_before_ms;
+    /* What the job used, from its terminal move's `usage` (issue 28:
+     * forge_launch_set_usage): GPU-seconds over its components (each
+     * component's GPUs x its elapsed seconds: the event's gpu_hours x
+     * 3600, whole seconds, so the record keeps plain integers) and the
+     * elapsed seconds (-1 unknown). has_usage false: none said (LOST, no
+     * job, a live launch, records from before). Optional, absent while
+     * unknown: "gpu_seconds", "elapsed_s". */
+    bool has_usage;
+    long long gpu_seconds;
+    long long elapsed_s;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request
@@ -174,6 +184,14 @@ forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
 /* r's excluded nodes as a JSON array of Slurm node list entries ("h200-1",
  * "gpu[1-4]"; [] for none): new reference. */
 json_t *forge_launch_excluded_json(const forge_launch_record_t *r);
+
+/* The usage object of r's terminal event (slurm/usage.h:
+ * forge_slurm_usage_json, borrowed) into r: its gpu_hours and elapsed_s.
+ * Nothing changes when it is not an object with a gpu_hours number. */
+void forge_launch_set_usage(forge_launch_record_t *r, const json_t *usage);
+
+/* r's GPU-hours (gpu_seconds / 3600), or -1 when r has no usage. */
+double forge_launch_gpu_hours(const forge_launch_record_t *r);
 
 /* r's try (1-based: a record from before tries is at its first). */
 int forge_launch_try(const forge_launch_record_t *r);

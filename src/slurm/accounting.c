@@ -16,17 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void part_clear(forge_slurm_acct_part_t *p)
-{
-    forge_slurm_tres_list_clear(&p->tres_alloc);
-}
-
 void forge_slurm_accounting_clear(forge_slurm_accounting_t *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->jobs.count; i++)
-        part_clear(&a->parts[i]);
     forge_slurm_job_list_clear(&a->jobs);
     free(a->parts);
     memset(a, 0, sizeof(*a));
@@ -72,17 +65,11 @@ static long long max_rss(const json_t *steps)
 
 static void parse_part(const json_t *o, forge_slurm_acct_part_t *p)
 {
-    const json_t *time = json_object_get(o, "time");
     const json_t *dec = json_object_get(o, "derived_exit_code");
     long long v;
 
     memset(p, 0, sizeof(*p));
-    p->submit_s = time_field(time, "submission");
-    p->start_s = time_field(time, "start");
-    p->end_s = time_field(time, "end");
-    p->elapsed_s = number_or(json_object_get(time, "elapsed"), -1);
-    if (p->elapsed_s <= 0 && p->start_s > 0 && p->end_s >= p->start_s)
-        p->elapsed_s = p->end_s - p->start_s;
+    p->submit_s = time_field(json_object_get(o, "time"), "submission");
     p->restart_count = (int)number_or(json_object_get(o, "restart_cnt"), 0);
     p->derived_exit_code = -1;
     if (forge_slurm_number(dec, &v) ||
@@ -91,21 +78,35 @@ static void parse_part(const json_t *o, forge_slurm_acct_part_t *p)
     if (forge_slurm_number(
             json_object_get(json_object_get(dec, "signal"), "id"), &v))
         p->derived_signal = (int)v;
-    forge_slurm_tres_list_from_json(
-        &p->tres_alloc,
-        json_object_get(json_object_get(o, "tres"), "allocated"));
-    p->max_rss_bytes = max_rss(json_object_get(o, "steps"));
 }
 
-/* Whether run b is later than run a (the same job id). */
-static bool later(const forge_slurm_acct_part_t *a,
-                  const forge_slurm_acct_part_t *b)
+/* What the record says the job used: TRES, times, the steps' max RSS. */
+static forge_slurm_job_use_t *parse_use(const json_t *o)
+{
+    const json_t *time = json_object_get(o, "time");
+    forge_slurm_job_use_t *u = forge_slurm_job_use_new();
+
+    u->start_s = time_field(time, "start");
+    u->end_s = time_field(time, "end");
+    u->elapsed_s = number_or(json_object_get(time, "elapsed"), -1);
+    if (u->elapsed_s <= 0 && u->start_s > 0 && u->end_s >= u->start_s)
+        u->elapsed_s = u->end_s - u->start_s;
+    forge_slurm_tres_list_from_json(
+        &u->tres_alloc,
+        json_object_get(json_object_get(o, "tres"), "allocated"));
+    u->max_rss_bytes = max_rss(json_object_get(o, "steps"));
+    return u;
+}
+
+/* Whether run b (job jb) is later than run a (job ja, the same id). */
+static bool later(const forge_slurm_job_t *ja, const forge_slurm_acct_part_t *a,
+                  const forge_slurm_job_t *jb, const forge_slurm_acct_part_t *b)
 {
     if (b->restart_count != a->restart_count)
         return b->restart_count > a->restart_count;
     if (b->submit_s != a->submit_s)
         return b->submit_s > a->submit_s;
-    return b->start_s >= a->start_s; /* equal: the later record */
+    return jb->use->start_s >= ja->use->start_s; /* equal: the later one */
 }
 
 static bool belongs(const forge_slurm_job_t *j, uint32_t job_id)
@@ -115,18 +116,11 @@ static bool belongs(const forge_slurm_job_t *j, uint32_t job_id)
             j->het_job_id == job_id);
 }
 
-static void free_job(forge_slurm_job_t *j)
+/* Whether the record may be the tagged job's: its comment is the tag, or
+ * it has none (accounting.h). */
+static bool tag_fits(const forge_slurm_job_t *j, const char *tag)
 {
-    for (size_t k = 0; k < j->state_count; k++)
-        free(j->state[k]);
-    free(j->state);
-    free(j->state_reason);
-    free(j->nodes);
-    free(j->constraints);
-    free(j->comment);
-    free(j->name);
-    free(j->workdir);
-    memset(j, 0, sizeof(*j));
+    return !tag || !j->comment || !strcmp(j->comment, tag);
 }
 
 /* Adds a record, or replaces the earlier run of the same job id. */
@@ -137,14 +131,12 @@ static void fold(forge_slurm_accounting_t *a, forge_slurm_job_t *j,
         if (a->jobs.jobs[i].job_id != j->job_id)
             continue;
         a->earlier_runs++;
-        if (later(&a->parts[i], p)) {
-            free_job(&a->jobs.jobs[i]);
-            part_clear(&a->parts[i]);
+        if (later(&a->jobs.jobs[i], &a->parts[i], j, p)) {
+            forge_slurm_job_clear(&a->jobs.jobs[i]);
             a->jobs.jobs[i] = *j;
             a->parts[i] = *p;
         } else {
-            free_job(j);
-            part_clear(p);
+            forge_slurm_job_clear(j);
         }
         return;
     }
@@ -193,14 +185,15 @@ forge_slurm_status_t forge_slurm_accounting_parse(const json_t *answer,
 
         forge_slurm_parse_job(o, &j);
         if (!belongs(&j, job_id)) {
-            free_job(&j);
+            forge_slurm_job_clear(&j);
             continue;
         }
-        if (tag && !(j.comment && !strcmp(j.comment, tag))) {
+        if (!tag_fits(&j, tag)) {
             out->other_tags++;
-            free_job(&j);
+            forge_slurm_job_clear(&j);
             continue;
         }
+        j.use = parse_use(o);
         parse_part(o, &p);
         fold(out, &j, &p);
     }
@@ -250,9 +243,6 @@ forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
         forge_slurm_accounting_get(c, job_id, NULL, &a, res);
 
     *out = a.jobs; /* moved */
-    a.jobs.jobs = NULL;
-    for (size_t i = 0; i < a.jobs.count; i++)
-        part_clear(&a.parts[i]);
     free(a.parts);
     return st;
 }
@@ -267,13 +257,5 @@ forge_slurm_accounting_verdict(const forge_slurm_accounting_t *a,
 void forge_slurm_accounting_usage(const forge_slurm_accounting_t *a,
                                   forge_slurm_usage_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < a->jobs.count; i++) {
-        const forge_slurm_job_t *j = &a->jobs.jobs[i];
-        const forge_slurm_acct_part_t *p = &a->parts[i];
-        forge_slurm_usage_part_t u =
-            forge_slurm_usage_part(j->job_id, j->het_offset, &p->tres_alloc,
-                                   p->elapsed_s, p->max_rss_bytes);
-        forge_slurm_usage_add(out, &u);
-    }
+    forge_slurm_usage_of_jobs(&a->jobs, out);
 }

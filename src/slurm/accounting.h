@@ -31,7 +31,9 @@
  * otherwise keep a finished job PENDING or end it with its first run's
  * state). A tag, when given, drops records with another comment (job ids
  * repeat after a controller's state is lost: render/try.h's tag names the
- * launch's job).
+ * launch's job); a record without any comment is kept (slurmdbd stores
+ * comments only with AccountingStoreFlags=job_comment): the caller checks
+ * what else it can (the loop: the job's name, loop/tick.c).
  */
 #ifndef FORGE_SLURM_ACCOUNTING_H
 #define FORGE_SLURM_ACCOUNTING_H
@@ -42,18 +44,15 @@
 
 #include <jansson.h>
 
-/* What accounting adds to a component's job (forge_slurm_job_t). Times in
- * UNIX seconds, -1 unknown. */
+/* What accounting adds to a component's job (forge_slurm_job_t), beside
+ * what it used (the job's `use`: its allocated TRES, start, end and
+ * elapsed time, the steps' largest RSS). Times in UNIX seconds, -1
+ * unknown. */
 typedef struct forge_slurm_acct_part {
     long long submit_s;
-    long long start_s;
-    long long end_s;
-    long long elapsed_s;
     int restart_count;
     int derived_exit_code; /* the highest of the steps', -1 unknown */
     int derived_signal;    /* 0 none */
-    forge_slurm_tres_list_t tres_alloc;
-    long long max_rss_bytes; /* the largest step's, -1: none reported */
 } forge_slurm_acct_part_t;
 
 typedef struct forge_slurm_accounting {
@@ -69,9 +68,10 @@ void forge_slurm_accounting_clear(forge_slurm_accounting_t *a);
 
 /*
  * An answer's jobs[] read into out (emptied first): the records of job_id
- * (its own, or its het components'), with tag (NULL: any comment), each
- * component's latest run. OK with at least one; NOT_FOUND with none;
- * PROTOCOL when the answer has no jobs[]. res says why.
+ * (its own, or its het components'), with tag or no comment (tag NULL:
+ * any comment), each component's latest run, each job with its `use`. OK with
+ * at least one; NOT_FOUND with none; PROTOCOL when the answer has no jobs[].
+ * res says why.
  */
 forge_slurm_status_t forge_slurm_accounting_parse(const json_t *answer,
                                                   uint32_t job_id,
@@ -97,8 +97,8 @@ forge_slurm_verdict_t
 forge_slurm_accounting_verdict(const forge_slurm_accounting_t *a,
                                int cancel_requested, int *exit_code);
 
-/* What the job used, per component and in total (usage.h; out emptied
- * first). */
+/* What the job used, per component and in total (usage.h's
+ * forge_slurm_usage_of_jobs over a->jobs; out emptied first). */
 void forge_slurm_accounting_usage(const forge_slurm_accounting_t *a,
                                   forge_slurm_usage_t *out);
 

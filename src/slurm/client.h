@@ -28,6 +28,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "slurm/usage.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -194,7 +195,14 @@ typedef struct forge_slurm_job {
     char *name;
     char *workdir; /* current_working_directory (slurmdb: working_directory) */
     int restart_count;
+    /* what it used (usage.h), from a details or accounting answer; NULL
+     * for the others (jobs/state, a whole listing) */
+    forge_slurm_job_use_t *use;
 } forge_slurm_job_t;
+
+/* Frees what j holds and leaves it empty (j itself is the caller's: an
+ * element of a list, or on the stack). The one place a job is freed. */
+void forge_slurm_job_clear(forge_slurm_job_t *j);
 
 typedef struct forge_slurm_job_list {
     forge_slurm_job_t *jobs;
@@ -216,7 +224,8 @@ forge_slurm_status_t forge_slurm_job_states(forge_slurm_client_t *c,
                                             forge_slurm_result_t *res);
 
 /* Details of one job: for a het leader, every component, in het_offset
- * order. NOT_FOUND when Slurm no longer knows it. */
+ * order, each with its `use` (the allocated TRES and start / end times:
+ * usage.h). NOT_FOUND when Slurm no longer knows it. */
 forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
                                              uint32_t job_id,
                                              forge_slurm_job_list_t *out,

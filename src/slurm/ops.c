@@ -122,29 +122,65 @@ static int by_offset(const void *a, const void *b)
     return x->het_offset - y->het_offset;
 }
 
-void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
+void forge_slurm_job_clear(forge_slurm_job_t *j)
 {
-    for (size_t i = 0; l && i < l->count; i++) {
-        forge_slurm_job_t *j = &l->jobs[i];
-        for (size_t k = 0; k < j->state_count; k++)
-            free(j->state[k]);
-        free(j->state);
-        free(j->state_reason);
-        free(j->nodes);
-        free(j->constraints);
-        free(j->comment);
-        free(j->name);
-        free(j->workdir);
-    }
-    if (l) {
-        free(l->jobs);
-        l->jobs = NULL;
-        l->count = 0;
-    }
+    if (!j)
+        return;
+    for (size_t k = 0; k < j->state_count; k++)
+        free(j->state[k]);
+    free(j->state);
+    free(j->state_reason);
+    free(j->nodes);
+    free(j->constraints);
+    free(j->comment);
+    free(j->name);
+    free(j->workdir);
+    forge_slurm_job_use_free(j->use);
+    memset(j, 0, sizeof(*j));
 }
 
-/* Reads "jobs": [...] of an answer into out; PROTOCOL if it is missing. */
-static forge_slurm_status_t take_jobs(const json_t *json,
+void forge_slurm_job_list_clear(forge_slurm_job_list_t *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        forge_slurm_job_clear(&l->jobs[i]);
+    free(l->jobs);
+    l->jobs = NULL;
+    l->count = 0;
+}
+
+/* A {set, number} time of slurmctld's job (start_time, end_time): -1 when
+ * unset or 0 (a job that never started says 0). */
+static long long time_of(const json_t *o, const char *key)
+{
+    long long v;
+
+    return forge_slurm_number(json_object_get(o, key), &v) && v > 0 ? v : -1;
+}
+
+/* slurmctld's details (v0.0.41..45 JOB_INFO): tres_alloc_str ("cpu=2,
+ * mem=4000M,node=1,gres/gpu=4", empty before an allocation), start_time
+ * and end_time (the actual end once the job ended); no RSS. */
+static void take_use(const json_t *o, forge_slurm_job_t *j)
+{
+    const char *tres = json_string_value(json_object_get(o, "tres_alloc_str"));
+    forge_slurm_job_use_t *u = forge_slurm_job_use_new();
+    forge_error_t err = {0};
+
+    if (tres && forge_slurm_tres_parse_text(tres, &u->tres_alloc, &err))
+        forge_log_debug("job %u: tres_alloc_str read up to %s",
+                        (unsigned)j->job_id, err.message);
+    u->start_s = time_of(o, "start_time");
+    u->end_s = time_of(o, "end_time");
+    if (u->start_s > 0 && u->end_s >= u->start_s)
+        u->elapsed_s = u->end_s - u->start_s;
+    j->use = u;
+}
+
+/* Reads "jobs": [...] of an answer into out (with each job's use: a
+ * details answer); PROTOCOL if it is missing. */
+static forge_slurm_status_t take_jobs(const json_t *json, bool with_use,
                                       forge_slurm_job_list_t *out,
                                       forge_slurm_result_t *res)
 {
@@ -161,6 +197,8 @@ static forge_slurm_status_t take_jobs(const json_t *json,
     {
         forge_slurm_job_t j;
         forge_slurm_parse_job(o, &j);
+        if (with_use)
+            take_use(o, &j);
         forge_slurm_list_add(out, &j);
     }
     if (out->count > 1)
@@ -171,7 +209,7 @@ static forge_slurm_status_t take_jobs(const json_t *json,
 /* GET <plugin>/<rest> → jobs[]. */
 static forge_slurm_status_t get_jobs(forge_slurm_client_t *c,
                                      const char *plugin, const char *rest,
-                                     forge_slurm_job_list_t *out,
+                                     bool with_use, forge_slurm_job_list_t *out,
                                      forge_slurm_result_t *res)
 {
     char *path = forge_slurm_path(c, plugin, rest);
@@ -182,7 +220,7 @@ static forge_slurm_status_t get_jobs(forge_slurm_client_t *c,
     out->jobs = NULL;
     out->count = 0;
     if (st == FORGE_SLURM_OK)
-        st = take_jobs(json, out, res);
+        st = take_jobs(json, with_use, out, res);
     json_decref(json);
     free(path);
     return st;
@@ -196,7 +234,7 @@ forge_slurm_status_t forge_slurm_job_details(forge_slurm_client_t *c,
     char rest[32];
 
     snprintf(rest, sizeof(rest), "job/%u", job_id);
-    return get_jobs(c, "slurm", rest, out, res);
+    return get_jobs(c, "slurm", rest, true, out, res);
 }
 
 /* Jobs of one full listing whose comment is comment (exact) or starts
@@ -207,7 +245,7 @@ static forge_slurm_status_t find_comment(forge_slurm_client_t *c,
                                          forge_slurm_result_t *res)
 {
     forge_slurm_job_list_t all = {NULL, 0};
-    forge_slurm_status_t st = get_jobs(c, "slurm", "jobs", &all, res);
+    forge_slurm_status_t st = get_jobs(c, "slurm", "jobs", false, &all, res);
     size_t n = strlen(comment);
 
     out->jobs = NULL;

@@ -6,6 +6,7 @@
  */
 #include "slurm/usage.h"
 #include "core/util.h"
+#include "slurm/client.h"
 
 #include <errno.h>
 #include <math.h>
@@ -254,6 +255,38 @@ void forge_slurm_usage_clear(forge_slurm_usage_t *u)
         return;
     free(u->parts);
     memset(u, 0, sizeof(*u));
+}
+
+/* ---- a job's components -------------------------------------------------- */
+
+forge_slurm_job_use_t *forge_slurm_job_use_new(void)
+{
+    forge_slurm_job_use_t *u = forge_xcalloc(1, sizeof(*u));
+
+    u->start_s = u->end_s = u->elapsed_s = u->max_rss_bytes = -1;
+    return u;
+}
+
+void forge_slurm_job_use_free(forge_slurm_job_use_t *u)
+{
+    if (!u)
+        return;
+    forge_slurm_tres_list_clear(&u->tres_alloc);
+    free(u);
+}
+
+void forge_slurm_usage_of_jobs(const struct forge_slurm_job_list *jobs,
+                               forge_slurm_usage_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; jobs && i < jobs->count; i++) {
+        const forge_slurm_job_t *j = &jobs->jobs[i];
+        const forge_slurm_job_use_t *u = j->use;
+        forge_slurm_usage_part_t p = forge_slurm_usage_part(
+            j->job_id, j->het_offset, u ? &u->tres_alloc : NULL,
+            u ? u->elapsed_s : -1, u ? u->max_rss_bytes : -1);
+        forge_slurm_usage_add(out, &p);
+    }
 }
 
 /* ---- the event's object ------------------------------------------------ */

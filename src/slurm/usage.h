@@ -89,6 +89,24 @@ typedef struct forge_slurm_usage {
     double cpu_hours, gpu_hours;
 } forge_slurm_usage_t;
 
+/* What one job (or het component) used, as far as an answer told
+ * (forge_slurm_job_t.use, client.h): slurmctld's details give
+ * `tres_alloc_str` (the text forge_slurm_tres_parse_text reads) and
+ * `start_time` / `end_time`; accounting its `tres.allocated[]`,
+ * `time.{start, end, elapsed}` and the steps' largest RSS. */
+typedef struct forge_slurm_job_use {
+    forge_slurm_tres_list_t tres_alloc;
+    long long start_s, end_s; /* UNIX seconds, -1 unknown */
+    long long elapsed_s;      /* -1 unknown */
+    long long max_rss_bytes;  /* -1: not reported (slurmctld never does) */
+} forge_slurm_job_use_t;
+
+/* A new use, every number unknown (-1), no TRES. */
+forge_slurm_job_use_t *forge_slurm_job_use_new(void);
+
+/* u and what it holds. NULL-safe. */
+void forge_slurm_job_use_free(forge_slurm_job_use_t *u);
+
 /* One component's usage from its allocated TRES, elapsed seconds (-1
  * unknown) and max RSS (-1 unknown). */
 forge_slurm_usage_part_t
@@ -99,6 +117,13 @@ forge_slurm_usage_part(uint32_t job_id, int het_offset,
 /* Appends part to u and adds it to the totals. */
 void forge_slurm_usage_add(forge_slurm_usage_t *u,
                            const forge_slurm_usage_part_t *part);
+
+/* A job's usage from its components as an answer gave them (client.h's
+ * list: each job's `use`; a job without one counts as unknown), in the
+ * list's order (out emptied first). */
+struct forge_slurm_job_list;
+void forge_slurm_usage_of_jobs(const struct forge_slurm_job_list *jobs,
+                               forge_slurm_usage_t *out);
 
 /* Frees what u holds and leaves it empty. */
 void forge_slurm_usage_clear(forge_slurm_usage_t *u);

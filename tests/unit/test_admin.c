@@ -11,6 +11,7 @@
 #include "admin/replay.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,7 @@ Test(launches, json_never_shows_the_request)
     cr_assert_eq(json_integer_value(json_object_get(j, "max_tries")), 1);
     cr_assert(json_is_null(json_object_get(j, "retry_cause")));
     cr_assert_eq(json_array_size(json_object_get(j, "excluded_nodes")), 0);
+    cr_assert(json_is_null(json_object_get(j, "gpu_hours")), "no usage yet");
     free(text);
     json_decref(j);
     /* a retry's next try (issue 26) */
@@ -172,10 +174,31 @@ Test(launches, json_never_shows_the_request)
     fclose(out);
     cr_assert_null(strstr(row, "SECRET"), "%s", row);
     cr_assert(strstr(row, "4711") && strstr(row, "SUBMITTED"), "%s", row);
+
+    cr_assert(strstr(row, " - "), "no usage yet: GPU_H is -: %s", row);
     free(row);
+
+    /* a terminal move's usage (issue 28): GPU_H and gpu_hours */
+    cr_assert_eq(forge_launch_advance(r, FORGE_STATE_SUCCEEDED, 3000),
+                 FORGE_OK);
+    r->has_usage = true;
+    r->gpu_seconds = 4 * 5400; /* 6 GPU-hours */
+    r->elapsed_s = 5400;
+    out = open_memstream(&row, &row_len);
+    forge_launches_print_header(out);
+    forge_launches_print_row(out, &e);
+    fclose(out);
+    cr_assert(strstr(row, "GPU_H"), "%s", row);
+    cr_assert(strstr(row, " 6.00 "), "%s", row);
+    j = forge_launches_json(&e);
+    cr_assert(fabs(json_real_value(json_object_get(j, "gpu_hours")) - 6.0) <
+              1e-9);
+    cr_assert_eq(json_integer_value(json_object_get(j, "elapsed_s")), 5400);
+    json_decref(j);
 
     cr_assert(forge_launches_match(&any, &e));
     cr_assert_not(forge_launches_match(&running, &e));
     cr_assert_not(forge_launches_match(&other, &e));
+    free(row);
     forge_launch_record_free(r);
 }

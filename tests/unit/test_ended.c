@@ -14,7 +14,7 @@ Test(ended, an_end_is_found_by_its_job_id_until_it_is_too_old)
     json_t *slurm = json_pack("{s:s}", "state", "COMPLETED");
     const forge_ended_job_t *end;
 
-    forge_ended_put(t, 42, FORGE_STATE_SUCCEEDED, "exit 0", slurm, 1000);
+    forge_ended_put(t, 42, FORGE_STATE_SUCCEEDED, "exit 0", slurm, NULL, 1000);
     json_decref(slurm); /* the table holds its own reference */
     cr_assert_null(forge_ended_find(t, 43, 1000));
     end = forge_ended_find(t, 42, 1000 + FORGE_ENDED_KEEP_MS - 1);
@@ -32,9 +32,9 @@ Test(ended, the_latest_end_of_a_job_is_found_and_both_expire_in_order)
 {
     forge_ended_t *t = forge_ended_new();
 
-    forge_ended_put(t, 7, FORGE_STATE_FAILED, NULL, NULL, 0);
-    forge_ended_put(t, 7 + 4096, FORGE_STATE_CANCELLED, NULL, NULL, 5);
-    forge_ended_put(t, 7, FORGE_STATE_SUCCEEDED, NULL, NULL, 10);
+    forge_ended_put(t, 7, FORGE_STATE_FAILED, NULL, NULL, NULL, 0);
+    forge_ended_put(t, 7 + 4096, FORGE_STATE_CANCELLED, NULL, NULL, NULL, 5);
+    forge_ended_put(t, 7, FORGE_STATE_SUCCEEDED, NULL, NULL, NULL, 10);
     cr_assert_eq(forge_ended_find(t, 7, 10)->state, FORGE_STATE_SUCCEEDED);
     cr_assert_eq(forge_ended_find(t, 7 + 4096, 10)->state,
                  FORGE_STATE_CANCELLED, "same bucket, other job");
@@ -50,7 +50,7 @@ Test(ended, the_oldest_go_first_past_the_count)
     forge_ended_t *t = forge_ended_new();
 
     for (uint32_t id = 1; id <= FORGE_ENDED_MAX + 10; id++)
-        forge_ended_put(t, id, FORGE_STATE_SUCCEEDED, NULL, NULL, id);
+        forge_ended_put(t, id, FORGE_STATE_SUCCEEDED, NULL, NULL, NULL, id);
     cr_assert_eq(forge_ended_count(t), FORGE_ENDED_MAX);
     cr_assert_null(forge_ended_find(t, 10, FORGE_ENDED_MAX + 10));
     cr_assert_not_null(forge_ended_find(t, 11, FORGE_ENDED_MAX + 10));

@@ -6,8 +6,10 @@
  * validator, tests/schema/validate.py).
  */
 #include "record/events.h"
+#include "slurm/usage.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +172,66 @@ Test(events, a_retrying_event_says_which_try_and_why)
     unlink(path);
     rmdir(dir);
     json_decref(retry);
+    json_decref(slurm);
+}
+
+/* A terminal event carries the job's usage as slurm/usage.h makes it
+ * (issue 28): numbers Slurm did not report are null, and the event stays
+ * valid under the schema; a usage with every number known too. */
+Test(events, a_terminal_event_carries_the_usage)
+{
+    char dir[] = "/tmp/forge-events-XXXXXX", cmd[1024], p[2][64];
+    forge_status_event_t e = base_event();
+    json_t *slurm = sample_slurm(), *usage[2], *ev;
+    forge_slurm_tres_list_t tres = {NULL, 0};
+    forge_slurm_usage_t u[2] = {{0}, {0}};
+    forge_slurm_usage_part_t part;
+    forge_error_t err = {0};
+
+    cr_assert_eq(
+        forge_slurm_tres_parse_text(
+            "cpu=16,mem=64G,node=1,billing=16,gres/gpu=4", &tres, &err),
+        FORGE_OK, "%s", err.message);
+    part = forge_slurm_usage_part(77, 0, &tres, 5400, -1); /* details */
+    forge_slurm_usage_add(&u[0], &part);
+    part = forge_slurm_usage_part(77, 0, &tres, 5400, 3LL << 30); /* acct */
+    forge_slurm_usage_add(&u[1], &part);
+    e.seq = 5;
+    e.previous = FORGE_STATE_RUNNING;
+    e.state = FORGE_STATE_SUCCEEDED;
+    e.slurm = slurm;
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 2; i++) {
+        usage[i] = forge_slurm_usage_json(&u[i]);
+        e.usage = usage[i];
+        ev = forge_event_status(&e);
+        cr_assert(json_equal(
+            json_object_get(json_object_get(ev, "data"), "usage"), usage[i]));
+        cr_assert(fabs(json_real_value(json_object_get(usage[i], "gpu_hours")) -
+                       6.0) < 1e-9);
+        json_decref(ev);
+        snprintf(p[i], sizeof(p[i]), "%s/usage%d.json", dir, i);
+        write_event(p[i], &e);
+    }
+    cr_assert(json_is_null(json_object_get(usage[0], "max_rss_bytes")));
+    cr_assert_eq(json_integer_value(json_object_get(usage[1], "max_rss_bytes")),
+                 3LL << 30);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tests/schema/validate.py "
+             "status-changed.v1.json %s %s",
+             FORGE_SOURCE_DIR, p[0], p[1]);
+    cr_assert_eq(system(cmd), 0, "the terminal event breaks the schema");
+    e.usage = NULL; /* any other event says none */
+    ev = forge_event_status(&e);
+    cr_assert_null(json_object_get(json_object_get(ev, "data"), "usage"));
+    json_decref(ev);
+    for (int i = 0; i < 2; i++) {
+        unlink(p[i]);
+        json_decref(usage[i]);
+        forge_slurm_usage_clear(&u[i]);
+    }
+    rmdir(dir);
+    forge_slurm_tres_list_clear(&tres);
     json_decref(slurm);
 }
 

@@ -10,6 +10,7 @@
 #include "record/launch.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,52 @@ Test(launch, restarts_round_trip_and_are_absent_until_a_requeue)
     cr_assert_eq(back->restarts_staged, 1);
     forge_launch_record_free(back);
     free(text);
+    forge_launch_record_free(r);
+}
+
+/* What the job used (issue 28): GPU-seconds and elapsed seconds from the
+ * terminal event's usage, kept across an encode and decode; absent, and
+ * read back as unknown, in a record without (older ones too). */
+Test(launch, usage_round_trips_and_is_absent_while_unknown)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, NULL, 0), *back;
+    json_t *usage = json_pack("{s:I, s:f, s:f, s:I, s:[]}", "elapsed_s",
+                              (json_int_t)5400, "gpu_hours", 6.0, "cpu_hours",
+                              12.0, "gpus", (json_int_t)4, "components");
+    char *text;
+
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "gpu_seconds"), "%s", text);
+    back = decode_ok(text, NULL);
+    cr_assert_not(back->has_usage);
+    cr_assert(forge_launch_gpu_hours(back) < 0);
+    forge_launch_record_free(back);
+    free(text);
+
+    forge_launch_set_usage(r, usage);
+    cr_assert(r->has_usage);
+    cr_assert_eq(r->gpu_seconds, 4 * 5400);
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert(back->has_usage);
+    cr_assert_eq(back->gpu_seconds, 4 * 5400);
+    cr_assert_eq(back->elapsed_s, 5400);
+    cr_assert(fabs(forge_launch_gpu_hours(back) - 6.0) < 1e-9);
+    forge_launch_record_free(back);
+    free(text);
+    /* elapsed unknown: gpu_seconds alone */
+    json_object_set_new(usage, "elapsed_s", json_null());
+    json_object_set_new(usage, "gpu_hours", json_real(0.0));
+    forge_launch_set_usage(r, usage);
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "elapsed_s"), "%s", text);
+    back = decode_ok(text, NULL);
+    cr_assert(back->has_usage);
+    cr_assert_eq(back->elapsed_s, -1);
+    cr_assert_eq(forge_launch_gpu_hours(back), 0.0);
+    forge_launch_record_free(back);
+    free(text);
+    json_decref(usage);
     forge_launch_record_free(r);
 }
 
@@ -636,6 +683,9 @@ static void assert_same_record(const forge_launch_record_t *a,
     cr_assert_eq(a->sweep_due, b->sweep_due);
     cr_assert_eq(a->restarts, b->restarts);
     cr_assert_eq(a->restarts_staged, b->restarts_staged);
+    cr_assert_eq(a->has_usage, b->has_usage);
+    cr_assert_eq(a->gpu_seconds, b->gpu_seconds);
+    cr_assert_eq(a->elapsed_s, b->elapsed_s);
     cr_assert_eq(!a->slurm_states, !b->slurm_states);
     if (a->slurm_states)
         cr_assert_str_eq(a->slurm_states, b->slurm_states);
@@ -705,6 +755,10 @@ Test(launch, the_fast_and_the_general_decode_agree)
         {"\"restarts\":2", "\"restarts\":-2"},
         {"\"restarts\":2", "\"restarts\":4294967296"},
         {"\"restarts_staged\":1", "\"restarts_staged\":\"1\""},
+        {"\"gpu_seconds\":21600", "\"gpu_seconds\":-1"},
+        {"\"gpu_seconds\":21600", "\"gpu_seconds\":2.5"},
+        {"\"elapsed_s\":5400", "\"elapsed_s\":null"},
+        {",\"elapsed_s\":5400", ""},
     };
 
     r->component_ids = calloc(2, sizeof(uint32_t));
@@ -715,6 +769,9 @@ Test(launch, the_fast_and_the_general_decode_agree)
     r->sweep_due = true;
     r->restarts = 2;
     r->restarts_staged = 1;
+    r->has_usage = true;
+    r->gpu_seconds = 21600;
+    r->elapsed_s = 5400;
     text = encode_ok(r, s);
     assert_paths_agree(text, s);     /* opened */
     assert_paths_agree(text, other); /* not opened: an unknown key */

@@ -549,3 +549,123 @@ Test(poller, a_targeted_poll_merges_into_the_change_cache)
     free(d);
     free(after);
 }
+
+/* ---- a job slurmctld no longer knows: accounting -------------------------
+ */
+
+#define ACCT "/slurmdb/v0.0.43/job/"
+#define NONE "{\"jobs\": [], \"errors\": [], \"warnings\": []}"
+
+/* slurmdbd's record of job FIRST tagged `comment`: ended COMPLETED after an
+ * hour on 4 GPUs, its batch step's max RSS 1 GiB. */
+static char *accounting_answer(const char *comment)
+{
+    forge_buf_t b = FORGE_BUF_INIT;
+
+    forge_buf_printf(
+        &b,
+        "{\"jobs\": [{\"job_id\": %u, \"name\": \"forge-p1-1\", "
+        "\"comment\": {\"job\": \"%s\"}, \"state\": {\"current\": "
+        "[\"COMPLETED\"], \"reason\": \"None\"}, \"exit_code\": {\"status\": "
+        "[\"SUCCESS\"], \"return_code\": 0}, \"time\": {\"submission\": "
+        "1796000000, \"start\": 1796000010, \"end\": 1796003610, "
+        "\"elapsed\": 3600}, \"tres\": {\"allocated\": [{\"type\": \"cpu\", "
+        "\"count\": 8}, {\"type\": \"node\", \"count\": 1}, {\"type\": "
+        "\"gres\", \"name\": \"gpu\", \"count\": 4}]}, \"steps\": [{\"tres\": "
+        "{\"requested\": {\"max\": [{\"type\": \"mem\", \"count\": "
+        "1073741824}]}}}]}], \"errors\": [], \"warnings\": []}",
+        FIRST, comment);
+    return forge_buf_take(&b);
+}
+
+/* A tick of job FIRST, missing from jobs/state, with the launch's tag
+ * (NULL: a first absence). */
+static forge_work_t *absent_tick(const char *tag)
+{
+    forge_work_t *w = tick(1, FORGE_STATE_RUNNING);
+
+    w->poll.items[0].tag = tag ? forge_xstrdup(tag) : NULL;
+    w->poll.items[0].missing = tag != NULL;
+    support_http_push(srv, STATE, 200, NONE, 0);
+    return w;
+}
+
+Test(poller, an_absent_job_accounting_knows_comes_back_with_its_records)
+{
+    char *acct = accounting_answer("forge:p1:1");
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+    forge_poll_item_t *it;
+
+    support_http_push(srv, ACCT, 200, acct, 0);
+    done = ran(r, absent_tick(NULL));
+    it = &done->poll.items[0];
+    cr_assert_eq(it->outcome, FORGE_POLL_ACCOUNTED);
+    cr_assert_eq(it->jobs.count, 1);
+    cr_assert_str_eq(it->jobs.jobs[0].comment, "forge:p1:1");
+    cr_assert_not_null(it->jobs.jobs[0].use);
+    cr_assert_eq(it->jobs.jobs[0].use->max_rss_bytes, 1073741824LL);
+    cr_assert_eq(it->jobs.jobs[0].use->elapsed_s, 3600);
+    cr_assert_eq(requests_to(ACCT), 1);
+    forge_work_free(done);
+    forge_pool_stop(r);
+    free(acct);
+}
+
+/* slurmdbd down (slurmrestd answers 500) or no /slurmdb/ at all (404):
+ * ABSENT, never UNANSWERED, so the loop's grace runs; and the job's
+ * accounting is not asked again before FORGE_ACCOUNTING_EVERY_MS. */
+Test(poller, an_accounting_that_fails_is_absent_and_asked_again_only_later)
+{
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+    size_t asked;
+
+    support_http_default(srv, 500,
+                         "{\"errors\": [{\"error_number\": 7000, \"error\": "
+                         "\"Unable to connect to database\"}]}");
+    done = ran(r, absent_tick(NULL));
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_ABSENT);
+    asked = requests_to(ACCT);
+    cr_assert_geq(asked, 1);
+    forge_work_free(done);
+    done = ran(r, absent_tick("forge:p1:1")); /* at once: the answer stands */
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_ABSENT);
+    cr_assert_eq(requests_to(ACCT), asked, "asked again within the bound");
+    forge_work_free(done);
+    forge_pool_stop(r);
+    r = poller(); /* down: a tick of 3 missing jobs asks once */
+    support_http_push(srv, STATE, 200, NONE, 0);
+    asked = requests_to(ACCT);
+    done = ran(r, tick(3, FORGE_STATE_RUNNING));
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(done->poll.items[i].outcome, FORGE_POLL_ABSENT);
+    cr_assert_eq(requests_to(ACCT) - asked, 4, "one lookup: its 4 attempts");
+    forge_work_free(done);
+    forge_pool_stop(r);
+    r = poller(); /* no /slurmdb/: a plain 404 */
+    support_http_default(srv, 404, "Not Found");
+    done = ran(r, absent_tick(NULL));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_ABSENT);
+    forge_work_free(done);
+    forge_pool_stop(r);
+}
+
+/* A missing job's tag goes with the lookup: another launch's record under
+ * the same (reused) job id is not this one's. */
+Test(poller, another_launchs_record_under_the_job_id_is_absent)
+{
+    char *acct = accounting_answer("forge:other:1");
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+
+    support_http_push(srv, ACCT, 200, acct, 0);
+    done = ran(r, absent_tick("forge:p1:1"));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_ABSENT);
+    cr_assert_eq(done->poll.items[0].jobs.count, 0);
+    cr_assert_eq(requests_to(ACCT), 1);
+    forge_work_free(done);
+    forge_pool_stop(r);
+    free(acct);
+}

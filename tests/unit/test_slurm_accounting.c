@@ -78,9 +78,9 @@ Test(slurm_accounting, het_requeued_keeps_each_components_last_run)
     cr_assert_str_eq(a.jobs.jobs[0].state[0], "COMPLETED");
     cr_assert_str_eq(a.jobs.jobs[1].state[0], "COMPLETED");
     cr_assert_eq(a.parts[0].restart_count, 1);
-    cr_assert_eq(a.parts[0].start_s, 1796000800);
-    cr_assert_eq(a.parts[0].end_s, 1796004400);
-    cr_assert_eq(a.parts[0].elapsed_s, 3600);
+    cr_assert_eq(a.jobs.jobs[0].use->start_s, 1796000800);
+    cr_assert_eq(a.jobs.jobs[0].use->end_s, 1796004400);
+    cr_assert_eq(a.jobs.jobs[0].use->elapsed_s, 3600);
     cr_assert_eq(a.parts[0].derived_exit_code, 0);
     cr_assert_str_eq(a.jobs.jobs[0].workdir, "/srv/forge/staging/l-acct/1");
     /* the run that ended NODE_FAIL would have kept the launch from ending */
@@ -187,8 +187,8 @@ Test(slurm_accounting, cancelled_while_pending_used_nothing)
 
     cr_assert_eq(v.state, FORGE_STATE_CANCELLED);
     cr_assert_str_eq(v.reason, "requested");
-    cr_assert_eq(a.parts[0].start_s, -1);
-    cr_assert_eq(a.parts[0].elapsed_s, 0);
+    cr_assert_eq(a.jobs.jobs[0].use->start_s, -1);
+    cr_assert_eq(a.jobs.jobs[0].use->elapsed_s, 0);
     forge_slurm_accounting_usage(&a, &u);
     cr_assert_eq(u.parts[0].cpus, -1);
     cr_assert_eq(u.parts[0].gpus, 0);
@@ -385,6 +385,7 @@ Test(slurm_accounting_http, job_accounting_list_is_folded_too, .init = setup,
     forge_slurm_job_list_t l = {NULL, 0};
     forge_slurm_result_t res = {0};
     forge_slurm_move_t m;
+    forge_slurm_usage_t u;
 
     support_http_push(srv, "/slurmdb/v0.0.41/job/5700", 200, body, 0);
     cr_assert_eq(forge_slurm_job_accounting(c, 5700, &l, &res), FORGE_SLURM_OK,
@@ -394,6 +395,11 @@ Test(slurm_accounting_http, job_accounting_list_is_folded_too, .init = setup,
     m = forge_slurm_move(&l, FORGE_STATE_RUNNING, 0);
     cr_assert_eq(m.to, FORGE_STATE_SUCCEEDED);
     cr_assert(m.moves);
+    /* each job carries its use: the event's usage, max RSS included */
+    forge_slurm_usage_of_jobs(&l, &u);
+    assert_hours(u.gpu_hours, 12.0);
+    cr_assert_eq(u.max_rss_bytes, 3LL << 30);
+    forge_slurm_usage_clear(&u);
     forge_slurm_job_list_clear(&l);
     free(body);
     forge_slurm_client_destroy(c);
@@ -431,4 +437,109 @@ Test(slurm_accounting_http, server_error_is_no_verdict, .init = setup,
                  FORGE_SLURM_SERVER);
     cr_assert_eq(a.jobs.count, 0);
     forge_slurm_client_destroy(c);
+}
+
+/* ---- slurmctld's details: what a job used before it ages out ----------- */
+
+/* slurmctld's answers (tests/data/slurmctld/): v0.0.43's JOB_INFO, with
+ * tres_alloc_str, start_time and end_time ({set, number}; a job that never
+ * started says 0). */
+static char *details_text(const char *name)
+{
+    char path[512];
+    json_error_t e;
+    json_t *j;
+    char *s;
+
+    snprintf(path, sizeof(path), FORGE_SOURCE_DIR "/tests/data/slurmctld/%s",
+             name);
+    cr_assert_not_null(j = json_load_file(path, 0, &e), "%s: %s", path, e.text);
+    s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+Test(slurm_accounting_http, details_carry_what_the_job_used, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    forge_slurm_job_list_t l = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_slurm_usage_t u;
+    char *body = details_text("v0.0.43_het_details.json");
+    json_t *j;
+
+    support_http_push(srv, "/slurm/v0.0.43/job/5800", 200, body, 0);
+    cr_assert_eq(forge_slurm_job_details(c, 5800, &l, &res), FORGE_SLURM_OK,
+                 "%s", res.message);
+    cr_assert_eq(l.count, 2);
+    cr_assert_not_null(l.jobs[0].use);
+    cr_assert_eq(l.jobs[0].use->elapsed_s, 3600);
+    cr_assert_eq(l.jobs[0].use->max_rss_bytes, -1, "slurmctld has no RSS");
+    forge_slurm_usage_of_jobs(&l, &u);
+    cr_assert_eq(u.count, 2);
+    cr_assert_eq(u.parts[0].gpus, 4);
+    cr_assert_eq(u.parts[0].mem_mb, 64000);
+    assert_hours(u.parts[0].gpu_hours, 4.0);
+    cr_assert_eq(u.parts[1].gpus, 8); /* typed only */
+    cr_assert_eq(u.parts[1].elapsed_s, 1800);
+    assert_hours(u.parts[1].gpu_hours, 4.0);
+    assert_hours(u.gpu_hours, 8.0);
+    assert_hours(u.cpu_hours, 16.0 + 4.0);
+    cr_assert_eq(u.elapsed_s, 3600);
+    cr_assert_eq(u.nodes, 3);
+    j = forge_slurm_usage_json(&u);
+    cr_assert(json_is_null(json_object_get(j, "max_rss_bytes")));
+    assert_hours(json_real_value(json_object_get(j, "gpu_hours")), 8.0);
+    json_decref(j);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_job_list_clear(&l);
+    free(body);
+    forge_slurm_client_destroy(c);
+}
+
+Test(slurm_accounting_http, a_job_that_never_started_used_nothing,
+     .init = setup, .fini = teardown, .timeout = 30)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    forge_slurm_job_list_t l = {NULL, 0};
+    forge_slurm_result_t res = {0};
+    forge_slurm_usage_t u;
+    char *body = details_text("v0.0.43_cancelled_pending_details.json");
+
+    support_http_push(srv, "/slurm/v0.0.43/job/5810", 200, body, 0);
+    cr_assert_eq(forge_slurm_job_details(c, 5810, &l, &res), FORGE_SLURM_OK,
+                 "%s", res.message);
+    forge_slurm_usage_of_jobs(&l, &u);
+    cr_assert_eq(u.elapsed_s, -1);
+    cr_assert_eq(u.cpus, -1);
+    cr_assert_eq(u.gpus, 0);
+    assert_hours(u.gpu_hours, 0.0);
+    forge_slurm_usage_clear(&u);
+    forge_slurm_job_list_clear(&l);
+    free(body);
+    forge_slurm_client_destroy(c);
+}
+
+/* slurmdbd keeps a job's comment only with AccountingStoreFlags=job_comment:
+ * a record without one is kept under a tag (the loop checks its name), one
+ * with another comment is not. */
+Test(slurm_accounting, a_record_without_comment_is_kept_under_a_tag)
+{
+    forge_slurm_accounting_t a;
+    forge_slurm_result_t res = {0};
+    json_t *j =
+        json_pack("{s:[{s:i, s:s, s:{s:[s]}}, {s:i, s:s, s:{s:[s]}, s:{s:s}}]}",
+                  "jobs", "job_id", 9, "name", "forge-x-1", "state", "current",
+                  "COMPLETED", "job_id", 9, "name", "forge-y-1", "state",
+                  "current", "FAILED", "comment", "job", "forge:y:1");
+
+    cr_assert_eq(forge_slurm_accounting_parse(j, 9, "forge:x:1", &a, &res),
+                 FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(a.jobs.count, 1);
+    cr_assert_eq(a.other_tags, 1);
+    cr_assert_null(a.jobs.jobs[0].comment);
+    cr_assert_str_eq(a.jobs.jobs[0].name, "forge-x-1");
+    forge_slurm_accounting_clear(&a);
+    json_decref(j);
 }
