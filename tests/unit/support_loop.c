@@ -295,9 +295,9 @@ size_t fake_kafka_count(const fake_kafka_t *f, const char *topic,
 /* ---- the pools ------------------------------------------------------------
  */
 
-static void p_post(void *pools, forge_loop_lane_t lane, forge_work_t *work)
+static void p_post(void *ctx, forge_loop_lane_t lane, forge_work_t *work)
 {
-    fake_pools_t *p = pools;
+    fake_pools_t *p = ctx;
 
     cr_assert_lt(p->posted_count[lane], FAKE_MAX);
     if (p->on_post)
@@ -318,35 +318,35 @@ static forge_work_t *shift(forge_work_t **items, size_t *n)
     return w;
 }
 
-static forge_work_t *p_take(void *pools, forge_loop_lane_t lane)
+static forge_work_t *p_take(void *ctx, forge_loop_lane_t lane)
 {
-    fake_pools_t *p = pools;
+    fake_pools_t *p = ctx;
 
     return shift(p->done[lane], &p->done_count[lane]);
 }
 
 /* Settled when the test has carried out everything posted. */
-static bool p_settle(void *pools, forge_loop_lane_t lane, long timeout_ms)
+static bool p_settle(void *ctx, forge_loop_lane_t lane, long timeout_ms)
 {
     (void)timeout_ms;
-    return ((fake_pools_t *)pools)->posted_count[lane] == 0;
+    return ((fake_pools_t *)ctx)->posted_count[lane] == 0;
 }
 
-static size_t p_in_flight(void *pools, forge_loop_lane_t lane)
+static size_t p_in_flight(void *ctx, forge_loop_lane_t lane)
 {
-    fake_pools_t *p = pools;
+    fake_pools_t *p = ctx;
 
     return p->posted_count[lane] + p->done_count[lane];
 }
 
-static void p_interrupt(void *pools, forge_loop_lane_t lane)
+static void p_interrupt(void *ctx, forge_loop_lane_t lane)
 {
-    ((fake_pools_t *)pools)->interrupts[lane]++;
+    ((fake_pools_t *)ctx)->interrupts[lane]++;
 }
 
-static void p_withdraw(void *pools, const char *launch_id, int attempt)
+static void p_withdraw(void *ctx, const char *launch_id, int attempt)
 {
-    fake_pools_t *p = pools;
+    fake_pools_t *p = ctx;
 
     cr_assert_lt(p->withdrawn_count, 16);
     snprintf(p->withdrawn[p->withdrawn_count++], sizeof(p->withdrawn[0]),
@@ -429,8 +429,14 @@ void fake_kafka_expect_states(fake_kafka_t *k, const char *topic,
 /* ---- the fixture -----------------------------------------------------------
  */
 
-void loop_fixture_init(loop_fixture_t *f, const char *prefix,
-                       const char *const *env)
+loop_fixture_t fx;
+forge_config_t *cfg;
+forge_sealer_t *sealer;
+forge_loop_t *loop;
+fake_kafka_t *kafka;
+fake_pools_t *pools;
+
+void loop_fixture_init(const char *prefix, const char *const *env)
 {
     static const char series[] =
         "{\"series\": {\"h200\": {\"slurm_constraint\": \"h200\", "
@@ -440,36 +446,185 @@ void loop_fixture_init(loop_fixture_t *f, const char *prefix,
     forge_kafka_handlers_t h;
     size_t n = 0;
 
-    memset(f, 0, sizeof(*f));
-    snprintf(f->tmp, sizeof(f->tmp), "/tmp/%s-XXXXXX", prefix);
-    cr_assert_not_null(mkdtemp(f->tmp));
-    support_sh_in(f->tmp, "mkdir -p $R/runtimes/images; "
+    memset(&fx, 0, sizeof(fx));
+    snprintf(fx.tmp, sizeof(fx.tmp), "/tmp/%s-XXXXXX", prefix);
+    cr_assert_not_null(mkdtemp(fx.tmp));
+    support_sh_in(fx.tmp, "mkdir -p $R/runtimes/images; "
                           "touch $R/runtimes/images/a.sif");
-    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", f->tmp);
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", fx.tmp);
     envp[n++] = storage;
     for (; env && *env && n + 1 < sizeof(envp) / sizeof(envp[0]); env++)
         envp[n++] = (char *)*env;
     envp[n] = NULL;
-    cr_assert_eq(forge_config_load(envp, &f->cfg, &err), FORGE_OK, "%s",
+    cr_assert_eq(forge_config_load(envp, &fx.cfg, &err), FORGE_OK, "%s",
                  err.message);
-    cr_assert_eq(forge_series_parse(series, strlen(series), &f->cat, &err), 0);
-    f->sealer = support_sealer_in(f->tmp);
-    f->loop = forge_loop_new(f->cfg, f->cat, NULL, f->sealer);
-    forge_loop_set_outcome_commit_ms(f->loop, 0); /* each step commits */
-    f->pools = fake_pools_new();
-    forge_loop_set_pools(f->loop, &fake_pool_ops, f->pools);
-    h = forge_loop_handlers(f->loop);
-    f->kafka = fake_kafka_new(&h, f->cfg->topic_state);
-    forge_loop_set_kafka(f->loop, &fake_kafka_ops, f->kafka);
+    cr_assert_eq(forge_series_parse(series, strlen(series), &fx.cat, &err), 0);
+    fx.sealer = support_sealer_in(fx.tmp);
+    fx.loop = forge_loop_new(fx.cfg, fx.cat, NULL, fx.sealer);
+    forge_loop_set_outcome_commit_ms(fx.loop, 0); /* each step commits */
+    fx.pools = fake_pools_new();
+    forge_loop_set_pools(fx.loop, &fake_pool_ops, fx.pools);
+    h = forge_loop_handlers(fx.loop);
+    fx.kafka = fake_kafka_new(&h, fx.cfg->topic_state);
+    forge_loop_set_kafka(fx.loop, &fake_kafka_ops, fx.kafka);
+    cfg = fx.cfg;
+    sealer = fx.sealer;
+    loop = fx.loop;
+    kafka = fx.kafka;
+    pools = fx.pools;
 }
 
-void loop_fixture_fini(loop_fixture_t *f)
+void loop_fixture_fini(void)
 {
-    forge_loop_destroy(f->loop);
-    fake_pools_free(f->pools);
-    fake_kafka_free(f->kafka);
-    forge_sealer_destroy(f->sealer);
-    forge_series_catalog_destroy(f->cat);
-    forge_config_destroy(f->cfg);
-    support_rm_tree(f->tmp);
+    forge_loop_destroy(fx.loop);
+    fake_pools_free(fx.pools);
+    fake_kafka_free(fx.kafka);
+    forge_sealer_destroy(fx.sealer);
+    forge_series_catalog_destroy(fx.cat);
+    forge_config_destroy(fx.cfg);
+    support_rm_tree(fx.tmp);
+}
+
+/* ---- what the loop tests send, answer and read back ----------------------
+ */
+
+const char *loop_launch_request(const char *id, int attempt, const char *retry)
+{
+    static char buf[768];
+
+    snprintf(buf, sizeof(buf),
+             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"attempt\": %d, "
+             "\"image\": {\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
+             "\"command\": [\"run\"], \"pools\": [{\"name\": \"main\", "
+             "\"series\": \"h200\", \"nodes\": 1}]%s%s}",
+             id, attempt, *retry ? ", \"retry\": " : "", retry);
+    return buf;
+}
+
+void step(void)
+{
+    forge_loop_step(loop);
+}
+
+void tick_step(void)
+{
+    forge_loop_tick_now(loop);
+    step();
+}
+
+void assign(int32_t p)
+{
+    fake_kafka_assign(kafka, &p, 1);
+}
+
+void store_record(int32_t p, forge_launch_record_t *r)
+{
+    forge_error_t err = {0};
+    json_t *o = NULL;
+    char *text;
+
+    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
+                 "%s", err.message);
+    text = json_dumps(o, JSON_COMPACT);
+    fake_kafka_put(kafka, cfg->topic_state, p, r->launch_id, text);
+    free(text);
+    json_decref(o);
+    forge_launch_record_free(r);
+}
+
+forge_launch_record_t *record_opened(json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    forge_launch_record_t *r = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(
+        forge_launch_record_decode(text, strlen(text), sealer, &r, &err),
+        FORGE_OK, "%s", err.message);
+    free(text);
+    json_decref(o);
+    return r;
+}
+
+forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
+                        const char *id)
+{
+    return fake_pools_take(pools, lane, kind, id);
+}
+
+void submit_answered(forge_work_t *w, uint32_t job_id, size_t n,
+                     forge_slurm_status_t status)
+{
+    w->status = status;
+    w->submit.job_id = job_id;
+    if (job_id) { /* as submit.c: the leader at least */
+        w->submit.component_ids = forge_xcalloc(n, sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++)
+            w->submit.component_ids[i] = job_id + (uint32_t)i;
+        w->submit.component_count = n;
+    }
+    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+}
+
+forge_work_t *poll_tick(void)
+{
+    forge_work_t *t = next_work(FORGE_LANE_POLLER, FORGE_WORK_POLL, NULL);
+
+    t->status = FORGE_SLURM_OK;
+    return t;
+}
+
+forge_poll_item_t *item_of(forge_work_t *tick, uint32_t job_id)
+{
+    for (size_t i = 0; i < tick->poll.item_count; i++)
+        if (tick->poll.items[i].job_id == job_id)
+            return &tick->poll.items[i];
+    cr_assert_fail("job %u is not in the tick", (unsigned)job_id);
+    return NULL;
+}
+
+forge_slurm_job_t *item_job(forge_poll_item_t *it, const char *const *states)
+{
+    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
+    size_t n = 0;
+
+    while (states[n])
+        n++;
+    j->job_id = it->job_id;
+    j->state = forge_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        j->state[i] = forge_xstrdup(states[i]);
+    j->state_count = n;
+    it->jobs.jobs = j;
+    it->jobs.count = 1;
+    return j;
+}
+
+forge_slurm_job_t *item_changed(forge_poll_item_t *it,
+                                const char *const *states)
+{
+    forge_slurm_job_t *j = item_job(it, states);
+
+    it->states = forge_xstrdup(states[0]);
+    it->outcome = FORGE_POLL_CHANGED;
+    return j;
+}
+
+void expect_states(const char *id, const char *want)
+{
+    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
+}
+
+json_t *last_of(const char *topic, const char *id)
+{
+    return fake_kafka_last_of(kafka, topic, id);
+}
+
+long long record_int(const char *id, const char *field)
+{
+    json_t *r = last_of(cfg->topic_state, id);
+    long long v = json_integer_value(json_object_get(r, field));
+
+    json_decref(r);
+    return v;
 }

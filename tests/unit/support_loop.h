@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support_loop.h - fakes for the consume loop's two seams (loop/loop.h),
- * for tests/unit/test_loop.c: the one place the loop runs without a
- * broker and without slurmrestd. A fake here because a unit test cannot
- * make the real ones abort a transaction, lose a partition or answer a
- * poll tick on cue; the e2e tests (tests/e2e/worker) run the same loop on
- * the real ones.
+ * for the loop tests (tests/unit/test_loop*.c): the one place the loop
+ * runs without a broker and without slurmrestd. A fake here because a
+ * unit test cannot make the real ones abort a transaction, lose a
+ * partition or answer a poll tick on cue; the e2e tests (tests/e2e/worker)
+ * run the same loop on the real ones.
  *
  * fake_kafka_t: a broker in memory with what the loop relies on. The
  * requests topic by partition (what the test appends), positions and
@@ -25,9 +25,11 @@
 
 #include "core/config.h"
 #include "loop/loop.h"
+#include "record/launch.h"
 #include "record/seal.h"
 #include "request/series.h"
 
+#include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,6 +125,9 @@ void fake_pools_free(fake_pools_t *p);
 /* The oldest item posted on lane (the caller holds it now), or NULL. */
 forge_work_t *fake_pools_next(fake_pools_t *p, forge_loop_lane_t lane);
 
+/* The state record o (freed), opened under the sealer (new). */
+forge_launch_record_t *record_opened(json_t *o);
+
 /* The work posted on lane for launch id (NULL: the oldest), which must be
  * of kind; the test holds it now. */
 forge_work_t *fake_pools_take(fake_pools_t *p, forge_loop_lane_t lane,
@@ -155,8 +160,84 @@ typedef struct loop_fixture {
     fake_pools_t *pools;
 } loop_fixture_t;
 
-void loop_fixture_init(loop_fixture_t *f, const char *prefix,
-                       const char *const *env);
-void loop_fixture_fini(loop_fixture_t *f);
+/* The one fixture of a test (Criterion runs each test in a process of
+ * its own), and its parts by the names the tests use: set by
+ * loop_fixture_init, the helpers below act on them. */
+extern loop_fixture_t fx;
+extern forge_config_t *cfg;
+extern forge_sealer_t *sealer;
+extern forge_loop_t *loop;
+extern fake_kafka_t *kafka;
+extern fake_pools_t *pools;
+
+void loop_fixture_init(const char *prefix, const char *const *env);
+void loop_fixture_fini(void);
+
+/* A suite whose every test runs on a new fixture: its folder's prefix,
+ * then the configuration ("NAME=value"s; the storage root is added). */
+#define LOOP_FIXTURE(suite, prefix, ...)                                       \
+    static void suite##_init(void)                                             \
+    {                                                                          \
+        static const char *const env[] = {__VA_ARGS__, NULL};                  \
+        loop_fixture_init(prefix, env);                                        \
+    }                                                                          \
+    TestSuite(suite, .init = suite##_init, .fini = loop_fixture_fini)
+
+/* ---- what the loop tests send, answer and read back ----------------------
+ * Short names, as the tests call them: only the loop tests include this.
+ */
+
+/* A launch request of id (static: the next call overwrites it): one
+ * h200 node running images/a.sif, its retry object retry ("": none). */
+const char *loop_launch_request(const char *id, int attempt, const char *retry);
+
+/* A step of the loop; a step with the poll tick due (the tests' interval
+ * is an hour: a tick runs in the first step, then only in these). */
+void step(void);
+void tick_step(void);
+
+/* The group assigns partition p. */
+void assign(int32_t p);
+
+/* r (freed) committed before, by another worker: its state record, sealed,
+ * keyed by its launch_id on partition p. */
+void store_record(int32_t p, forge_launch_record_t *r);
+
+/* The state record o (freed), opened under the sealer (new). */
+forge_launch_record_t *record_opened(json_t *o);
+
+/* The work posted on lane for launch id (NULL: the oldest), of kind; the
+ * test holds it now. */
+forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
+                        const char *id);
+
+/* The Slurm thread's answer to the submit w (held by the test): status,
+ * and job_id (0: none) with n components, job_id, job_id + 1, ...; then
+ * handed back for the loop's next take. */
+void submit_answered(forge_work_t *w, uint32_t job_id, size_t n,
+                     forge_slurm_status_t status);
+
+/* The poll tick the loop posts next (the test holds it), answered OK. */
+forge_work_t *poll_tick(void);
+
+/* The tick's item of job_id (an item names its job, not its launch). */
+forge_poll_item_t *item_of(forge_work_t *tick, uint32_t job_id);
+
+/* The item's one job as Slurm reports it: its id, in states
+ * (NULL-terminated names); the rest for the test to fill in. */
+forge_slurm_job_t *item_job(forge_poll_item_t *it, const char *const *states);
+
+/* The same, and the item changed to the first of states. */
+forge_slurm_job_t *item_changed(forge_poll_item_t *it,
+                                const char *const *states);
+
+/* The committed status events of id, their states in order. */
+void expect_states(const char *id, const char *want);
+
+/* The last committed record of topic keyed id (new). */
+json_t *last_of(const char *topic, const char *id);
+
+/* A whole number in id's last committed state record. */
+long long record_int(const char *id, const char *field);
 
 #endif

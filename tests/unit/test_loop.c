@@ -28,51 +28,15 @@
 #include <string.h>
 #include <unistd.h>
 
-static loop_fixture_t fx;
-static const char *tmp;
-static forge_config_t *cfg;
-static forge_series_catalog_t *cat;
-static forge_sealer_t *sealer;
-static forge_loop_t *loop;
-static fake_kafka_t *kafka;
-static fake_pools_t *pools;
-
-static void fx_init(void)
-{
-    static const char *const env[] = {"FORGE_SLURM_RUNTIME_PROFILE=apptainer",
-                                      "FORGE_POLL_INTERVAL_MS=3600000",
-                                      "FORGE_LOST_GRACE_S=600", NULL};
-    loop_fixture_init(&fx, "forge-loop", env);
-    tmp = fx.tmp;
-    cfg = fx.cfg;
-    cat = fx.cat;
-    sealer = fx.sealer;
-    loop = fx.loop;
-    kafka = fx.kafka;
-    pools = fx.pools;
-}
-
-static void fx_fini(void)
-{
-    loop_fixture_fini(&fx);
-}
-
-TestSuite(loop, .init = fx_init, .fini = fx_fini);
+LOOP_FIXTURE(loop, "forge-loop", "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+             "FORGE_POLL_INTERVAL_MS=3600000", "FORGE_LOST_GRACE_S=600");
 
 /* ---- what the test sends and reads ----------------------------------------
  */
 
 static const char *launch_req(const char *id, int attempt)
 {
-    static char buf[512];
-
-    snprintf(buf, sizeof(buf),
-             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"attempt\": %d, "
-             "\"image\": {\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
-             "\"command\": [\"run\"], \"pools\": [{\"name\": \"main\", "
-             "\"series\": \"h200\", \"nodes\": 1}]}",
-             id, attempt);
-    return buf;
+    return loop_launch_request(id, attempt, "");
 }
 
 static void send_launch(int32_t p, const char *id, int attempt)
@@ -97,38 +61,12 @@ static void stored(int32_t p, const char *id, forge_state_t state,
 {
     const char *req = launch_req(id, 1);
     forge_launch_record_t *r = forge_launch_record_new(id, 1, req, strlen(req));
-    forge_error_t err = {0};
-    json_t *o = NULL;
-    char *text;
 
     r->state = state;
     r->seq = 3;
     r->job_id = job_id;
     r->missing_since_ms = missing_since_ms;
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
-                 "%s", err.message);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, p, id, text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
-}
-
-static void assign(int32_t p)
-{
-    fake_kafka_assign(kafka, &p, 1);
-}
-
-/* The committed status events of id, their states in order. */
-static void expect_states(const char *id, const char *want)
-{
-    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
-}
-
-/* The last committed record of topic keyed id (new). */
-static json_t *last_of(const char *topic, const char *id)
-{
-    return fake_kafka_last_of(kafka, topic, id);
+    store_record(p, r);
 }
 
 /* The reason of id's last committed status event. */
@@ -148,15 +86,6 @@ static json_t *last_record(const char *id)
     return last_of(cfg->topic_state, id);
 }
 
-static long long record_int(const char *id, const char *field)
-{
-    json_t *r = last_record(id);
-    long long v = json_integer_value(json_object_get(r, field));
-
-    json_decref(r);
-    return v;
-}
-
 static bool record_bool(const char *id, const char *field)
 {
     json_t *r = last_record(id);
@@ -166,75 +95,19 @@ static bool record_bool(const char *id, const char *field)
     return v;
 }
 
-/* The work posted on lane for launch id (NULL: the oldest), of kind; the
- * test holds it now. */
-static forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
-                               const char *id)
-{
-    return fake_pools_take(pools, lane, kind, id);
-}
-
 /* The Slurm thread's answer to a submit of id: job_id (0: status). */
 static void submit_done(const char *id, forge_work_kind_t kind, uint32_t job_id,
                         forge_slurm_status_t status)
 {
-    forge_work_t *w = next_work(FORGE_LANE_SLURM, kind, id);
-
-    w->status = status;
-    w->submit.job_id = job_id;
-    if (job_id) { /* as submit.c: the leader at least */
-        w->submit.component_ids = forge_xcalloc(1, sizeof(uint32_t));
-        w->submit.component_ids[0] = job_id;
-        w->submit.component_count = 1;
-    }
-    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
-}
-
-/* The poll tick the loop posts next, each item's outcome from answer(). */
-static forge_work_t *poll_tick(void)
-{
-    forge_work_t *t = next_work(FORGE_LANE_POLLER, FORGE_WORK_POLL, NULL);
-
-    t->status = FORGE_SLURM_OK;
-    return t;
-}
-
-/* The tick's item of job_id (an item names its job, not its launch). */
-static forge_poll_item_t *item_of(forge_work_t *tick, uint32_t job_id)
-{
-    for (size_t i = 0; i < tick->poll.item_count; i++)
-        if (tick->poll.items[i].job_id == job_id)
-            return &tick->poll.items[i];
-    cr_assert_fail("job %u is not in the tick", (unsigned)job_id);
-    return NULL;
+    submit_answered(next_work(FORGE_LANE_SLURM, kind, id), job_id, 1, status);
 }
 
 /* The job Slurm now reports in slurm_state (exit code 0). */
 static void changed(forge_poll_item_t *it, const char *slurm_state)
 {
-    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
+    const char *const states[] = {slurm_state, NULL};
 
-    j->job_id = it->job_id;
-    j->state = forge_xcalloc(2, sizeof(char *));
-    j->state[0] = forge_xstrdup(slurm_state);
-    j->state_count = 1;
-    it->jobs.jobs = j;
-    it->jobs.count = 1;
-    it->states = forge_xstrdup(slurm_state);
-    it->outcome = FORGE_POLL_CHANGED;
-}
-
-static void step(void)
-{
-    forge_loop_step(loop);
-}
-
-/* A step with the poll tick due (the interval is an hour: a tick runs in
- * the first step, then only in these). */
-static void tick_step(void)
-{
-    forge_loop_tick_now(loop);
-    step();
+    item_changed(it, states);
 }
 
 /* ---- restore, then requests -----------------------------------------------
@@ -299,22 +172,13 @@ static forge_launch_record_t *record_at(const char *id, size_t nth)
 {
     json_t *o = NULL;
     size_t from = 0;
-    char *text;
-    forge_launch_record_t *r = NULL;
-    forge_error_t err = {0};
 
     for (size_t i = 0; i <= nth; i++) {
         json_decref(o);
         o = fake_kafka_next_of(kafka, cfg->topic_state, id, &from);
         cr_assert_not_null(o, "no record %zu of %s", nth, id);
     }
-    text = json_dumps(o, JSON_COMPACT);
-    cr_assert_eq(
-        forge_launch_record_decode(text, strlen(text), sealer, &r, &err),
-        FORGE_OK, "%s", err.message);
-    free(text);
-    json_decref(o);
-    return r;
+    return record_opened(o);
 }
 
 /* The intent carries the whole request (an interrupted submit is
@@ -592,22 +456,13 @@ static void put_l1_ended_with_attempt_2_refused(void)
     const char *req = launch_req("L1", 1);
     forge_launch_record_t *r =
         forge_launch_record_new("L1", 1, req, strlen(req));
-    forge_error_t err = {0};
-    json_t *o = NULL;
-    char *text;
 
     r->state = FORGE_STATE_SUCCEEDED;
     r->seq = 5;
     r->job_id = 7;
     r->archived = r->cleaned = true;
     r->refused_attempt = 2;
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
-                 "%s", err.message);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, 0, "L1", text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
+    store_record(0, r);
 }
 
 /* An attempt refused while an earlier one ran stays REJECTED: read again
@@ -835,22 +690,14 @@ Test(loop, a_requeue_not_staged_is_staged_by_the_next_owner)
     const char *req = launch_req("Q2", 1);
     forge_launch_record_t *r =
         forge_launch_record_new("Q2", 1, req, strlen(req));
-    forge_error_t err = {0};
     forge_work_t *w;
-    json_t *o = NULL;
-    char *text;
 
     r->state = FORGE_STATE_PENDING;
     r->seq = 4;
     r->job_id = 72;
     r->restarts = 2;
     r->restarts_staged = 1;
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, 0, "Q2", text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
+    store_record(0, r);
     assign(0);
     step();
     w = next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q2");
@@ -946,14 +793,14 @@ Test(loop, run_stops_with_78_when_kafka_refuses_its_configuration)
     forge_error_t err = {0};
     volatile sig_atomic_t stop = 0;
 
-    support_sh_in(tmp, "printf 'a.b.c' > $R/../jwt; chmod 600 $R/../jwt");
-    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", tmp);
-    snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s/jwt", tmp);
+    support_sh_in(fx.tmp, "printf 'a.b.c' > $R/../jwt; chmod 600 $R/../jwt");
+    snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", fx.tmp);
+    snprintf(jwt, sizeof(jwt), "FORGE_SLURM_JWT_FILE=%s/jwt", fx.tmp);
     cr_assert_eq(forge_config_load(envp, &full, &err), FORGE_OK, "%s",
                  err.message);
     bad = *full;
     bad.kafka_props = props;
     bad.kafka_prop_count = 1;
-    cr_assert_eq(forge_worker_run(&bad, cat, NULL, sealer, &stop), 78);
+    cr_assert_eq(forge_worker_run(&bad, fx.cat, NULL, sealer, &stop), 78);
     forge_config_destroy(full);
 }

@@ -24,12 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-static loop_fixture_t fx;
-static forge_config_t *cfg;
-static forge_loop_t *loop;
-static fake_kafka_t *kafka;
-static fake_pools_t *pools;
-
 /* ---- the records' source: a queue the test fills -------------------------
  */
 
@@ -63,11 +57,7 @@ static void fx_init(void)
 {
     static const char *const env[] = {"FORGE_SLURM_RUNTIME_PROFILE=apptainer",
                                       "FORGE_POLL_INTERVAL_MS=3600000", NULL};
-    loop_fixture_init(&fx, "forge-jobcomp", env);
-    cfg = fx.cfg;
-    loop = fx.loop;
-    kafka = fx.kafka;
-    pools = fx.pools;
+    loop_fixture_init("forge-jobcomp", env);
     memset(&src, 0, sizeof(src));
     forge_loop_set_jobcomp(loop, &source_ops, &src);
 }
@@ -76,7 +66,7 @@ static void fx_fini(void)
 {
     while (src.head < src.tail)
         free(src.records[src.head++]);
-    loop_fixture_fini(&fx);
+    loop_fixture_fini();
 }
 
 TestSuite(loop_jobcomp, .init = fx_init, .fini = fx_fini);
@@ -149,38 +139,9 @@ static void ended(const char *id, unsigned job, const char *state,
 
 /* ---- the loop ------------------------------------------------------------ */
 
-static void step(void)
-{
-    forge_loop_step(loop);
-}
-
-static void tick_step(void)
-{
-    forge_loop_tick_now(loop);
-    step();
-}
-
-static void assign(int32_t p)
-{
-    fake_kafka_assign(kafka, &p, 1);
-}
-
-static void expect_states(const char *id, const char *want)
-{
-    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
-}
-
 static const char *launch_req(const char *id, const char *retry)
 {
-    static char buf[768];
-
-    snprintf(buf, sizeof(buf),
-             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"attempt\": 1, "
-             "\"image\": {\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
-             "\"command\": [\"run\"], \"pools\": [{\"name\": \"main\", "
-             "\"series\": \"h200\", \"nodes\": 1}]%s%s}",
-             id, *retry ? ", \"retry\": " : "", retry);
-    return buf;
+    return loop_launch_request(id, 1, retry);
 }
 
 /* A launch of id on partition p, submitted as job `job` with `n`
@@ -192,14 +153,8 @@ static void submitted_on(int32_t p, const char *id, const char *retry,
 
     fake_kafka_send(kafka, p, id, launch_req(id, retry));
     step();
-    w = fake_pools_take(pools, FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, id);
-    w->status = FORGE_SLURM_OK;
-    w->submit.job_id = job;
-    w->submit.component_ids = forge_xcalloc(n, sizeof(uint32_t));
-    for (size_t i = 0; i < n; i++)
-        w->submit.component_ids[i] = job + (uint32_t)i;
-    w->submit.component_count = n;
-    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    w = next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, id);
+    submit_answered(w, job, n, FORGE_SLURM_OK);
     step();
     expect_states(id, "ACCEPTED SUBMITTED");
 }
@@ -212,8 +167,7 @@ static void submitted(const char *id, uint32_t job)
 /* The targeted poll posted for id: one item, job `job`. */
 static forge_work_t *targeted(const char *id, uint32_t job)
 {
-    forge_work_t *w =
-        fake_pools_take(pools, FORGE_LANE_POLLER, FORGE_WORK_POLL, id);
+    forge_work_t *w = next_work(FORGE_LANE_POLLER, FORGE_WORK_POLL, id);
 
     cr_assert(w->poll.targeted, "a targeted poll");
     cr_assert_eq(w->poll.item_count, 1);
@@ -224,23 +178,10 @@ static forge_work_t *targeted(const char *id, uint32_t job)
 /* w's answer: its job in Slurm's states (NULL-terminated names). */
 static void answer(forge_work_t *w, const char *const *states, int exit)
 {
-    forge_poll_item_t *it = &w->poll.items[0];
-    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
-    size_t n = 0;
+    forge_slurm_job_t *j = item_changed(&w->poll.items[0], states);
 
-    while (states[n])
-        n++;
-    j->job_id = it->job_id;
-    j->state = forge_xcalloc(n + 1, sizeof(char *));
-    for (size_t i = 0; i < n; i++)
-        j->state[i] = forge_xstrdup(states[i]);
-    j->state_count = n;
     j->exit_code = exit;
     j->nodes = forge_xstrdup("h200-1");
-    it->jobs.jobs = j;
-    it->jobs.count = 1;
-    it->states = forge_xstrdup(states[0]);
-    it->outcome = FORGE_POLL_CHANGED;
     w->status = FORGE_SLURM_OK;
     fake_pools_finish(pools, FORGE_LANE_POLLER, w);
 }

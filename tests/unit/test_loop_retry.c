@@ -27,36 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static loop_fixture_t fx;
-static const char *tmp;
-static forge_config_t *cfg;
-static forge_series_catalog_t *cat;
-static forge_sealer_t *sealer;
-static forge_loop_t *loop;
-static fake_kafka_t *kafka;
-static fake_pools_t *pools;
-
-static void fx_init(void)
-{
-    /* the fleet retries nothing: the requests' own policies do */
-    static const char *const env[] = {"FORGE_SLURM_RUNTIME_PROFILE=apptainer",
-                                      "FORGE_POLL_INTERVAL_MS=3600000", NULL};
-    loop_fixture_init(&fx, "forge-tries", env);
-    tmp = fx.tmp;
-    cfg = fx.cfg;
-    cat = fx.cat;
-    sealer = fx.sealer;
-    loop = fx.loop;
-    kafka = fx.kafka;
-    pools = fx.pools;
-}
-
-static void fx_fini(void)
-{
-    loop_fixture_fini(&fx);
-}
-
-TestSuite(tries, .init = fx_init, .fini = fx_fini);
+/* the fleet retries nothing: the requests' own policies do */
+LOOP_FIXTURE(tries, "forge-tries", "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+             "FORGE_POLL_INTERVAL_MS=3600000");
 
 /* ---- what the test sends and reads ---------------------------------------
  */
@@ -64,84 +37,23 @@ TestSuite(tries, .init = fx_init, .fini = fx_fini);
 /* A launch of id whose retry object is retry ("" for none). */
 static const char *launch_req(const char *id, const char *retry)
 {
-    static char buf[768];
-
-    snprintf(buf, sizeof(buf),
-             "{\"kind\": \"launch\", \"launch_id\": \"%s\", \"attempt\": 1, "
-             "\"image\": {\"path\": \"images/a.sif\", \"format\": \"sif\"}, "
-             "\"command\": [\"run\"], \"pools\": [{\"name\": \"main\", "
-             "\"series\": \"h200\", \"nodes\": 1}]%s%s}",
-             id, *retry ? ", \"retry\": " : "", retry);
-    return buf;
+    return loop_launch_request(id, 1, retry);
 }
 
 #define TWO_TRIES                                                              \
     "{\"max_tries\": 2, \"on\": [\"node_fail\"], \"backoff_s\": 0, "           \
     "\"exclude_failed_nodes\": true}"
 
-static void step(void)
-{
-    forge_loop_step(loop);
-}
-
-static void tick_step(void)
-{
-    forge_loop_tick_now(loop);
-    step();
-}
-
-static void assign(int32_t p)
-{
-    fake_kafka_assign(kafka, &p, 1);
-}
-
-/* The committed status events of id, their states in order. */
-static void expect_states(const char *id, const char *want)
-{
-    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
-}
-
-/* The last committed record of topic keyed id (new). */
-static json_t *last_of(const char *topic, const char *id)
-{
-    return fake_kafka_last_of(kafka, topic, id);
-}
-
 /* id's last committed state record, decoded (new). */
 static forge_launch_record_t *last_record(const char *id)
 {
-    json_t *o = last_of(cfg->topic_state, id);
-    char *text = json_dumps(o, JSON_COMPACT);
-    forge_launch_record_t *r = NULL;
-    forge_error_t err = {0};
-
-    cr_assert_eq(
-        forge_launch_record_decode(text, strlen(text), sealer, &r, &err),
-        FORGE_OK, "%s", err.message);
-    free(text);
-    json_decref(o);
-    return r;
-}
-
-/* The work posted on lane for id (NULL: the oldest) of kind; the test
- * holds it now. */
-static forge_work_t *next_work(forge_loop_lane_t lane, forge_work_kind_t kind,
-                               const char *id)
-{
-    return fake_pools_take(pools, lane, kind, id);
+    return record_opened(last_of(cfg->topic_state, id));
 }
 
 /* The Slurm thread's answer to w (held by the test): job_id, status. */
 static void answer(forge_work_t *w, uint32_t job_id, forge_slurm_status_t st)
 {
-    w->status = st;
-    w->submit.job_id = job_id;
-    if (job_id) {
-        w->submit.component_ids = forge_xcalloc(1, sizeof(uint32_t));
-        w->submit.component_ids[0] = job_id;
-        w->submit.component_count = 1;
-    }
-    fake_pools_finish(pools, FORGE_LANE_SLURM, w);
+    submit_answered(w, job_id, 1, st);
 }
 
 /* The next poll tick's answer: job_id ended in slurm_state, on nodes,
@@ -149,25 +61,12 @@ static void answer(forge_work_t *w, uint32_t job_id, forge_slurm_status_t st)
 static void job_ended(uint32_t job_id, const char *slurm_state,
                       const char *nodes, int exit_code)
 {
-    forge_work_t *t = next_work(FORGE_LANE_POLLER, FORGE_WORK_POLL, NULL);
-    forge_poll_item_t *it = NULL;
-    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
+    forge_work_t *t = poll_tick();
+    const char *const states[] = {slurm_state, NULL};
+    forge_slurm_job_t *j = item_changed(item_of(t, job_id), states);
 
-    for (size_t i = 0; i < t->poll.item_count; i++)
-        if (t->poll.items[i].job_id == job_id)
-            it = &t->poll.items[i];
-    cr_assert_not_null(it, "job %u is not in the tick", (unsigned)job_id);
-    t->status = FORGE_SLURM_OK;
-    j->job_id = job_id;
-    j->state = forge_xcalloc(2, sizeof(char *));
-    j->state[0] = forge_xstrdup(slurm_state);
-    j->state_count = 1;
     j->nodes = forge_xstrdup(nodes);
     j->exit_code = exit_code;
-    it->jobs.jobs = j;
-    it->jobs.count = 1;
-    it->states = forge_xstrdup(slurm_state);
-    it->outcome = FORGE_POLL_CHANGED;
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
 }
 
@@ -319,9 +218,6 @@ static void stored_intent(const char *id, long long not_before_ms)
 {
     const char *req = launch_req(id, TWO_TRIES);
     forge_launch_record_t *r = forge_launch_record_new(id, 1, req, strlen(req));
-    forge_error_t err = {0};
-    json_t *o = NULL;
-    char *text;
 
     r->retry = (forge_retry_policy_t){2, FORGE_RETRY_NODE_FAIL, 0, true};
     r->state = FORGE_STATE_RUNNING;
@@ -330,13 +226,7 @@ static void stored_intent(const char *id, long long not_before_ms)
     cr_assert_eq(forge_launch_retry(r, "node_fail", "h200-1", not_before_ms,
                                     forge_timestamp_now_ms()),
                  FORGE_OK);
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
-                 "%s", err.message);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, 0, id, text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
+    store_record(0, r);
 }
 
 Test(tries, a_restored_intent_waits_out_its_backoff)

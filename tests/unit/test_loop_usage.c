@@ -24,32 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static loop_fixture_t fx;
-static forge_config_t *cfg;
-static forge_sealer_t *sealer;
-static forge_loop_t *loop;
-static fake_kafka_t *kafka;
-static fake_pools_t *pools;
-
-static void fx_init(void)
-{
-    static const char *const env[] = {"FORGE_SLURM_RUNTIME_PROFILE=apptainer",
-                                      "FORGE_POLL_INTERVAL_MS=3600000",
-                                      "FORGE_LOST_GRACE_S=600", NULL};
-    loop_fixture_init(&fx, "forge-usage", env);
-    cfg = fx.cfg;
-    sealer = fx.sealer;
-    loop = fx.loop;
-    kafka = fx.kafka;
-    pools = fx.pools;
-}
-
-static void fx_fini(void)
-{
-    loop_fixture_fini(&fx);
-}
-
-TestSuite(usage, .init = fx_init, .fini = fx_fini);
+LOOP_FIXTURE(usage, "forge-usage", "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
+             "FORGE_POLL_INTERVAL_MS=3600000", "FORGE_LOST_GRACE_S=600");
 
 /* ---- what the test sends and reads ---------------------------------------
  */
@@ -59,53 +35,24 @@ TestSuite(usage, .init = fx_init, .fini = fx_fini);
 static void stored(const char *id, uint32_t job_id, long long missing_since_ms)
 {
     forge_launch_record_t *r = forge_launch_record_new(id, 1, NULL, 0);
-    forge_error_t err = {0};
-    json_t *o = NULL;
-    char *text;
 
     r->state = FORGE_STATE_RUNNING;
     r->seq = 4;
     r->job_id = job_id;
     r->missing_since_ms = missing_since_ms;
-    cr_assert_eq(forge_launch_record_encode(r, sealer, &o, &err), FORGE_OK,
-                 "%s", err.message);
-    text = json_dumps(o, JSON_COMPACT);
-    fake_kafka_put(kafka, cfg->topic_state, 0, id, text);
-    free(text);
-    json_decref(o);
-    forge_launch_record_free(r);
+    store_record(0, r);
 }
 
 static void start(void)
 {
-    int32_t p = 0;
-
-    fake_kafka_assign(kafka, &p, 1);
-    forge_loop_step(loop);
-}
-
-static forge_work_t *poll_tick(void)
-{
-    forge_work_t *t =
-        fake_pools_take(pools, FORGE_LANE_POLLER, FORGE_WORK_POLL, NULL);
-
-    t->status = FORGE_SLURM_OK;
-    return t;
-}
-
-static forge_poll_item_t *item_of(forge_work_t *tick, uint32_t job_id)
-{
-    for (size_t i = 0; i < tick->poll.item_count; i++)
-        if (tick->poll.items[i].job_id == job_id)
-            return &tick->poll.items[i];
-    cr_assert_fail("job %u is not in the tick", (unsigned)job_id);
-    return NULL;
+    assign(0);
+    step();
 }
 
 static void answered(forge_work_t *t)
 {
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
-    forge_loop_step(loop);
+    step();
 }
 
 /* The job as an answer tells it: slurm_state, comment and name (NULL:
@@ -114,14 +61,10 @@ static void job_into(forge_poll_item_t *it, int outcome,
                      const char *slurm_state, const char *comment,
                      const char *name, long long elapsed_s, long long rss)
 {
-    forge_slurm_job_t *j = forge_xcalloc(1, sizeof(*j));
+    const char *const states[] = {slurm_state, NULL};
+    forge_slurm_job_t *j = item_job(it, states);
     forge_error_t err = {0};
 
-    j->job_id = it->job_id;
-    j->state = forge_xcalloc(2, sizeof(char *));
-    j->state[0] = forge_xstrdup(slurm_state);
-    j->state_count = 1;
-    j->exit_code = 0;
     j->comment = comment ? forge_xstrdup(comment) : NULL;
     j->name = name ? forge_xstrdup(name) : NULL;
     j->use = forge_slurm_job_use_new();
@@ -130,33 +73,17 @@ static void job_into(forge_poll_item_t *it, int outcome,
                  FORGE_OK);
     j->use->elapsed_s = elapsed_s;
     j->use->max_rss_bytes = rss;
-    it->jobs.jobs = j;
-    it->jobs.count = 1;
     it->outcome = outcome;
 }
 
 static json_t *last_event(const char *id)
 {
-    return fake_kafka_last_of(kafka, cfg->topic_status, id);
+    return last_of(cfg->topic_status, id);
 }
 
 static json_t *last_record(const char *id)
 {
-    return fake_kafka_last_of(kafka, cfg->topic_state, id);
-}
-
-static long long record_int(const char *id, const char *field)
-{
-    json_t *r = last_record(id);
-    long long v = json_integer_value(json_object_get(r, field));
-
-    json_decref(r);
-    return v;
-}
-
-static void expect_states(const char *id, const char *want)
-{
-    fake_kafka_expect_states(kafka, cfg->topic_status, id, want);
+    return last_of(cfg->topic_state, id);
 }
 
 /* The usage of id's last event (borrowed from ev, which the caller frees). */
@@ -240,8 +167,7 @@ Test(usage, an_end_found_in_accounting_during_the_grace_is_the_end)
     answered(t);
     expect_states("A1", "");
     cr_assert_geq(record_int("A1", "missing_since_ms"), now);
-    forge_loop_tick_now(loop);
-    forge_loop_step(loop);
+    tick_step();
     t = poll_tick();
     cr_assert_str_eq(item_of(t, 91)->tag, "forge:A1:1",
                      "a missing job's accounting is asked by its tag");
