@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -402,4 +403,27 @@ forge_slurm_client_t *support_http_client(const forge_slurm_options_t *o)
     cr_assert_eq(forge_slurm_client_new(o, &c, &err), FORGE_OK, "%s",
                  err.message);
     return c;
+}
+
+void support_http_fixture_init(support_http_fixture_t *f, const char *prefix,
+                               const char *token)
+{
+    size_t len = strlen(token) + 1;
+    int fd;
+
+    snprintf(f->dir, sizeof(f->dir), "/tmp/%s-XXXXXX", prefix);
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->token_file, sizeof(f->token_file), "%s/token", f->dir);
+    fd = open(f->token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(dprintf(fd, "%s\n", token), (int)len);
+    close(fd);
+    f->srv = support_http_start();
+}
+
+void support_http_fixture_fini(support_http_fixture_t *f)
+{
+    support_http_stop(f->srv);
+    unlink(f->token_file);
+    rmdir(f->dir);
 }

@@ -96,4 +96,18 @@ size_t support_http_count(support_http_t *s);
 support_http_request_t support_http_request(support_http_t *s, size_t i);
 void support_http_request_clear(support_http_request_t *r);
 
+/* A fake slurmrestd beside a private token file, as the client's tests
+ * set it up: a new folder /tmp/<prefix>-XXXXXX holding `token` (mode
+ * 0600: token and a newline), and the server started. fini stops the
+ * server and removes both. */
+typedef struct support_http_fixture {
+    support_http_t *srv;
+    char dir[64];
+    char token_file[96];
+} support_http_fixture_t;
+
+void support_http_fixture_init(support_http_fixture_t *f, const char *prefix,
+                               const char *token);
+void support_http_fixture_fini(support_http_fixture_t *f);
+
 #endif

@@ -20,12 +20,10 @@
 #include "support_http.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define DATA  FORGE_SOURCE_DIR "/tests/data/slurmdb/"
 #define TOKEN "forge-token-CCCCCCCCCCCCCCCCCCCCCCCCCCCC"
@@ -311,34 +309,22 @@ Test(slurm_usage, empty_usage_json)
 
 /* ---- through the fake slurmrestd --------------------------------------- */
 
-static support_http_t *srv;
-static char dir[64], token_file[96];
+static support_http_fixture_t http;
 
 static void setup(void)
 {
-    int fd;
-
-    snprintf(dir, sizeof(dir), "/tmp/forge-acct-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(token_file, sizeof(token_file), "%s/token", dir);
-    fd = open(token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, TOKEN "\n", strlen(TOKEN) + 1),
-                 (ssize_t)strlen(TOKEN) + 1);
-    close(fd);
-    srv = support_http_start();
+    support_http_fixture_init(&http, "forge-acct", TOKEN);
 }
 
 static void teardown(void)
 {
-    support_http_stop(srv);
-    unlink(token_file);
-    rmdir(dir);
+    support_http_fixture_fini(&http);
 }
 
 static forge_slurm_client_t *client(forge_api_version_t v)
 {
-    forge_slurm_options_t o = support_http_options(srv, token_file, NULL);
+    forge_slurm_options_t o =
+        support_http_options(http.srv, http.token_file, NULL);
 
     o.version = v;
     o.max_body_bytes = 1u << 20;
@@ -363,12 +349,12 @@ Test(slurm_accounting_http, get_asks_slurmdb_and_folds, .init = setup,
     forge_slurm_result_t res = {0};
     support_http_request_t r;
 
-    support_http_push(srv, "/slurmdb/v0.0.43/job/5700", 200, body, 0);
+    support_http_push(http.srv, "/slurmdb/v0.0.43/job/5700", 200, body, 0);
     cr_assert_eq(
         forge_slurm_accounting_get(c, 5700, "forge:l-acct:1", &a, &res),
         FORGE_SLURM_OK, "%s", res.message);
     cr_assert_eq(a.jobs.count, 2);
-    r = support_http_request(srv, 0);
+    r = support_http_request(http.srv, 0);
     cr_assert_str_eq(r.method, "GET");
     cr_assert_str_eq(r.target, "/slurmdb/v0.0.43/job/5700");
     support_http_request_clear(&r);
@@ -387,7 +373,7 @@ Test(slurm_accounting_http, job_accounting_list_is_folded_too, .init = setup,
     forge_slurm_move_t m;
     forge_slurm_usage_t u;
 
-    support_http_push(srv, "/slurmdb/v0.0.41/job/5700", 200, body, 0);
+    support_http_push(http.srv, "/slurmdb/v0.0.41/job/5700", 200, body, 0);
     cr_assert_eq(forge_slurm_job_accounting(c, 5700, &l, &res), FORGE_SLURM_OK,
                  "%s", res.message);
     /* what the poller and submit --wait map: the last run, both parts */
@@ -413,11 +399,12 @@ Test(slurm_accounting_http, no_slurmdb_served_is_not_found, .init = setup,
     forge_slurm_result_t res = {0};
 
     /* slurmrestd without openapi/slurmdbd: a plain-text 404 */
-    support_http_push(srv, "/slurmdb/", 404, "Not Found", 0);
+    support_http_push(http.srv, "/slurmdb/", 404, "Not Found", 0);
     cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
                  FORGE_SLURM_NOT_FOUND);
     /* accounting without the job: 200 with no jobs */
-    support_http_push(srv, "/slurmdb/", 200, "{\"jobs\":[],\"errors\":[]}", 0);
+    support_http_push(http.srv, "/slurmdb/", 200, "{\"jobs\":[],\"errors\":[]}",
+                      0);
     cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
                  FORGE_SLURM_NOT_FOUND);
     forge_slurm_client_destroy(c);
@@ -430,7 +417,7 @@ Test(slurm_accounting_http, server_error_is_no_verdict, .init = setup,
     forge_slurm_accounting_t a;
     forge_slurm_result_t res = {0};
 
-    support_http_default(srv, 500,
+    support_http_default(http.srv, 500,
                          "{\"errors\":[{\"error_number\":-1,"
                          "\"error\":\"Unspecified error\"}]}");
     cr_assert_eq(forge_slurm_accounting_get(c, 77, NULL, &a, &res),
@@ -469,7 +456,7 @@ Test(slurm_accounting_http, details_carry_what_the_job_used, .init = setup,
     char *body = details_text("v0.0.43_het_details.json");
     json_t *j;
 
-    support_http_push(srv, "/slurm/v0.0.43/job/5800", 200, body, 0);
+    support_http_push(http.srv, "/slurm/v0.0.43/job/5800", 200, body, 0);
     cr_assert_eq(forge_slurm_job_details(c, 5800, &l, &res), FORGE_SLURM_OK,
                  "%s", res.message);
     cr_assert_eq(l.count, 2);
@@ -507,7 +494,7 @@ Test(slurm_accounting_http, a_job_that_never_started_used_nothing,
     forge_slurm_usage_t u;
     char *body = details_text("v0.0.43_cancelled_pending_details.json");
 
-    support_http_push(srv, "/slurm/v0.0.43/job/5810", 200, body, 0);
+    support_http_push(http.srv, "/slurm/v0.0.43/job/5810", 200, body, 0);
     cr_assert_eq(forge_slurm_job_details(c, 5810, &l, &res), FORGE_SLURM_OK,
                  "%s", res.message);
     forge_slurm_usage_of_jobs(&l, &u);

@@ -15,11 +15,9 @@
 #include "support_http.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define TOKEN  "forge-token-BBBBBBBBBBBBBBBBBBBBBBBBBBBB"
 #define STATE  "/slurm/v0.0.43/jobs/state"
@@ -28,36 +26,24 @@
 #define SUBMIT "/slurm/v0.0.43/job/submit"
 #define TAG    "forge:l-1:1"
 
-static support_http_t *srv;
-static char dir[64], token_file[96];
+static support_http_fixture_t http;
 
 static void setup(void)
 {
-    int fd;
-
-    snprintf(dir, sizeof(dir), "/tmp/forge-find-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(token_file, sizeof(token_file), "%s/token", dir);
-    fd = open(token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, TOKEN "\n", strlen(TOKEN) + 1),
-                 (ssize_t)strlen(TOKEN) + 1);
-    close(fd);
-    srv = support_http_start();
+    support_http_fixture_init(&http, "forge-find", TOKEN);
 }
 
 static void teardown(void)
 {
-    support_http_stop(srv);
-    unlink(token_file);
-    rmdir(dir);
+    support_http_fixture_fini(&http);
 }
 
 TestSuite(slurm_find, .init = setup, .fini = teardown, .timeout = 30);
 
 static forge_slurm_client_t *client(void)
 {
-    forge_slurm_options_t o = support_http_options(srv, token_file, NULL);
+    forge_slurm_options_t o =
+        support_http_options(http.srv, http.token_file, NULL);
 
     o.max_body_bytes = 1 << 20;
     return support_http_client(&o);
@@ -73,7 +59,7 @@ static void push_states(const char *const *ids, size_t n)
         forge_buf_printf(&b, "%s{\"job_id\": \"%s\", \"state\": [\"PENDING\"]}",
                          i ? ", " : "", ids[i]);
     forge_buf_puts(&b, "], \"errors\": [], \"warnings\": []}");
-    support_http_push(srv, STATE, 200, forge_buf_str(&b), 0);
+    support_http_push(http.srv, STATE, 200, forge_buf_str(&b), 0);
     forge_buf_clear(&b);
 }
 
@@ -97,7 +83,7 @@ static void push_details(unsigned id, const char *comment)
     snprintf(prefix, sizeof(prefix), JOB "%u", id);
     forge_buf_printf(&b, "{\"jobs\": [%s], \"errors\": [], \"warnings\": []}",
                      job);
-    support_http_push(srv, prefix, 200, forge_buf_str(&b), 0);
+    support_http_push(http.srv, prefix, 200, forge_buf_str(&b), 0);
     forge_buf_clear(&b);
     free(job);
 }
@@ -110,7 +96,7 @@ static void push_listing(unsigned tagged)
 
     forge_buf_printf(
         &body, "{\"jobs\": [%s, %s], \"errors\": [], \"warnings\": []}", a, b);
-    support_http_push(srv, LIST, 200, forge_buf_str(&body), 0);
+    support_http_push(http.srv, LIST, 200, forge_buf_str(&body), 0);
     forge_buf_clear(&body);
     free(a);
     free(b);
@@ -121,8 +107,8 @@ static char *targets(void)
 {
     forge_buf_t b = FORGE_BUF_INIT;
 
-    for (size_t i = 0; i < support_http_count(srv); i++) {
-        support_http_request_t r = support_http_request(srv, i);
+    for (size_t i = 0; i < support_http_count(http.srv); i++) {
+        support_http_request_t r = support_http_request(http.srv, i);
         forge_buf_printf(&b, "%s%s", i ? " " : "", r.target);
         support_http_request_clear(&r);
     }
@@ -188,7 +174,7 @@ Test(slurm_find, a_job_gone_meanwhile_is_skipped)
     forge_slurm_job_list_t jobs = {NULL, 0};
 
     push_states(ids, 3);
-    support_http_push(srv, JOB "8", 404,
+    support_http_push(http.srv, JOB "8", 404,
                       "{\"jobs\": [], \"errors\": [{\"error_number\": 2017, "
                       "\"error\": \"Invalid job id specified\"}]}",
                       0);
@@ -262,7 +248,7 @@ Test(slurm_find, a_failed_call_fails_the_lookup)
     forge_slurm_result_t res = {0};
 
     push_states(ids, 2);
-    support_http_default(srv, 500, "{\"errors\": []}");
+    support_http_default(http.srv, 500, "{\"errors\": []}");
     cr_assert_eq(forge_slurm_find_submitted(c, TAG, 7, &jobs, &res),
                  FORGE_SLURM_SERVER);
     cr_assert_eq(jobs.count, 0);
@@ -288,9 +274,11 @@ Test(slurm_find, a_submit_carries_the_last_job_id_its_client_was_given)
     forge_slurm_client_t *c = client();
     forge_slurm_submit_t sub;
 
-    support_http_push(srv, SUBMIT, 200, "{\"job_id\": 41, \"errors\": []}", 0);
-    support_http_push(srv, SUBMIT, 200, "{\"job_id\": 42, \"errors\": []}", 0);
-    support_http_push_fault(srv, SUBMIT, SUPPORT_HTTP_EOF, NULL);
+    support_http_push(http.srv, SUBMIT, 200, "{\"job_id\": 41, \"errors\": []}",
+                      0);
+    support_http_push(http.srv, SUBMIT, 200, "{\"job_id\": 42, \"errors\": []}",
+                      0);
+    support_http_push_fault(http.srv, SUBMIT, SUPPORT_HTTP_EOF, NULL);
     cr_assert_eq(submit(c, &sub), FORGE_SLURM_OK);
     cr_assert_eq(sub.floor_job_id, 0);
     cr_assert_eq(submit(c, &sub), FORGE_SLURM_OK);
