@@ -2,8 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
 # on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
-# and slurmrestd with JWT auth on 127.0.0.1:16820. Only `apptainer` is fake
-# (tests/e2e/slurm/apptainer): containers cannot run in this sandbox.
+# and slurmrestd with JWT auth on 127.0.0.1:16820; with them, what sites run
+# for accounting: slurmdbd (127.0.0.1:16819) over a MariaDB of its own
+# (Debian's, 127.0.0.1:16823), and jobcomp/kafka, which sends a start and an
+# end record of every job to the stack's Kafka (topic forge.jobcomp, as the
+# principal slurm-jobcomp over SASL_SSL: kafka.env names them, so kafka.sh up
+# comes first). Only `apptainer` is fake (tests/e2e/slurm/apptainer):
+# containers cannot run in this sandbox.
 #
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
 #   slurm.sh up        mount, configure, start the daemons that are down (the
@@ -17,14 +22,22 @@
 #   slurm.sh fail slurmd-NODE  the node dies: KILL its slurmd, its slurmstepd
 #                      and their jobs at once (start brings it back)
 #
-# DAEMON: slurmctld, slurmrestd, slurmd-h200-1 or slurmd-a100-1. Stopping one
-# touches no other process: slurmctld saves its state (StateSaveLocation, in
-# cluster/state) and reads it back at start, so pending and running jobs
-# survive; a job's slurmstepd outlives its slurmd, which finds it again at
-# start. Ready after start: slurmctld answers `scontrol ping` (and the API's
-# ping when slurmrestd runs); a slurmd has registered again (its node's
-# SlurmdStartTime changed; skipped while slurmctld is down); slurmrestd
-# answers HTTP (and its ping shows slurmctld responding when slurmctld runs).
+# DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd, slurmd-h200-1 or
+# slurmd-a100-1 (sid starts them in this order: slurmctld registers with
+# slurmdbd, which needs its database). Stopping one touches no other
+# process: slurmctld saves its state (StateSaveLocation, in cluster/state)
+# and reads it back at start, so pending and running jobs survive, and
+# whatever it could not send slurmdbd meanwhile (slurmdbd stopped: it keeps
+# it and sends it once slurmdbd is back); a job's slurmstepd outlives its
+# slurmd, which finds it again at start. Ready after start: MariaDB answers
+# a query; slurmdbd answers `sacctmgr show cluster` (and slurmctld has
+# registered with it again, when slurmctld runs); slurmctld answers
+# `scontrol ping` (and the API's ping when slurmrestd runs; and has
+# registered with slurmdbd when that runs); a slurmd has registered again
+# (its node's SlurmdStartTime changed; skipped while slurmctld is down);
+# slurmrestd answers HTTP (and its ping shows slurmctld responding when
+# slurmctld runs). `status` adds a line for the accounting: MariaDB,
+# slurmdbd and slurmctld's registration.
 #
 # FORGE_STACK_SLURM_SUITE picks the Debian suite: sid (default, Slurm 26.05,
 # API v0.0.42-v0.0.45; slurm.env names v0.0.43) or trixie (Slurm 24.11,
@@ -32,13 +45,25 @@
 # side: trixie has its own ports (slurmctld 16827, slurmd 17011/17012,
 # slurmrestd 16830), run folder ($FORGE_STACK_RUN/slurm-trixie) and env file
 # ($FORGE_STACK_RUN/slurm-trixie.env); sid keeps 16817, 17001/17002, 16820,
-# $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root.
+# $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root. trixie
+# runs no slurmdbd, MariaDB nor jobcomp (its chroot has none of them; Debian
+# ships no jobcomp/kafka for 24.11): slurmctld alone knows its jobs, until
+# MinJobAge, and its env file says FORGE_STACK_SLURMDB=0.
+#
+# The env file also names FORGE_STACK_SLURMDB (1: /slurmdb/ answers and
+# forge.jobcomp gets the records) and FORGE_STACK_SLURM_MIN_JOB_AGE
+# (slurm.conf's MinJobAge: how long slurmctld keeps a finished job).
 #
 # Host side, the run folder ($FORGE_STACK_RUN/slurm/ for sid) holds pids
 # (<daemon>.pid), logs (<daemon>.log), the JWT key copy and token, the
-# workers' state key (state.key: FORGE_STATE_KEY_FILE), and
-# cluster/ (slurmctld state, slurmd spools), which is bind-mounted into the
-# chroot at /var/lib/forge-stack.
+# workers' state key (state.key: FORGE_STATE_KEY_FILE), slurmdbd's MariaDB
+# password (mariadb-slurm.password, 0600, made once), and cluster/
+# (slurmctld state, slurmd spools, MariaDB's data in mariadb/ and its socket
+# and pid file in mariadb-run/), which is bind-mounted into the chroot at
+# /var/lib/forge-stack. In the chroot, /etc/slurm holds slurm.conf,
+# slurmdbd.conf and jobcomp-kafka.conf (the last two 0600, SlurmUser's: they
+# hold passwords) and kafka-ca.pem (the stack's CA); /etc/mysql/forge-stack.cnf
+# is MariaDB's (tests/e2e/slurm/*.in are their templates).
 # $FORGE_STACK_RUN/storage is bind-mounted at /shared/forge (another path on
 # purpose: the worker sees one storage root, jobs another).
 set -euo pipefail
