@@ -259,6 +259,16 @@ daemon_comm() {
 	esac
 }
 
+# Process $1's name is $2 (daemon_comm), or Debian's binary's own name: a
+# Slurm daemon that re-executes itself, as slurmctld and slurmd do on
+# `scontrol reconfigure`, runs on as slurmctld-wlm, slurmd-wlm (the files
+# behind /usr/sbin/slurmctld's alternative).
+has_comm() {
+	local comm
+	comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+	[ "$comm" = "$2" ] || [ "$comm" = "$2-wlm" ]
+}
+
 # The pid in $1's pid file, if it is a live $1 process rooted in our chroot.
 daemon_pid() {
 	local name=$1 f="$run/$1.pid" pid root
@@ -267,7 +277,7 @@ daemon_pid() {
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
 	root=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
 	[ "$root" = "$(readlink -f "$chroot_dir")" ] || return 1
-	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(daemon_comm "$name")" ] || return 1
+	has_comm "$pid" "$(daemon_comm "$name")" || return 1
 	echo "$pid"
 }
 
@@ -374,7 +384,7 @@ stray_pids() {
 	real=$(readlink -f "$chroot_dir")
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" != "$tracked" ] || continue
-		[ "$(cat "$p/comm" 2>/dev/null)" = "$comm" ] || continue
+		has_comm "${p#/proc/}" "$comm" || continue
 		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] || continue
 		if [ -n "$node" ]; then
 			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -N $node " || continue
