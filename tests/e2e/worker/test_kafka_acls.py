@@ -53,7 +53,8 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     stack = secured
     topics = Topics(stack, "acl")
     group = unique_id("g")
-    values = {**topics.env(), "FORGE_KAFKA_GROUP_ID": group}
+    values = {**{v: stack.env[v] for v in SHARED_ACL_VARS if stack.env.get(v)},
+              **topics.env(), "FORGE_KAFKA_GROUP_ID": group}
     stack.grant(topics, group)
     status = StatusReader(stack, topics.status)
     lids = [unique_id("acl") for _ in range(2)]
