@@ -58,8 +58,9 @@ import org.apache.kafka.common.resource.ResourceType;
  *
  * ready:  wait until the broker answers a metadata request that lists at least
  *         one (unfenced) broker; print "CLUSTER_ID BROKERS".
- * ensure: ready, then create the missing topics (PARTITIONS partitions,
- *         replication factor 1), check the partition count of existing ones,
+ * ensure: ready, then create the missing topics (PARTITIONS partitions, or
+ *         the topic's own partitions=N, which is no topic config; replication
+ *         factor 1), check the partition count of existing ones,
  *         set the given topic configs where they differ, and wait until every
  *         partition has a leader; then the SCRAM users and the ACLs
  *         (creating an ACL that exists is a no-op).
@@ -138,12 +139,21 @@ public final class StackAdmin {
     }
 
     /** Create, check and configure the topics; wait for their leaders. */
-    void ensure(int partitions, Map<String, Map<String, String>> topics) throws Failure, InterruptedException {
+    void ensure(int defaultPartitions, Map<String, Map<String, String>> topics) throws Failure, InterruptedException {
+        Map<String, Integer> want = new LinkedHashMap<>();
+        for (Map.Entry<String, Map<String, String>> t : topics.entrySet()) {
+            String n = t.getValue().remove("partitions");
+            try {
+                want.put(t.getKey(), n == null ? defaultPartitions : Integer.parseInt(n));
+            } catch (NumberFormatException e) {
+                throw new Failure("topic " + t.getKey() + ": partitions=" + n + "?");
+            }
+        }
         List<String> pending = new ArrayList<>(topics.keySet());
         while (!pending.isEmpty()) {
             List<NewTopic> create = new ArrayList<>();
             for (String name : pending) {
-                create.add(new NewTopic(name, partitions, (short) 1).configs(topics.get(name)));
+                create.add(new NewTopic(name, want.get(name), (short) 1).configs(topics.get(name)));
             }
             CreateTopicsResult r = admin.createTopics(create, new CreateTopicsOptions().timeoutMs(left()));
             List<String> retry = new ArrayList<>();
@@ -178,8 +188,8 @@ public final class StackAdmin {
         Map<String, TopicDescription> described = describe(topics.keySet());
         for (TopicDescription d : described.values()) {
             int n = d.partitions().size();
-            if (n != partitions) {
-                problems.add("topic " + d.name() + " has " + n + " partitions, want " + partitions);
+            if (n != want.get(d.name())) {
+                problems.add("topic " + d.name() + " has " + n + " partitions, want " + want.get(d.name()));
             }
         }
         if (!problems.isEmpty()) {
@@ -379,6 +389,7 @@ public final class StackAdmin {
         System.err.println("usage: StackAdmin BOOTSTRAP ready TIMEOUT_S\n"
                 + "       StackAdmin BOOTSTRAP ensure TIMEOUT_S PARTITIONS [--scram USER=PASSWORD_FILE]...\n"
                 + "                  [--acls FILE [--role ROLE=USER]... [--set VAR=VALUE]...] NAME[:KEY=VALUE[,KEY=VALUE...]]...\n"
+                + "                  (KEY partitions: the topic's partition count instead of PARTITIONS)\n"
                 + "       StackAdmin BOOTSTRAP keystore TIMEOUT_S LISTENER PATH|-");
         return 2;
     }

@@ -9,7 +9,9 @@
 # own CA signs, made once under $FORGE_CACHE_DIR/kafka/tls) behind KRaft's
 # StandardAuthorizer, with the ACLs of deploy/kafka/acls.tsv for the SCRAM
 # users forge-worker (role worker), forge-operator (operator), platform
-# (platform) and outsider (no ACL). The PLAINTEXT listener (127.0.0.1:19092)
+# (platform), slurm-jobcomp (slurm: the stack's slurmctld, whose
+# jobcomp/kafka plugin writes forge.jobcomp, stack.d/slurm.sh) and outsider
+# (no ACL). The PLAINTEXT listener (127.0.0.1:19092)
 # and the CONTROLLER listener stay: their principal, User:ANONYMOUS, is a super
 # user. PLAINTEXT is the stack's internal/admin listener (inter-broker, topic
 # and ACL setup, the harness's admin client) and the plaintext smoke
@@ -18,7 +20,9 @@
 #   kafka.sh prepare  copy the jars to $FORGE_CACHE_DIR/kafka/libs and compile
 #                     tests/e2e/kafka/StackAdmin.java (each only when missing)
 #   kafka.sh up       prepare, start the broker unless it runs, wait until it
-#                     answers metadata, create the project's topics, write
+#                     answers metadata, create the project's topics (the
+#                     five of forge.launch.*, and forge.jobcomp: Slurm's
+#                     job start and end records, 3 partitions), write
 #                     $FORGE_STACK_RUN/kafka.env
 #   kafka.sh down     stop the broker by pid (TERM, KILL after 30 s); the data
 #                     directory and the caches stay
@@ -41,7 +45,8 @@
 # once; broker.p12 holds the broker's key and its certificate for
 # DNS:localhost and IP:127.0.0.1).
 #
-# Environment: FORGE_STACK_PARTITIONS (default 6) partitions per topic;
+# Environment: FORGE_STACK_PARTITIONS (default 6) partitions per topic of
+# the worker's (forge.jobcomp has 3, whatever it says);
 # FORGE_STACK_KAFKA_HEAP (default 512m) the broker's -Xmx.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -67,8 +72,8 @@ tls=$cache/tls
 users=$run/users
 acl_file=$(cd "$e2e/../.." && pwd)/deploy/kafka/acls.tsv
 # SCRAM user of each role of acls.tsv; outsider has no role: no ACL at all.
-roles=(worker=forge-worker operator=forge-operator platform=platform)
-scram_users=(forge-worker forge-operator platform outsider)
+roles=(worker=forge-worker operator=forge-operator platform=platform slurm=slurm-jobcomp)
+scram_users=(forge-worker forge-operator platform slurm-jobcomp outsider)
 partitions=${FORGE_STACK_PARTITIONS:-6}
 heap=${FORGE_STACK_KAFKA_HEAP:-512m}
 ready_timeout=${FORGE_STACK_KAFKA_TIMEOUT:-120}
@@ -78,6 +83,10 @@ topic_state=forge.launch.state
 topic_status=forge.launch.status
 topic_logs=forge.launch.logs
 topic_dlq=forge.launch.dlq
+# Slurm's job completion records (jobcomp/kafka: a start and an end record
+# of each job, one per het component; no key), which the workers read.
+topic_jobcomp=forge.jobcomp
+jobcomp_partitions=3
 # NAME[:KEY=VALUE,...] for StackAdmin ensure. The state topic is compacted and
 # co-partitioned with the requests (all topics get the same partition count);
 # its records carry their request (up to 1 MiB), hence 4 MiB messages.
@@ -87,6 +96,7 @@ topic_specs=(
 	"$topic_status"
 	"$topic_logs"
 	"$topic_dlq"
+	"$topic_jobcomp:partitions=$jobcomp_partitions"
 )
 
 die() {
@@ -335,6 +345,8 @@ write_env() {
 		export FORGE_STACK_KAFKA_OPERATOR_PASSWORD_FILE=$users/forge-operator.password
 		export FORGE_STACK_KAFKA_PLATFORM_USER=platform
 		export FORGE_STACK_KAFKA_PLATFORM_PASSWORD_FILE=$users/platform.password
+		export FORGE_STACK_KAFKA_SLURM_USER=slurm-jobcomp
+		export FORGE_STACK_KAFKA_SLURM_PASSWORD_FILE=$users/slurm-jobcomp.password
 		export FORGE_STACK_KAFKA_OUTSIDER_USER=outsider
 		export FORGE_STACK_KAFKA_OUTSIDER_PASSWORD_FILE=$users/outsider.password
 		export FORGE_KAFKA_TOPIC_REQUESTS=$topic_requests
@@ -342,6 +354,7 @@ write_env() {
 		export FORGE_KAFKA_TOPIC_LOGS=$topic_logs
 		export FORGE_KAFKA_TOPIC_STATE=$topic_state
 		export FORGE_KAFKA_TOPIC_DLQ=$topic_dlq
+		export FORGE_KAFKA_JOBCOMP_TOPIC=$topic_jobcomp
 		export FORGE_STACK_KAFKA_PARTITIONS=$partitions
 		export FORGE_STACK_KAFKA_LIBS=$libs
 		export FORGE_STACK_KAFKA_LOG=$run/logs/server.log
@@ -363,7 +376,8 @@ up() {
 	for u in "${roles[@]}"; do opts+=(--role "$u"); done
 	opts+=(--set "FORGE_KAFKA_TOPIC_REQUESTS=$topic_requests" --set "FORGE_KAFKA_TOPIC_STATE=$topic_state"
 		--set "FORGE_KAFKA_TOPIC_STATUS=$topic_status" --set "FORGE_KAFKA_TOPIC_LOGS=$topic_logs"
-		--set "FORGE_KAFKA_TOPIC_DLQ=$topic_dlq" --set "FORGE_KAFKA_GROUP_ID=forge-worker")
+		--set "FORGE_KAFKA_TOPIC_DLQ=$topic_dlq" --set "FORGE_KAFKA_JOBCOMP_TOPIC=$topic_jobcomp"
+		--set "FORGE_KAFKA_GROUP_ID=forge-worker")
 	if pid=$(broker_pid); then
 		stack_log "kafka: running (pid $pid)"
 	else

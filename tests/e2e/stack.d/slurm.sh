@@ -2,8 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
 # on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
-# and slurmrestd with JWT auth on 127.0.0.1:16820. Only `apptainer` is fake
-# (tests/e2e/slurm/apptainer): containers cannot run in this sandbox.
+# and slurmrestd with JWT auth on 127.0.0.1:16820; with them, what sites run
+# for accounting: slurmdbd (127.0.0.1:16819) over a MariaDB of its own
+# (Debian's, 127.0.0.1:16823), and jobcomp/kafka, which sends a start and an
+# end record of every job to the stack's Kafka (topic forge.jobcomp, as the
+# principal slurm-jobcomp over SASL_SSL: kafka.env names them, so kafka.sh up
+# comes first). Only `apptainer` is fake (tests/e2e/slurm/apptainer):
+# containers cannot run in this sandbox.
 #
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
 #   slurm.sh up        mount, configure, start the daemons that are down (the
@@ -17,14 +22,22 @@
 #   slurm.sh fail slurmd-NODE  the node dies: KILL its slurmd, its slurmstepd
 #                      and their jobs at once (start brings it back)
 #
-# DAEMON: slurmctld, slurmrestd, slurmd-h200-1 or slurmd-a100-1. Stopping one
-# touches no other process: slurmctld saves its state (StateSaveLocation, in
-# cluster/state) and reads it back at start, so pending and running jobs
-# survive; a job's slurmstepd outlives its slurmd, which finds it again at
-# start. Ready after start: slurmctld answers `scontrol ping` (and the API's
-# ping when slurmrestd runs); a slurmd has registered again (its node's
-# SlurmdStartTime changed; skipped while slurmctld is down); slurmrestd
-# answers HTTP (and its ping shows slurmctld responding when slurmctld runs).
+# DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd, slurmd-h200-1 or
+# slurmd-a100-1 (sid starts them in this order: slurmctld registers with
+# slurmdbd, which needs its database). Stopping one touches no other
+# process: slurmctld saves its state (StateSaveLocation, in cluster/state)
+# and reads it back at start, so pending and running jobs survive, and
+# whatever it could not send slurmdbd meanwhile (slurmdbd stopped: it keeps
+# it and sends it once slurmdbd is back); a job's slurmstepd outlives its
+# slurmd, which finds it again at start. Ready after start: MariaDB answers
+# a query; slurmdbd answers `sacctmgr show cluster` (and slurmctld has
+# registered with it again, when slurmctld runs); slurmctld answers
+# `scontrol ping` (and the API's ping when slurmrestd runs; and has
+# registered with slurmdbd when that runs); a slurmd has registered again
+# (its node's SlurmdStartTime changed; skipped while slurmctld is down);
+# slurmrestd answers HTTP (and its ping shows slurmctld responding when
+# slurmctld runs). `status` adds a line for the accounting: MariaDB,
+# slurmdbd and slurmctld's registration.
 #
 # FORGE_STACK_SLURM_SUITE picks the Debian suite: sid (default, Slurm 26.05,
 # API v0.0.42-v0.0.45; slurm.env names v0.0.43) or trixie (Slurm 24.11,
@@ -32,13 +45,25 @@
 # side: trixie has its own ports (slurmctld 16827, slurmd 17011/17012,
 # slurmrestd 16830), run folder ($FORGE_STACK_RUN/slurm-trixie) and env file
 # ($FORGE_STACK_RUN/slurm-trixie.env); sid keeps 16817, 17001/17002, 16820,
-# $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root.
+# $FORGE_STACK_RUN/slurm and slurm.env. Both share the storage root. trixie
+# runs no slurmdbd, MariaDB nor jobcomp (its chroot has none of them; Debian
+# ships no jobcomp/kafka for 24.11): slurmctld alone knows its jobs, until
+# MinJobAge, and its env file says FORGE_STACK_SLURMDB=0.
+#
+# The env file also names FORGE_STACK_SLURMDB (1: /slurmdb/ answers and
+# forge.jobcomp gets the records) and FORGE_STACK_SLURM_MIN_JOB_AGE
+# (slurm.conf's MinJobAge: how long slurmctld keeps a finished job).
 #
 # Host side, the run folder ($FORGE_STACK_RUN/slurm/ for sid) holds pids
 # (<daemon>.pid), logs (<daemon>.log), the JWT key copy and token, the
-# workers' state key (state.key: FORGE_STATE_KEY_FILE), and
-# cluster/ (slurmctld state, slurmd spools), which is bind-mounted into the
-# chroot at /var/lib/forge-stack.
+# workers' state key (state.key: FORGE_STATE_KEY_FILE), slurmdbd's MariaDB
+# password (mariadb-slurm.password, 0600, made once), and cluster/
+# (slurmctld state, slurmd spools, MariaDB's data in mariadb/ and its socket
+# and pid file in mariadb-run/), which is bind-mounted into the chroot at
+# /var/lib/forge-stack. In the chroot, /etc/slurm holds slurm.conf,
+# slurmdbd.conf and jobcomp-kafka.conf (the last two 0600, SlurmUser's: they
+# hold passwords) and kafka-ca.pem (the stack's CA); /etc/mysql/forge-stack.cnf
+# is MariaDB's (tests/e2e/slurm/*.in are their templates).
 # $FORGE_STACK_RUN/storage is bind-mounted at /shared/forge (another path on
 # purpose: the worker sees one storage root, jobs another).
 set -euo pipefail
@@ -48,6 +73,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 templates=$(cd "$here/../slurm" && pwd)
 
 suite=${FORGE_STACK_SLURM_SUITE:-sid}
+packages=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin
 case "$suite" in
 sid)
 	api=v0.0.43
@@ -55,6 +81,16 @@ sid)
 	run="$FORGE_STACK_RUN/slurm"
 	env_file="$FORGE_STACK_RUN/slurm.env"
 	ctld_port=16817 rest_port=16820 h200_port=17001 a100_port=17002
+	# Accounting and job completion records, as sites run them. MariaDB's
+	# server and client cores: Debian's mariadbd, mariadb-install-db and
+	# mariadb, without mariadb-server's service scripts, Perl tools, Galera
+	# and systemd (they would make the chroot 728 MB instead of 375 MB, and its
+	# build about 25 s longer; nothing here uses them).
+	dbd=1 dbd_port=16819 db_port=16823
+	packages+=,slurmdbd,mariadb-server-core,mariadb-client-core,slurm-wlm-kafka-plugin
+	# Bump when the chroot's recipe changes: a cached chroot of another
+	# recipe is rebuilt. 2: slurmdbd, MariaDB and jobcomp/kafka.
+	recipe=2
 	;;
 trixie)
 	# 24.11's slurmrestd dies at start without accounting storage unless
@@ -65,6 +101,10 @@ trixie)
 	run="$FORGE_STACK_RUN/slurm-trixie"
 	env_file="$FORGE_STACK_RUN/slurm-trixie.env"
 	ctld_port=16827 rest_port=16830 h200_port=17011 a100_port=17012
+	# No slurmdbd, no jobcomp/kafka (trixie ships no slurm-wlm-kafka-plugin):
+	# slurmctld alone knows the jobs, until MinJobAge.
+	dbd=0 dbd_port='' db_port=''
+	recipe=1
 	;;
 *)
 	echo "FORGE_STACK_SLURM_SUITE=$suite: only sid or trixie" >&2
@@ -72,9 +112,6 @@ trixie)
 	;;
 esac
 
-# Bump when the chroot's recipe changes: a cached chroot of another recipe is rebuilt.
-recipe=1
-packages=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin
 chroot_dir="$FORGE_CACHE_DIR/slurm-$suite"
 marker="$chroot_dir/forge-stack.marker"
 cluster="$run/cluster"
@@ -89,7 +126,10 @@ job_user=forge job_uid=2001
 # A second job user: the tenant tests' other tenant (FORGE_TENANTS_FILE).
 job_user2=forge2 job_uid2=2003
 rest_user=forgerest rest_uid=2002
+# In start order: slurmdbd needs its database, slurmctld registers with
+# slurmdbd at start (it queues what it sends while slurmdbd is away).
 daemons=(slurmctld slurmd-h200-1 slurmd-a100-1 slurmrestd)
+[ "$dbd" = 0 ] || daemons=(mariadb slurmdbd "${daemons[@]}")
 token_file="$run/$job_user.jwt"
 # SlurmUser's token: slurmrestd lets it submit for another user
 # (X-SLURM-USER-NAME), which the tenant tests need.
@@ -98,6 +138,11 @@ tenants_file="$run/tenants.json"
 key_copy="$run/jwt_hs256.key"
 state_key="$run/state.key"
 series_file="$run/gpu-series.json"
+# slurmdbd's MariaDB account (StorageUser slurm): its password, made once.
+db_pass_file="$run/mariadb-slurm.password"
+db_cnf=/etc/mysql/forge-stack.cnf
+# The accounts slurmdbd knows (sacctmgr): every job user in account forge.
+db_account=forge
 daemon_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 die() {
@@ -206,6 +251,24 @@ prepare() {
 
 # --- processes ------------------------------------------------------------
 
+# The process name (comm) of daemon $1.
+daemon_comm() {
+	case "$1" in
+	mariadb) echo mariadbd ;;
+	*) echo "${1%%-*}" ;;
+	esac
+}
+
+# Process $1's name is $2 (daemon_comm), or Debian's binary's own name: a
+# Slurm daemon that re-executes itself, as slurmctld and slurmd do on
+# `scontrol reconfigure`, runs on as slurmctld-wlm, slurmd-wlm (the files
+# behind /usr/sbin/slurmctld's alternative).
+has_comm() {
+	local comm
+	comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+	[ "$comm" = "$2" ] || [ "$comm" = "$2-wlm" ]
+}
+
 # The pid in $1's pid file, if it is a live $1 process rooted in our chroot.
 daemon_pid() {
 	local name=$1 f="$run/$1.pid" pid root
@@ -214,7 +277,7 @@ daemon_pid() {
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
 	root=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
 	[ "$root" = "$(readlink -f "$chroot_dir")" ] || return 1
-	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${name%%-*}" ] || return 1
+	has_comm "$pid" "$(daemon_comm "$name")" || return 1
 	echo "$pid"
 }
 
@@ -251,17 +314,22 @@ wait_gone() {
 }
 
 stop_all() {
-	local d pid pids=()
-	for d in slurmrestd slurmd-a100-1 slurmd-h200-1 slurmctld; do
-		if pid=$(daemon_pid "$d"); then
-			kill -TERM "$pid" 2>/dev/null || true
-			pids+=("$pid")
+	local d pid pids group
+	# Slurm's daemons first (slurmctld sends what it still holds to
+	# slurmdbd), then slurmdbd, then its database.
+	for group in "slurmrestd slurmd-a100-1 slurmd-h200-1 slurmctld" slurmdbd mariadb; do
+		pids=()
+		for d in $group; do
+			if pid=$(daemon_pid "$d"); then
+				kill -TERM "$pid" 2>/dev/null || true
+				pids+=("$pid")
+			fi
+		done
+		if [ ${#pids[@]} -gt 0 ]; then
+			stack_log "slurm: stopping ${pids[*]}"
+			wait_gone 20 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
 		fi
 	done
-	if [ ${#pids[@]} -gt 0 ]; then
-		stack_log "slurm: stopping ${pids[*]}"
-		wait_gone 20 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
-	fi
 	# What is left in the chroot (slurmstepd and job processes outlive slurmd,
 	# daemons of a run whose pid files were lost) was started by this stack too.
 	if [ -d "$chroot_dir" ]; then
@@ -294,6 +362,8 @@ start_daemon() {
 # Start one of $daemons by name.
 launch_daemon() {
 	case "$1" in
+	mariadb) start_daemon mariadb chroot "$chroot_dir" mariadbd "--defaults-file=$db_cnf" ;;
+	slurmdbd) start_daemon slurmdbd chroot "$chroot_dir" slurmdbd -D ;;
 	slurmctld) start_daemon slurmctld chroot "$chroot_dir" slurmctld -D ;;
 	slurmd-*) start_daemon "$1" chroot "$chroot_dir" slurmd -D -N "${1#slurmd-}" ;;
 	slurmrestd)
@@ -307,13 +377,14 @@ launch_daemon() {
 # Processes in our chroot that are daemon $1 but not the one its pid file
 # names (a run whose pid files were lost): they would hold its port.
 stray_pids() {
-	local name=$1 comm=${1%%-*} node='' tracked real p
+	local name=$1 comm node='' tracked real p
+	comm=$(daemon_comm "$name")
 	[ "$comm" != slurmd ] || node=${name#slurmd-}
 	tracked=$(daemon_pid "$name") || tracked=
 	real=$(readlink -f "$chroot_dir")
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" != "$tracked" ] || continue
-		[ "$(cat "$p/comm" 2>/dev/null)" = "$comm" ] || continue
+		has_comm "${p#/proc/}" "$comm" || continue
 		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] || continue
 		if [ -n "$node" ]; then
 			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -N $node " || continue
@@ -386,6 +457,75 @@ ensure_key() {
 	in_chroot chown slurm:slurm "/etc/slurm/$1"
 }
 
+# A value of the stack's kafka.env (kafka.sh up writes it; the stack runs
+# kafka before slurm): the jobcomp principal, its password file, the CA.
+kafka_env() {
+	local f="$FORGE_STACK_RUN/kafka.env"
+	[ -s "$f" ] || die "$f is missing: jobcomp/kafka needs the stack's Kafka (tests/e2e/stack up, or stack.d/kafka.sh up first)"
+	# shellcheck disable=SC1090 # written by kafka.sh
+	(. "$f" && printf '%s' "${!1:-}")
+}
+
+# sid's accounting: MariaDB's and slurmdbd's configuration, and
+# jobcomp/kafka's librdkafka properties with a copy of the stack's CA. Each
+# file that holds a password is 0600 and its daemon's user's own.
+configure_dbd() {
+	local c=$chroot_dir host=$1 user pass_file ca
+	if [ ! -s "$db_pass_file" ]; then
+		(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$db_pass_file")
+	fi
+	chmod 0600 "$db_pass_file"
+	sed -e "s/@DB_PORT@/$db_port/g" "$templates/mariadb.cnf.in" >"$c$db_cnf"
+	chmod 0644 "$c$db_cnf"
+	(umask 077 && sed -e "s/@HOST@/$host/g" -e "s/@DBD_PORT@/$dbd_port/g" \
+		-e "s/@DB_PORT@/$db_port/g" -e "s/@DB_PASS@/$(cat "$db_pass_file")/g" \
+		"$templates/slurmdbd.conf.in" >"$c/etc/slurm/slurmdbd.conf")
+	chmod 0600 "$c/etc/slurm/slurmdbd.conf"
+	in_chroot chown slurm:slurm /etc/slurm/slurmdbd.conf
+	user=$(kafka_env FORGE_STACK_KAFKA_SLURM_USER)
+	pass_file=$(kafka_env FORGE_STACK_KAFKA_SLURM_PASSWORD_FILE)
+	ca=$(kafka_env FORGE_STACK_KAFKA_CA_FILE)
+	if [ -z "$user" ] || [ ! -s "$pass_file" ] || [ ! -s "$ca" ]; then
+		die "kafka.env names no jobcomp principal (FORGE_STACK_KAFKA_SLURM_*) or CA: run the stack's kafka up again (stack.d/kafka.sh up)"
+	fi
+	install -m 0644 "$ca" "$c/etc/slurm/kafka-ca.pem"
+	(
+		umask 077
+		cat >"$c/etc/slurm/jobcomp-kafka.conf" <<-EOF
+			# Written by tests/e2e/stack.d/slurm.sh: jobcomp/kafka's librdkafka
+			# properties (JobCompLoc). The stack's SASL_SSL listener as the
+			# principal $user (deploy/kafka/acls.tsv, role slurm: WRITE on
+			# the jobcomp topic, nothing else); the broker's certificate is
+			# checked against the stack's CA (a copy: the chroot cannot see
+			# the host's cache).
+			bootstrap.servers=$(kafka_env FORGE_STACK_KAFKA_SASL_SSL)
+			security.protocol=SASL_SSL
+			sasl.mechanisms=SCRAM-SHA-512
+			sasl.username=$user
+			sasl.password=$(cat "$pass_file")
+			ssl.ca.location=/etc/slurm/kafka-ca.pem
+		EOF
+	)
+	chmod 0600 "$c/etc/slurm/jobcomp-kafka.conf"
+	in_chroot chown slurm:slurm /etc/slurm/jobcomp-kafka.conf
+	# slurmdbd makes its runtime folder after it became SlurmUser: ready-made.
+	mkdir -p "$c/run/slurmdbd"
+	in_chroot chown slurm:slurm /run/slurmdbd
+	mkdir -p "$cluster/mariadb"
+}
+
+# The slurm.conf of this suite: sid's @DBD@ lines kept, trixie's @NODBD@.
+slurm_conf() {
+	local host=$1 topic=''
+	[ "$dbd" = 0 ] || topic=$(kafka_env FORGE_KAFKA_JOBCOMP_TOPIC)
+	[ "$dbd" = 0 ] || [ -n "$topic" ] || die "kafka.env names no FORGE_KAFKA_JOBCOMP_TOPIC"
+	sed -e "s/@HOST@/$host/g" -e "s/@CTLD_PORT@/$ctld_port/g" \
+		-e "s/@H200_PORT@/${node_port[h200-1]}/g" -e "s/@A100_PORT@/${node_port[a100-1]}/g" \
+		-e "s/@DBD_PORT@/$dbd_port/g" -e "s/@JOBCOMP_TOPIC@/$topic/g" \
+		"$templates/slurm.conf.in" |
+		if [ "$dbd" = 1 ]; then sed -e '/^@NODBD@/d' -e 's/^@DBD@//'; else sed -e '/^@DBD@/d' -e 's/^@NODBD@//'; fi
+}
+
 configure() {
 	local c=$chroot_dir n i host
 	host=$(hostname)
@@ -393,13 +533,15 @@ configure() {
 	ensure_user "$job_user" "$job_uid" -m -s /bin/bash
 	ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash
 	ensure_user "$rest_user" "$rest_uid" -M -d /nonexistent -s /usr/sbin/nologin
+	# MariaDB's user (mariadb-server's postinst would make it; its core does not).
+	[ "$dbd" = 0 ] || in_chroot getent passwd mysql >/dev/null ||
+		in_chroot useradd -r -U -M -d /nonexistent -s /usr/sbin/nologin mysql
 	in_chroot getent passwd slurm >/dev/null || die "no slurm user in the chroot"
 	mkdir -p "$c/etc/slurm"
 	ensure_key slurm.key 1024
 	ensure_key jwt_hs256.key 32
-	sed -e "s/@HOST@/$host/g" -e "s/@CTLD_PORT@/$ctld_port/g" \
-		-e "s/@H200_PORT@/${node_port[h200-1]}/g" -e "s/@A100_PORT@/${node_port[a100-1]}/g" \
-		"$templates/slurm.conf.in" >"$c/etc/slurm/slurm.conf"
+	slurm_conf "$host" >"$c/etc/slurm/slurm.conf"
+	[ "$dbd" = 0 ] || configure_dbd "$host"
 	install -m 0644 "$templates/gres.conf" "$templates/cgroup.conf" "$c/etc/slurm/"
 	install -m 0755 "$templates/apptainer" "$c/usr/local/bin/apptainer"
 	# Where Debian's apptainer lives too: found with a job's minimal PATH.
@@ -429,6 +571,92 @@ prepare_storage() {
 		stack_log "slurm: no ACLs on $storage; making it 1777 instead"
 		chmod 1777 "$storage" "$storage/runtimes"
 	fi
+}
+
+# --- accounting (sid) -------------------------------------------------------
+
+db_sql() { in_chroot mariadb "--defaults-file=$db_cnf" -N -B -e "$1"; }
+
+# MariaDB answers a query (as root, over its socket).
+db_answers() { [ "$(db_sql 'SELECT 1' 2>/dev/null)" = 1 ]; }
+
+# A data directory for MariaDB, once (kept in cluster/mariadb across runs),
+# and the folder of its socket and pid file (cluster/mariadb-run), both
+# MariaDB's user's.
+db_init() {
+	mkdir -p "$cluster/mariadb-run"
+	in_chroot chown mysql:mysql "$in_chroot_cluster/mariadb-run"
+	[ -d "$cluster/mariadb/mysql" ] && return 0
+	stack_log "slurm: initialising MariaDB's data directory $cluster/mariadb"
+	rm -rf "$cluster/mariadb"
+	mkdir -p "$cluster/mariadb"
+	in_chroot chown mysql:mysql "$in_chroot_cluster/mariadb"
+	in_chroot mariadb-install-db "--defaults-file=$db_cnf" --skip-test-db \
+		--auth-root-authentication-method=socket >>"$run/mariadb.log" 2>&1 ||
+		die "mariadb-install-db failed (log: $run/mariadb.log)"
+}
+
+# slurmdbd's account in MariaDB (StorageUser, StoragePass): set at every
+# start of slurmdbd, so the password file and the database always agree.
+# The database is made here too: slurmdbd makes it when missing, but then
+# goes on with the connection handle of its failed first attempt, on which
+# Debian sid's libmariadb3 (Connector/C 3.4.10) refuses every result
+# ("Number of columns in result (=1) set execeeds maxmimum allowed number
+# of columns (=0)"): slurmdbd's first start would die.
+db_setup() {
+	local pass
+	pass=$(cat "$db_pass_file")
+	db_sql "CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+		CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+		ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+		GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" ||
+		die "MariaDB: could not set up slurmdbd's account"
+}
+
+# slurmdbd answers (sacctmgr, as root, over auth/slurm).
+dbd_answers() { in_chroot sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1; }
+
+# slurmctld has registered with slurmdbd: the cluster's record names the
+# controller's port.
+ctld_dbd_connected() {
+	[ "$(in_chroot sacctmgr -n -P show cluster forge format=controlport 2>/dev/null)" = "$ctld_port" ]
+}
+
+# What Slurm's accounting needs to know (idempotent): an account for the
+# jobs and their users in it (root is slurmdbd's own). The cluster is
+# slurmctld's to add: it registers with its ClusterID (the one its saved
+# state holds, or a new one) and slurmdbd adds the cluster it does not know;
+# one added first by sacctmgr gets an ID of slurmdbd's, which a slurmctld with
+# older state refuses ("CLUSTER ID MISMATCH"). So this runs once slurmctld
+# has registered.
+dbd_register() {
+	local u
+	dbd_has_assoc "$db_account" '' ||
+		dbd_add account "$db_account" cluster=forge description="the forge-worker e2e jobs" organization=forge
+	for u in "$job_user" "$job_user2" root; do
+		dbd_has_assoc "$db_account" "$u" || dbd_add user "$u" account="$db_account" cluster=forge
+	done
+}
+
+# Account $1 (user $2, or the account's own association for '') is known on
+# the cluster.
+dbd_has_assoc() {
+	local out
+	out=$(in_chroot sacctmgr -n -P show assoc cluster=forge account="$1" format=account,user) ||
+		die "sacctmgr show assoc failed"
+	grep -qx "$1|$2" <<<"$out"
+}
+
+dbd_add() {
+	in_chroot sacctmgr -i -Q add "$@" >/dev/null || die "sacctmgr add $* failed"
+	stack_log "slurm: sacctmgr add $*"
+}
+
+# Before slurmdbd starts: its database answers, its account is set.
+before_dbd() {
+	daemon_pid mariadb >/dev/null || die "slurmdbd needs MariaDB: start mariadb first"
+	stack_wait_for 60 db_answers || die "MariaDB does not answer (log: $run/mariadb.log)"
+	db_setup
 }
 
 # --- the API --------------------------------------------------------------
@@ -524,6 +752,8 @@ write_env() {
 			FORGE_SLURM_STORAGE_ROOT "$in_chroot_storage" \
 			FORGE_GPU_SERIES_FILE "$series_file" \
 			FORGE_STACK_SLURM_CHROOT "$chroot_dir" \
+			FORGE_STACK_SLURMDB "$dbd" \
+			FORGE_STACK_SLURM_MIN_JOB_AGE "$(sed -n 's/^MinJobAge=//p' "$templates/slurm.conf.in")" \
 			FORGE_SLURM_TLS_VERIFY 0
 	} >"$tmp"
 	mv "$tmp" "$env_file"
@@ -597,9 +827,16 @@ node_usable() {
 # $1 ready; for a slurmd, $2 is its node's SlurmdStartTime before the start.
 daemon_ready() {
 	case "$1" in
+	mariadb) db_answers ;;
+	slurmdbd)
+		dbd_answers || return 1
+		! daemon_pid slurmctld >/dev/null || ctld_dbd_connected
+		;;
 	slurmctld)
 		ctld_ping_ok || return 1
-		! daemon_pid slurmrestd >/dev/null || api_ping_ok
+		! daemon_pid slurmrestd >/dev/null || api_ping_ok || return 1
+		daemon_pid slurmdbd >/dev/null || return 0
+		ctld_dbd_connected
 		;;
 	slurmrestd)
 		rest_answers || return 1
@@ -657,10 +894,22 @@ up() {
 		fi
 		lines=0
 		[ ! -f "$run/$d.log" ] || lines=$(wc -l <"$run/$d.log")
+		[ "$d" != mariadb ] || db_init
+		[ "$d" != slurmdbd ] || before_dbd
 		launch_daemon "$d"
 		[ "$suite" != trixie ] || [[ "$d" != slurmd-* ]] || wait_slurmd_started "${d#slurmd-}" "$lines"
+		# Accounting is ready before slurmctld starts (it registers with
+		# slurmdbd at start).
+		case "$d" in
+		mariadb | slurmdbd) wait_daemon_ready "$d" 120 ;;
+		esac
 	done
 	wait_ready 120
+	if [ "$dbd" = 1 ]; then
+		stack_wait_for 60 ctld_dbd_connected ||
+			die "slurmctld has not registered with slurmdbd after 60 s (logs: $run/slurmctld.log, $run/slurmdbd.log)"
+		dbd_register
+	fi
 	write_env
 	stack_log "slurm: up in $((SECONDS - t0)) s, started: ${down[*]:-none} ($rest_url, $(grep '^slurm=' "$marker"))"
 }
@@ -687,6 +936,8 @@ start() {
 				stack_log "slurm: slurmctld is down: not waiting for $name to register"
 			fi
 		fi
+		[ "$name" != mariadb ] || db_init
+		[ "$name" != slurmdbd ] || before_dbd
 		launch_daemon "$name"
 		stack_log "slurm: started $name (pid $(cat "$run/$name.pid"))"
 	fi
@@ -781,6 +1032,20 @@ status() {
 	else
 		echo "slurm api: down ($rest_url)"
 		rc=1
+	fi
+	if [ "$dbd" = 1 ]; then
+		if ! db_answers; then
+			echo "slurm accounting: down (MariaDB on 127.0.0.1:$db_port does not answer)"
+			rc=1
+		elif ! dbd_answers; then
+			echo "slurm accounting: down (slurmdbd on 127.0.0.1:$dbd_port does not answer)"
+			rc=1
+		elif ! ctld_dbd_connected; then
+			echo "slurm accounting: down (slurmctld is not registered with slurmdbd)"
+			rc=1
+		else
+			echo "slurm accounting: up (MariaDB 127.0.0.1:$db_port, slurmdbd 127.0.0.1:$dbd_port, slurmctld registered)"
+		fi
 	fi
 	return "$rc"
 }

@@ -7,8 +7,9 @@ processes through Kafka only, against the real stack (tests/e2e/stack up):
                 stack's TLS front (its CA: ssl_context(), connection()),
                 or plain for the fault-injection proxies (plain_slurm_url);
                 kafka_conf(role) the confluent_kafka settings of a principal (admin, worker,
-                operator, platform, outsider), grant()/revoke() the ACLs of
-                deploy/kafka/acls.tsv for a scenario's topics and group
+                operator, platform, slurm, outsider), grant()/revoke() the ACLs of
+                deploy/kafka/acls.tsv for a scenario's topics and group (and
+                the stack's forge.jobcomp, every scenario's: SHARED_ACL_VARS)
   acl_lines     deploy/kafka/acls.tsv's lines (one role's, or all)
   command_env   the environment of one `forge-worker <command>` an operator
                 runs (the stack's settings, a scenario's topics and group)
@@ -119,6 +120,29 @@ class AclLine:
                           AclPermissionType.ALLOW)
 
 
+def worker_ignores(stack, var):
+    """True when the worker under test does not know the variable var
+    (it warns "unknown FORGE_ variable ignored" at start): an acls.tsv line
+    it names is one the worker neither uses nor checks yet (the jobcomp
+    topic's READ, before the worker reads Slurm's records, issue 28)."""
+    binary = os.environ.get("FORGE_WORKER_BIN",
+                            os.path.join(TOP, "build", "forge-worker"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
+    env.update(stack.env)
+    env.update({var: stack.env.get(var) or "x", "FORGE_LOG_FORMAT": "json"})
+    r = subprocess.run([binary, "validate", "-"], input=b"{}", env=env,
+                       capture_output=True, timeout=30)
+    for raw in (r.stdout + r.stderr).splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if (isinstance(line, dict) and line.get("variable") == var and
+                "unknown FORGE_ variable" in line.get("msg", "")):
+            return True
+    return False
+
+
 def acl_lines(role=None):
     """deploy/kafka/acls.tsv's lines in order (one role's, or all)."""
     out, header = [], True
@@ -136,12 +160,19 @@ def acl_lines(role=None):
     return out
 
 
+# The ${VAR}s of acls.tsv that name one topic of the stack's for every
+# scenario: Slurm's jobcomp/kafka writes the records of every job to
+# forge.jobcomp, whichever scenario's worker submitted it.
+SHARED_ACL_VARS = ("FORGE_KAFKA_JOBCOMP_TOPIC",)
+
+
 def acl_values(topics=None, group=None):
     """The ${VAR} values of a scenario: its topics' names (a Topics, or
-    a dict of FORGE_KAFKA_TOPIC_* as an env has them), its group."""
+    a dict of FORGE_KAFKA_TOPIC_* as an env has them, FORGE_KAFKA_JOBCOMP_TOPIC
+    too), its group. The stack's shared topics are Stack.bindings'."""
     if isinstance(topics, dict):
         values = {k: v for k, v in topics.items()
-                  if k.startswith("FORGE_KAFKA_TOPIC_")}
+                  if k.startswith("FORGE_KAFKA_TOPIC_") or k in SHARED_ACL_VARS}
     else:
         values = dict(topics.env()) if topics else {}
     if group:
@@ -244,8 +275,13 @@ class Stack:
 
     def bindings(self, lines, topics=None, group=None):
         """AclBindings of acls.tsv lines for a scenario's topics and group;
-        a line naming a value not given is left out."""
-        values = acl_values(topics, group)
+        a line naming a value not given is left out. A line of a shared
+        topic (SHARED_ACL_VARS: the stack's forge.jobcomp) is every
+        scenario's, as the restore reader's group id is: granting it again
+        is a no-op; revoking it (test_kafka_acls, for one start) takes it
+        from every worker until it is granted back."""
+        values = {k: self.env[k] for k in SHARED_ACL_VARS if self.env.get(k)}
+        values.update(acl_values(topics, group))
         out = []
         for line in lines:
             name = line.resolve(values)

@@ -5,10 +5,12 @@ of deploy/kafka/acls.tsv (docs/KAFKA_ACLS.md), on the secured stack.
 
   (a) At start: each of the worker's lines removed in turn (this
       scenario's topics and group; the lines every worker shares, the
-      transactional-id prefix and the restore reader's group id, for the
-      stack's worker principal, for the few seconds of one start): the
-      worker exits 78, its log naming that line's operation and resource;
-      the line is put back. Launches sent before the first start wait in
+      transactional-id prefix, the restore reader's group id and READ on
+      the stack's jobcomp topic, for the stack's worker principal, for the
+      few seconds of one start): the worker exits 78, its log naming that
+      line's operation and resource; the line is put back. A line of a
+      variable the worker does not know yet (FORGE_KAFKA_JOBCOMP_TOPIC
+      until it reads Slurm's records) is left out and named. Launches sent before the first start wait in
       the requests topic: once every line is back, one worker takes them,
       each ends SUCCEEDED once, with one Slurm job that ran once: nothing
       lost, nothing submitted twice.
@@ -24,9 +26,9 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, acl_lines,
-                     assert_contiguous, free_port, http_get, launch,
-                     unique_id, wait_until)
+from harness import (SHARED_ACL_VARS, StatusReader, Topics, Worker,
+                     acl_lines, assert_contiguous, free_port, http_get,
+                     launch, unique_id, wait_until, worker_ignores)
 
 KINDS = {"topic": "topic", "group": "group",
          "transactional-id": "transactional id"}
@@ -51,7 +53,8 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     stack = secured
     topics = Topics(stack, "acl")
     group = unique_id("g")
-    values = {**topics.env(), "FORGE_KAFKA_GROUP_ID": group}
+    values = {**{v: stack.env[v] for v in SHARED_ACL_VARS if stack.env.get(v)},
+              **topics.env(), "FORGE_KAFKA_GROUP_ID": group}
     stack.grant(topics, group)
     status = StatusReader(stack, topics.status)
     lids = [unique_id("acl") for _ in range(2)]
@@ -59,6 +62,11 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
         topics.send(lid, launch(lid, ["/bin/echo", "granted"]))
     lines = acl_lines("worker")
     assert len(lines) >= 9, lines
+    # A line of a variable this worker does not know yet (it warns
+    # "unknown FORGE_ variable"): nothing of it to check at start.
+    unused = [v for v in SHARED_ACL_VARS if worker_ignores(stack, v)]
+    skipped = [l for l in lines if any(f"${{{v}}}" in l.name for v in unused)]
+    lines = [l for l in lines if l not in skipped]
     refused = []
     try:
         for line in lines:
@@ -84,6 +92,9 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     finally:
         status.close()
     print("refused at start, one line each:", *refused, sep="\n  ")
+    if skipped:
+        print("not checked (the worker does not read them yet):", *skipped,
+              sep="\n  ")
 
 
 def test_a_write_acl_removed_while_running_is_named_and_waited_for(
