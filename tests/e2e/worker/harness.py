@@ -120,29 +120,6 @@ class AclLine:
                           AclPermissionType.ALLOW)
 
 
-def worker_ignores(stack, var):
-    """True when the worker under test does not know the variable var
-    (it warns "unknown FORGE_ variable ignored" at start): an acls.tsv line
-    it names is one the worker neither uses nor checks yet (the jobcomp
-    topic's READ, before the worker reads Slurm's records, issue 28)."""
-    binary = os.environ.get("FORGE_WORKER_BIN",
-                            os.path.join(TOP, "build", "forge-worker"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
-    env.update(stack.env)
-    env.update({var: stack.env.get(var) or "x", "FORGE_LOG_FORMAT": "json"})
-    r = subprocess.run([binary, "validate", "-"], input=b"{}", env=env,
-                       capture_output=True, timeout=30)
-    for raw in (r.stdout + r.stderr).splitlines():
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if (isinstance(line, dict) and line.get("variable") == var and
-                "unknown FORGE_ variable" in line.get("msg", "")):
-            return True
-    return False
-
-
 def acl_lines(role=None):
     """deploy/kafka/acls.tsv's lines in order (one role's, or all)."""
     out, header = [], True

@@ -50,16 +50,18 @@ def job_id_of(events):
     return next(i for i in ids if i)
 
 
+def het_offset(record):
+    offset = (record.get("het") or {}).get("job_offset") or {}
+    return offset.get("number", 0) if offset.get("set") else 0
+
+
 def latest_runs(records):
     """accounting's records, each component's latest run (requeues add runs)."""
     best = {}
     for r in records:
-        key = (r.get("het") or {}).get("job_offset", {}).get("number", 0) \
-            if isinstance((r.get("het") or {}).get("job_offset"), dict) \
-            else (r.get("het") or {}).get("job_offset") or 0
-        prior = best.get(key)
+        prior = best.get(het_offset(r))
         if prior is None or r["time"]["submission"] >= prior["time"]["submission"]:
-            best[key] = r
+            best[het_offset(r)] = r
     return [best[k] for k in sorted(best)]
 
 
@@ -243,7 +245,7 @@ def test_jobs_that_ended_while_no_worker_ran_end_as_accounting_says(
             assert end["data"]["state"] == "LOST", status.states(lid)
             assert end["_received"] - started >= grace, end["_received"] - started
             assert_contiguous(status.of(lid), lid)
-        assert worker.logged("accounting unreachable"), worker.tail()
+        assert worker.logged("accounting is unreachable"), worker.tail()
         assert worker.terminate() == 0, worker.tail()
     finally:
         stack_verb("start", "slurmdbd")

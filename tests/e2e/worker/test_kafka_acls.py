@@ -8,10 +8,8 @@ of deploy/kafka/acls.tsv (docs/KAFKA_ACLS.md), on the secured stack.
       transactional-id prefix, the restore reader's group id and READ on
       the stack's jobcomp topic, for the stack's worker principal, for the
       few seconds of one start): the worker exits 78, its log naming that
-      line's operation and resource; the line is put back. A line of a
-      variable the worker does not know yet (FORGE_KAFKA_JOBCOMP_TOPIC
-      until it reads Slurm's records) is left out and named. Launches sent before the first start wait in
-      the requests topic: once every line is back, one worker takes them,
+      line's operation and resource; the line is put back. Launches sent
+      before the first start wait in the requests topic: once every line is back, one worker takes them,
       each ends SUCCEEDED once, with one Slurm job that ran once: nothing
       lost, nothing submitted twice.
   (b) While running: WRITE on the status topic removed under a worker with
@@ -28,7 +26,7 @@ import pytest
 
 from harness import (SHARED_ACL_VARS, StatusReader, Topics, Worker,
                      acl_lines, assert_contiguous, free_port, http_get,
-                     launch, unique_id, wait_until, worker_ignores)
+                     launch, unique_id, wait_until)
 
 KINDS = {"topic": "topic", "group": "group",
          "transactional-id": "transactional id"}
@@ -61,12 +59,7 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     for lid in lids:
         topics.send(lid, launch(lid, ["/bin/echo", "granted"]))
     lines = acl_lines("worker")
-    assert len(lines) >= 9, lines
-    # A line of a variable this worker does not know yet (it warns
-    # "unknown FORGE_ variable"): nothing of it to check at start.
-    unused = [v for v in SHARED_ACL_VARS if worker_ignores(stack, v)]
-    skipped = [l for l in lines if any(f"${{{v}}}" in l.name for v in unused)]
-    lines = [l for l in lines if l not in skipped]
+    assert len(lines) >= 10, lines
     refused = []
     try:
         for line in lines:
@@ -92,9 +85,6 @@ def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     finally:
         status.close()
     print("refused at start, one line each:", *refused, sep="\n  ")
-    if skipped:
-        print("not checked (the worker does not read them yet):", *skipped,
-              sep="\n  ")
 
 
 def test_a_write_acl_removed_while_running_is_named_and_waited_for(
