@@ -279,6 +279,9 @@ def test_ping_and_slurmrestd_stopped(stack, storage, topics):
     assert out["kafka"]["ok"] is True, out
 
 
+ENDS = {}  # launch id -> its terminal event (the worker fixture's launch)
+
+
 @pytest.fixture(scope="module")
 def worker(stack, storage, topics, logdir):
     """One `forge-worker run` (the launches, replay and run checks share
@@ -292,7 +295,9 @@ def worker(stack, storage, topics, logdir):
     try:
         w.wait_ready()
         topics.send(lid, launch(lid, ["/bin/true"]))
-        assert reader.wait_terminal(lid)["data"]["state"] == "SUCCEEDED"
+        end = reader.wait_terminal(lid)
+        assert end["data"]["state"] == "SUCCEEDED"
+        ENDS[lid] = end
         yield w, group, lid
     finally:
         reader.close()
@@ -310,6 +315,12 @@ def test_launches(stack, storage, topics, worker):
     assert p.returncode == 0, p.stderr
     (rec,) = lines(p.stdout)
     assert rec["launch_id"] == lid and rec["state"] == "SUCCEEDED", rec
+    # the GPU-hours of its terminal event's usage (whole GPU-seconds kept)
+    usage = ENDS[lid]["data"]["usage"]
+    assert abs(rec["gpu_hours"] - usage["gpu_hours"]) < 1 / 3600, (rec, usage)
+    head, row = rows[0].split(), rows[1].split()
+    assert "GPU_H" in head, rows
+    assert row[head.index("GPU_H")] == f"{rec['gpu_hours']:.2f}", rows
 
 
 def test_replay(stack, storage, topics, worker):
