@@ -49,8 +49,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RECHECK_MS 10000 /* a denial asked about again at most this often */
-#define CHECK_MS   2000  /* one check while running, at most */
+#define RECHECK_MS      10000 /* a denial asked about again at most this often */
+#define CHECK_MS        2000  /* one check while running, at most */
+#define ERROR_REPEAT_MS 10000 /* a client error warned about again after */
 
 typedef struct topic_need {
     size_t name_at; /* offsetof the topic's name in forge_config_t */
@@ -307,11 +308,35 @@ void forge_kafka_note_refusal(int err, const char *reason)
     pthread_mutex_unlock(&refusal_lock);
 }
 
+/* Whether an error of code err is the same as the last one warned about
+ * less than ERROR_REPEAT_MS ago: a broker away makes librdkafka report the
+ * same failure on every reconnect of every handle, and one warning of it
+ * says enough (the repeats go to debug). Racy by design: at worst one
+ * more warning. */
+static bool error_repeats(int err)
+{
+    static atomic_int last_err;
+    static atomic_llong last_ms;
+    long long now = forge_clock_ms();
+
+    if (atomic_load(&last_err) == err &&
+        now - atomic_load(&last_ms) < ERROR_REPEAT_MS)
+        return true;
+    atomic_store(&last_err, err);
+    atomic_store(&last_ms, now);
+    return false;
+}
+
 void forge_kafka_on_client_error(rd_kafka_t *rk, int err, const char *reason,
                                  void *opaque)
 {
     (void)opaque;
-    forge_log_warn("kafka (%s): %s", rd_kafka_name(rk), reason);
+    if (error_repeats(err))
+        forge_log_debug("kafka (%s): %s", rd_kafka_name(rk), reason);
+    else
+        forge_log_warn("kafka (%s): %s (the same error again within %d s: "
+                       "logged at debug)",
+                       rd_kafka_name(rk), reason, ERROR_REPEAT_MS / 1000);
     forge_kafka_note_refusal(err, reason);
 }
 
