@@ -207,6 +207,13 @@ int sl_version_selected(forge_api_version_t v)
     return 0;
 }
 
+bool sl_has_accounting(void)
+{
+    const char *v = getenv("FORGE_STACK_SLURMDB");
+
+    return v && !strcmp(v, "1");
+}
+
 forge_api_version_t sl_version_check(int v)
 {
     cr_assert(v >= 0 && v < FORGE_API__COUNT,

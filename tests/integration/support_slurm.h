@@ -30,6 +30,7 @@
 #include "slurm/submit_held.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,9 @@ size_t sl_versions(int *out, size_t cap);
 size_t sl_unserved_versions(int *out, size_t cap);
 /* Whether v is among the selected versions. */
 int sl_version_selected(forge_api_version_t v);
+/* Whether the stack runs slurmdbd accounting (its env file's
+ * FORGE_STACK_SLURMDB=1). */
+bool sl_has_accounting(void);
 /* Fails the test unless v is a version this worker knows. */
 forge_api_version_t sl_version_check(int v);
 

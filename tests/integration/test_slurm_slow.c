@@ -14,10 +14,10 @@
  *              moves its start time to now once it is PENDING (`scontrol
  *              update jobid=N starttime=now`) instead of waiting
  *   aged_out   a finished job leaves slurmctld (MinJobAge=60 plus the purge
- *              interval: 60-120 s): job/{id} then says NOT_FOUND, so does
- *              the accounting lookup (no slurmdbd in the stack), and
+ *              interval: 60-120 s): job/{id} then says NOT_FOUND and
  *              jobs/state leaves it out - nothing reports it finished from
- *              its absence
+ *              its absence; accounting (the stack's slurmdbd) still has
+ *              its true end (a stack without it: NOT_FOUND there too)
  *
  * The unserved-version check (v0.0.41 on 26.05) is quick and lives in
  * test_slurm_lifecycle.c (`version`).
@@ -210,13 +210,26 @@ Test(slurm_slow, aged_out)
              "job/{id} NOT_FOUND %.0fs after SUCCEEDED (HTTP %ld, %s)",
              gone - done, res.http_status, res.message);
 
-    /* No accounting storage here: the fallback knows nothing either. */
+    /* Accounting still knows it (the stack's slurmdbd): its true end,
+     * what it used; a stack without accounting: nothing either. */
     st = forge_slurm_job_accounting(c, t.job_id, &l, &res);
-    cr_assert_eq(st, FORGE_SLURM_NOT_FOUND, "%s: accounting: %s: %s", t.label,
-                 forge_slurm_status_name(st), res.message);
-    cr_assert_eq(l.count, 0);
-    snprintf(note + strlen(note), sizeof(note) - strlen(note),
-             "; accounting NOT_FOUND (HTTP %ld)", res.http_status);
+    if (sl_has_accounting()) {
+        cr_assert_eq(st, FORGE_SLURM_OK, "%s: accounting: %s: %s", t.label,
+                     forge_slurm_status_name(st), res.message);
+        cr_assert_eq(l.count, 1);
+        cr_assert_eq(forge_slurm_verdict(&l, 0, &ec).state,
+                     FORGE_STATE_SUCCEEDED);
+        cr_assert_not_null(l.jobs[0].use, "%s: accounting's use", t.label);
+        snprintf(note + strlen(note), sizeof(note) - strlen(note),
+                 "; accounting: COMPLETED, exit %d", ec);
+    } else {
+        cr_assert_eq(st, FORGE_SLURM_NOT_FOUND, "%s: accounting: %s: %s",
+                     t.label, forge_slurm_status_name(st), res.message);
+        cr_assert_eq(l.count, 0);
+        snprintf(note + strlen(note), sizeof(note) - strlen(note),
+                 "; accounting NOT_FOUND (HTTP %ld)", res.http_status);
+    }
+    forge_slurm_job_list_clear(&l);
 
     /* The batched poll leaves it out; an empty answer is no verdict. */
     st = forge_slurm_job_states(c, &t.job_id, 1, &l, &res);
