@@ -523,6 +523,10 @@ class StatusReader:
         self.consumer.close()
 
 
+# A job's states once a run of it is over.
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+         "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED", "DEADLINE"}
+
 # Job states only a job that started reaches (a held job cancelled goes
 # PENDING -> CANCELLED).
 RAN = {"RUNNING", "COMPLETING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL",
@@ -560,16 +564,35 @@ class SlurmWatch:
         self.lock = threading.Lock()
         self.stopping = False
         self.max_live = {}  # comment -> most leaders alive at once
+        self.sampled_from = 0.0  # when the last whole sample was asked
+        self.sampled = threading.Condition(self.lock)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
         while not self.stopping:
+            asked = time.monotonic()
             try:
                 self._sample(self.stack.slurm_get("jobs")["jobs"])
+                with self.sampled:
+                    self.sampled_from = asked
+                    self.sampled.notify_all()
             except Exception:  # slurmrestd busy: the next sample will do
                 pass
             time.sleep(0.3)
+
+    def _fresh(self, tag, timeout=30):
+        """With the lock held: unless a job of tag has been seen ended,
+        waits for a sample asked after this call. A job that ended a moment
+        ago (a pushed end reaches the platform well within a second, maybe
+        before any sample saw it) has been seen by then: slurmctld keeps it
+        MinJobAge after its end. A tag seen ended costs no wait (the
+        verdict loops ask about every launch)."""
+        if any(j["comment"] == tag and any(set(s) & ENDED for s in j["states"])
+               for j in self.jobs.values()):
+            return
+        since = time.monotonic()
+        self.sampled.wait_for(lambda: self.sampled_from > since, timeout)
 
     def _sample(self, jobs):
         live = {}
@@ -591,9 +614,7 @@ class SlurmWatch:
                     rec["nodes"] = j["nodes"]
                 if not rec["states"] or rec["states"][-1] != state:
                     rec["states"].append(state)
-                ended = any(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                                  "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
-                                  "PREEMPTED", "DEADLINE") for s in state)
+                ended = bool(set(state) & ENDED)
                 rec["held"] = held(j)
                 if not ended and not rec["held"]:
                     live.setdefault(comment, set()).add(leader)
@@ -606,6 +627,7 @@ class SlurmWatch:
         every try of it."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
+            self._fresh(tag)
             return sorted({j["leader"] for j in self.jobs.values()
                            if j["comment"] == tag})
 
@@ -613,6 +635,7 @@ class SlurmWatch:
         """{leader: (try, nodes, states)} of one attempt's jobs."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
+            self._fresh(tag)
             return {j["leader"]: (j["try"], j["nodes"], list(j["states"]))
                     for j in self.jobs.values() if j["comment"] == tag}
 
@@ -622,6 +645,7 @@ class SlurmWatch:
         samples was only ever seen held, then ended)."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
+            self._fresh(tag)
             ran = any(j["comment"] == tag and
                       any(set(s) & RAN for s in j["states"])
                       for j in self.jobs.values())
@@ -633,6 +657,7 @@ class SlurmWatch:
         while held never did."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
+            self._fresh(tag)
             return sorted({j["leader"] for j in self.jobs.values()
                            if j["comment"] == tag and
                            any(set(s) & RAN
