@@ -520,7 +520,7 @@ def main():
                     help="the poll interval of the push latency run")
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--rate-jobs", type=int, default=1000)
-    ap.add_argument("--rate-window", type=int, default=120,
+    ap.add_argument("--rate-window", type=int, default=240,
                     help="seconds of calls counted per rate run")
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--sample", type=int, default=200)
