@@ -458,6 +458,11 @@ class Topics:
         return out
 
 
+# When any StatusReader last received an event (monotonic): SlurmWatch
+# answers from a sample asked after it.
+LAST_EVENT = [0.0]
+
+
 class StatusReader:
     """Collects status events by launch_id, on its own thread."""
 
@@ -490,6 +495,7 @@ class StatusReader:
             event = json.loads(m.value())
             event["_headers"] = dict(m.headers() or [])
             event["_received"] = time.time()
+            LAST_EVENT[0] = time.monotonic()
             with self.lock:
                 self.events.setdefault(m.key().decode(), []).append(event)
 
@@ -581,17 +587,15 @@ class SlurmWatch:
                 pass
             time.sleep(0.3)
 
-    def _fresh(self, tag, timeout=30):
-        """With the lock held: unless a job of tag has been seen ended,
-        waits for a sample asked after this call. A job that ended a moment
-        ago (a pushed end reaches the platform well within a second, maybe
-        before any sample saw it) has been seen by then: slurmctld keeps it
-        MinJobAge after its end. A tag seen ended costs no wait (the
-        verdict loops ask about every launch)."""
-        if any(j["comment"] == tag and any(set(s) & ENDED for s in j["states"])
-               for j in self.jobs.values()):
-            return
-        since = time.monotonic()
+    def _fresh(self, timeout=10):
+        """With the lock held: waits for a sample asked after the last
+        event any StatusReader received (LAST_EVENT). A job that ended a
+        moment before its launch's event (a pushed end reaches the platform
+        well within a second, maybe before any sample saw the job) has been
+        seen by then: slurmctld keeps it MinJobAge after its end. Once the
+        events are quiet (the verdict loops after a run) that sample is
+        already there: no wait."""
+        since = LAST_EVENT[0]
         self.sampled.wait_for(lambda: self.sampled_from > since, timeout)
 
     def _sample(self, jobs):
@@ -627,7 +631,7 @@ class SlurmWatch:
         every try of it."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
-            self._fresh(tag)
+            self._fresh()
             return sorted({j["leader"] for j in self.jobs.values()
                            if j["comment"] == tag})
 
@@ -635,7 +639,7 @@ class SlurmWatch:
         """{leader: (try, nodes, states)} of one attempt's jobs."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
-            self._fresh(tag)
+            self._fresh()
             return {j["leader"]: (j["try"], j["nodes"], list(j["states"]))
                     for j in self.jobs.values() if j["comment"] == tag}
 
@@ -645,7 +649,7 @@ class SlurmWatch:
         samples was only ever seen held, then ended)."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
-            self._fresh(tag)
+            self._fresh()
             ran = any(j["comment"] == tag and
                       any(set(s) & RAN for s in j["states"])
                       for j in self.jobs.values())
@@ -657,7 +661,7 @@ class SlurmWatch:
         while held never did."""
         tag = f"forge:{launch_id}:{attempt}"
         with self.lock:
-            self._fresh(tag)
+            self._fresh()
             return sorted({j["leader"] for j in self.jobs.values()
                            if j["comment"] == tag and
                            any(set(s) & RAN
