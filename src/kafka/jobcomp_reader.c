@@ -75,6 +75,8 @@ struct forge_jobcomp_reader {
     pthread_mutex_t lock;
     item_t *head, **tail;
     size_t queued;
+    atomic_bool
+        any; /* queued > 0: the loop's every pass looks without the lock */
     size_t dropped;
 };
 
@@ -103,6 +105,7 @@ static bool enqueue(forge_jobcomp_reader_t *r, const void *bytes, size_t len,
     *r->tail = it;
     r->tail = &it->next;
     r->queued++;
+    atomic_store_explicit(&r->any, true, memory_order_release);
     pthread_mutex_unlock(&r->lock);
     return true;
 }
@@ -112,6 +115,8 @@ bool forge_jobcomp_reader_next(forge_jobcomp_reader_t *r, char **bytes,
 {
     item_t *it;
 
+    if (!atomic_load_explicit(&r->any, memory_order_acquire))
+        return false; /* the loop's every pass: no lock taken */
     pthread_mutex_lock(&r->lock);
     if ((it = r->head)) {
         r->head = it->next;
@@ -119,6 +124,7 @@ bool forge_jobcomp_reader_next(forge_jobcomp_reader_t *r, char **bytes,
             r->tail = &r->head;
         r->queued--;
     }
+    atomic_store_explicit(&r->any, r->queued > 0, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
     if (!it)
         return false;
@@ -344,6 +350,7 @@ forge_rc_t forge_jobcomp_reader_start(const forge_config_t *cfg,
     r->ctx = ctx;
     r->tail = &r->head;
     atomic_init(&r->stopping, false);
+    atomic_init(&r->any, false);
     pthread_mutex_init(&r->lock, NULL);
     if (!(conf = reader_conf(r, err)))
         goto fail;

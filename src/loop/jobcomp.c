@@ -92,15 +92,6 @@ typedef struct forge_push_gate {
 
 /* ---- the memory ---------------------------------------------------------- */
 
-static void job_clear(forge_slurm_job_t *j)
-{
-    for (size_t k = 0; k < j->state_count; k++)
-        free(j->state[k]);
-    free(j->state);
-    free(j->nodes);
-    memset(j, 0, sizeof(*j));
-}
-
 /* r as a job of slurm/client.h (new strings), its state state. */
 static void job_of(const forge_jobcomp_record_t *r, const char *state,
                    forge_slurm_job_t *j)
@@ -124,7 +115,7 @@ static void push_free(void *v)
     if (!p)
         return;
     for (size_t i = 0; i < p->n; i++)
-        job_clear(&p->ends[i]);
+        forge_slurm_job_clear(&p->ends[i]);
     free(p->ends);
     free(p->parts);
     free(p);
@@ -211,7 +202,7 @@ static void keep_end(push_t *p, const forge_jobcomp_record_t *r,
     if (r->kind != FORGE_JOBCOMP_END || i >= p->n || !(p->seen.ended & bit) ||
         ((ended_before & bit) && run_before == p->seen.run_start_s))
         return;
-    job_clear(&p->ends[i]);
+    forge_slurm_job_clear(&p->ends[i]);
     job_of(r, r->state, &p->ends[i]);
     p->parts_known &= ~bit;
     if (forge_jobcomp_usage_part(r, &p->parts[i], &err) == FORGE_OK)
