@@ -12,6 +12,7 @@
  * re-read and synced by descriptors of its folder only.
  */
 #include "archive/archive.h"
+#include "archive/archive_int.h"
 #include "core/timestamp.h"
 #include "core/buf.h"
 #include "core/log.h"
@@ -85,13 +86,6 @@ static bool name_ok(const char *name)
     return true;
 }
 
-typedef struct listing {
-    char **names;
-    size_t count;
-    char **refused; /* links, special files, hard links: left alone */
-    size_t refused_count;
-} listing_t;
-
 static void push(char ***list, size_t *count, char *name)
 {
     *list = forge_xrealloc(*list, (*count + 1) * sizeof(char *));
@@ -108,7 +102,8 @@ static bool is_own(const char *rel)
     return false;
 }
 
-static void list_dir(int dfd, const char *prefix, int depth, listing_t *l)
+static void list_dir(int dfd, const char *prefix, int depth,
+                     forge_archive_listing_t *l)
 {
     DIR *d = fdopendir(dfd);
     struct dirent *de;
@@ -276,8 +271,8 @@ static size_t secret_start_at_end(const char *text, size_t len,
 /* Where secret shows in the window w[0..n): each whole occurrence, its end
  * opening the window when the window cuts a line (cut_head), its start
  * closing the window. */
-static void find_secret(forge_redact_runs_t *s, const char *w, size_t n,
-                        bool cut_head, const char *secret)
+void forge_archive_find_secret(forge_redact_runs_t *s, const char *w, size_t n,
+                               bool cut_head, const char *secret)
 {
     size_t slen = secret ? strlen(secret) : 0, k;
 
@@ -291,7 +286,7 @@ static void find_secret(forge_redact_runs_t *s, const char *w, size_t n,
 }
 
 /* text[0..len) as valid UTF-8 without NULs. */
-static void put_clean(forge_buf_t *b, const char *text, size_t len)
+void forge_archive_put_clean(forge_buf_t *b, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text;
 
@@ -346,13 +341,15 @@ char *forge_archive_tail_text(const char *text, size_t len, bool from_start,
 
     start = tail_start(text, len, from_start, &mid_line);
     for (size_t i = 0; secrets && i < count; i++)
-        find_secret(&s, text + start, len - start, mid_line, secrets[i]);
+        forge_archive_find_secret(&s, text + start, len - start, mid_line,
+                                  secrets[i]);
     forge_secrets_find(&s, text + start, len - start);
     forge_secrets_find_cut(&s, text + start, len - start, mid_line);
     /* a character boundary, unless a secret's end opens the window */
     if (!opens_window(&s))
         at = forge_utf8_boundary(p + start, len - start, 0);
-    forge_redact_write(&b, text + start, len - start, at, &s, put_clean);
+    forge_redact_write(&b, text + start, len - start, at, &s,
+                       forge_archive_put_clean);
     forge_redact_clear(&s);
     return take_last(&b);
 }
@@ -402,8 +399,9 @@ static void note_missing(const forge_archive_spec_t *spec, forge_archive_t *out)
     }
 }
 
-static forge_rc_t write_all(struct archive *a, int root, listing_t *l,
-                            forge_archive_t *out, forge_error_t *err)
+static forge_rc_t write_all(struct archive *a, int root,
+                            forge_archive_listing_t *l, forge_archive_t *out,
+                            forge_error_t *err)
 {
     for (size_t i = 0; i < l->count; i++) {
         uint64_t bytes = 0;
@@ -558,8 +556,9 @@ static forge_rc_t finish_file(sink_t *sink, const target_t *t, const char *tmp,
  * it (safe_fs.h: unique per writer, W:J.gid 0640): two writers of one
  * archive at once (a partition that moved while its archive ran) never
  * share one, so each links a whole archive. */
-static forge_rc_t write_archive(int root, listing_t *l, const target_t *t,
-                                forge_archive_t *out, forge_error_t *err)
+static forge_rc_t write_archive(int root, forge_archive_listing_t *l,
+                                const target_t *t, forge_archive_t *out,
+                                forge_error_t *err)
 {
     sink_t sink = {-1, forge_sha256_new(), 0};
     forge_fs_owner_t group = {(uid_t)-1, t->group};
@@ -589,8 +588,7 @@ out:
     return rc;
 }
 
-/* The files under the staging folder (opened as root; -1: none), sorted. */
-static void list_files(int root, listing_t *l)
+void forge_archive_list(int root, forge_archive_listing_t *l)
 {
     if (root >= 0)
         list_dir(dup(root), "", 0, l);
@@ -602,9 +600,9 @@ static void list_files(int root, listing_t *l)
 
 /* The staging folder beneath the storage root (*sroot), no link on the
  * way: *fd -1 when it does not exist. */
-static forge_rc_t open_staging(const forge_config_t *cfg,
-                               const forge_archive_spec_t *spec, int *sroot,
-                               int *fd, forge_error_t *err)
+static forge_rc_t open_staging(const forge_config_t *cfg, const char *launch_id,
+                               int attempt, int *sroot, int *fd,
+                               forge_error_t *err)
 {
     char *rel;
     forge_rc_t rc;
@@ -612,29 +610,25 @@ static forge_rc_t open_staging(const forge_config_t *cfg,
     *fd = -1;
     if ((rc = forge_fs_open_root(cfg->storage_root, sroot, err)))
         return rc;
-    rel = forge_staging_rel(spec->launch_id, spec->attempt);
+    rel = forge_staging_rel(launch_id, attempt);
     rc = forge_fs_open(*sroot, "", rel, O_RDONLY | O_DIRECTORY, 0, fd, NULL,
                        err);
     free(rel);
     return rc;
 }
 
-/* The staging folder, or -1 when it is missing or unsafe: a link (or a
- * folder not the worker's) a job planted on the way is never followed; the
- * archive is then empty, every expected log missing, and out->unsafe says
- * why, so the event tells the platform instead of the logs going silently
- * missing. A storage root that cannot be opened is an error (retried). */
-static forge_rc_t open_staging_or_refuse(const forge_config_t *cfg,
-                                         const forge_archive_spec_t *spec,
-                                         int *sroot, int *fd,
-                                         forge_archive_t *out,
-                                         forge_error_t *err)
+forge_rc_t forge_archive_open_staging(const forge_config_t *cfg,
+                                      const char *launch_id, int attempt,
+                                      int *sroot, int *fd, char **unsafe,
+                                      forge_error_t *err)
 {
     forge_error_t inner = {0};
-    forge_rc_t rc = open_staging(cfg, spec, sroot, fd, &inner);
+    forge_rc_t rc;
 
+    *sroot = -1;
+    rc = open_staging(cfg, launch_id, attempt, sroot, fd, &inner);
     if (rc == FORGE_EUNSAFE_PATH && *sroot >= 0) {
-        out->unsafe = forge_xstrdup(inner.message);
+        *unsafe = forge_xstrdup(inner.message);
         return FORGE_OK;
     }
     if (rc)
@@ -666,16 +660,18 @@ forge_rc_t forge_archive_logs(const forge_config_t *cfg,
      * under a UTF-8 locale; the worker runs in "C". This thread only. */
     locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     locale_t saved = utf8 ? uselocale(utf8) : (locale_t)0;
-    listing_t l = {NULL, 0, NULL, 0};
+    forge_archive_listing_t l = {NULL, 0, NULL, 0};
     target_t t = {-1, NULL, owner.gid};
     int sroot = -1, root = -1;
     forge_rc_t rc;
 
     memset(out, 0, sizeof(*out));
     if (!(rc = blame(err,
-                     open_staging_or_refuse(cfg, spec, &sroot, &root, out, err),
+                     forge_archive_open_staging(cfg, spec->launch_id,
+                                                spec->attempt, &sroot, &root,
+                                                &out->unsafe, err),
                      "staging"))) {
-        list_files(root, &l);
+        forge_archive_list(root, &l);
         out->refused = l.refused;
         out->refused_count = l.refused_count;
         rc = blame(err, prepare_target(cfg, sroot, spec, &t, out, err),
