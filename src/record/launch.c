@@ -47,6 +47,7 @@ void forge_launch_record_free(forge_launch_record_t *r)
     free(r->slurm_states);
     free(r->retry_cause);
     free(r->excluded_nodes);
+    forge_live_cursors_free(r->log_cursors, r->log_cursor_count);
     free(r);
 }
 
@@ -73,6 +74,8 @@ forge_launch_record_t *forge_launch_record_copy(const forge_launch_record_t *r)
     c->slurm_states = forge_xstrdup(r->slurm_states);
     c->retry_cause = forge_xstrdup(r->retry_cause);
     c->excluded_nodes = forge_xstrdup(r->excluded_nodes);
+    c->log_cursors =
+        forge_live_cursors_copy(r->log_cursors, r->log_cursor_count);
     return c;
 }
 
@@ -270,6 +273,7 @@ forge_rc_t forge_launch_record_encode_kept(const forge_launch_record_t *r,
         if (r->elapsed_s >= 0)
             json_object_set_new(*out, "elapsed_s", json_integer(r->elapsed_s));
     }
+    forge_launch_put_logs(*out, r);
     return FORGE_OK;
 }
 
@@ -366,6 +370,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
     take_usage(r, json_is_integer(json_object_get(o, "gpu_seconds")),
                json_integer_value(json_object_get(o, "gpu_seconds")),
                json_is_integer(v), json_integer_value(v));
+    forge_launch_read_logs(r, o);
     return FORGE_OK;
 }
 

@@ -57,6 +57,7 @@
 #include "core/error.h"
 #include "core/retry.h"
 #include "core/sha256.h"
+#include "archive/live.h"
 #include "record/held.h"
 #include "record/state.h"
 #include "record/seal.h"
@@ -134,6 +135,17 @@ typedef struct forge_launch_record {
     bool has_usage;
     long long gpu_seconds;
     long long elapsed_s;
+    /* Live logs (issue 29, archive/live.h): the chunks published for this
+     * attempt (the last one's n), whether the final one is, and where each
+     * file of its staging folder stands: written with each chunk, in its
+     * transaction, so a new owner continues where the last committed chunk
+     * ended. Optional, absent until the first chunk: "logs": {"n",
+     * "final", "files": [{"name", "offset", "ino"}]} (launch_logs.c). A
+     * record with it takes the general decoder. */
+    long log_chunks;
+    bool log_final;
+    forge_live_cursor_t *log_cursors;
+    size_t log_cursor_count;
 } forge_launch_record_t;
 
 /* A new record in state NONE for (launch_id, attempt) and its request
@@ -189,6 +201,11 @@ json_t *forge_launch_excluded_json(const forge_launch_record_t *r);
  * forge_slurm_usage_json, borrowed) into r: its gpu_hours and elapsed_s.
  * Nothing changes when it is not an object with a gpu_hours number. */
 void forge_launch_set_usage(forge_launch_record_t *r, const json_t *usage);
+
+/* r's file cursors become cursors (taken: the caller's are freed), and
+ * log_chunks n, log_final final: after a chunk is published. */
+void forge_launch_set_logs(forge_launch_record_t *r, long n, bool final,
+                           forge_live_cursor_t *cursors, size_t count);
 
 /* r's GPU-hours (gpu_seconds / 3600), or -1 when r has no usage. */
 double forge_launch_gpu_hours(const forge_launch_record_t *r);

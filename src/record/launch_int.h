@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * launch_int.h - what launch.c (the record, its codec) and launch_retry.c
- * (its retry fields) share: the retry fields as either decoding path reads
- * them, and their JSON both ways. Private to src/record/launch*.c.
+ * (its retry fields) and launch_logs.c (its live logs' cursors) share: the
+ * retry fields as either decoding path reads them, and their JSON both ways.
+ * Private to src/record/launch*.c.
  */
 #ifndef FORGE_LAUNCH_INT_H
 #define FORGE_LAUNCH_INT_H
@@ -32,5 +33,10 @@ void forge_launch_read_retry(forge_launch_record_t *r, const json_t *o);
 
 /* r's retry fields into o, each only when set. */
 void forge_launch_put_retry(json_t *o, const forge_launch_record_t *r);
+
+/* The live logs' member (launch_logs.c): r's into o when it has one; o's
+ * into r (the general decoder), anything malformed read as none. */
+void forge_launch_put_logs(json_t *o, const forge_launch_record_t *r);
+void forge_launch_read_logs(forge_launch_record_t *r, const json_t *o);
 
 #endif

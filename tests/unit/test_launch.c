@@ -8,6 +8,7 @@
  * again), and a sealed request that does not open loses nothing else.
  */
 #include "record/launch.h"
+#include "core/util.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -304,6 +305,46 @@ Test(launch, usage_round_trips_and_is_absent_while_unknown)
     forge_launch_record_free(back);
     free(text);
     json_decref(usage);
+    forge_launch_record_free(r);
+}
+
+/* The live logs' cursors (issue 29) are kept across an encode and
+ * decode, so a new owner continues where the last chunk ended; absent
+ * until the first chunk; malformed files entries are dropped. */
+Test(launch, live_logs_round_trip_and_are_absent_until_the_first_chunk)
+{
+    forge_launch_record_t *r = forge_launch_record_new("L1", 1, NULL, 0), *back;
+    forge_live_cursor_t *c = forge_xcalloc(2, sizeof(*c));
+    char *text;
+
+    text = encode_ok(r, NULL);
+    cr_assert_null(strstr(text, "\"logs\""), "%s", text);
+    free(text);
+    c[0] = (forge_live_cursor_t){strdup("main.out"), 4096, 1234, 9};
+    c[1] = (forge_live_cursor_t){strdup("metrics/loss.csv"), 0, 0, 0};
+    forge_launch_set_logs(r, 7, true, c, 2);
+    text = encode_ok(r, NULL);
+    back = decode_ok(text, NULL);
+    cr_assert_eq(back->log_chunks, 7);
+    cr_assert(back->log_final);
+    cr_assert_eq(back->log_cursor_count, 2);
+    cr_assert_str_eq(back->log_cursors[0].name, "main.out");
+    cr_assert_eq(back->log_cursors[0].offset, 4096);
+    cr_assert_eq(back->log_cursors[0].ino, 1234);
+    cr_assert_eq(back->log_cursors[0].seen_size, 0, "memory only");
+    cr_assert_str_eq(back->log_cursors[1].name, "metrics/loss.csv");
+    forge_launch_record_free(back);
+    free(text);
+    text = encode_ok(r, NULL);
+    {
+        char *at = strstr(text, "\"offset\":4096");
+        cr_assert_not_null(at);
+        memcpy(at, "\"offset\":null", 13); /* same length */
+    }
+    back = decode_ok(text, NULL);
+    cr_assert_eq(back->log_cursor_count, 1, "the malformed entry dropped");
+    forge_launch_record_free(back);
+    free(text);
     forge_launch_record_free(r);
 }
 
@@ -820,6 +861,10 @@ Test(launch, a_copy_carries_every_field_and_shares_nothing)
     r->missing_since_ms = 5;
     r->request_error = calloc(1, sizeof(*r->request_error));
     r->request_error->code = FORGE_EINVAL;
+    forge_launch_set_logs(r, 3, false,
+                          forge_xcalloc(1, sizeof(forge_live_cursor_t)), 1);
+    r->log_cursors[0].name = strdup("main.out");
+    r->log_cursors[0].offset = 99;
     want = encode_ok(r, NULL); /* no request: no sealer needed */
     r->request = strdup("{\"a\":1}");
     r->request_len = 7;
@@ -838,6 +883,7 @@ Test(launch, a_copy_carries_every_field_and_shares_nothing)
     cr_assert_eq(c->missing_since_ms, 5);
     cr_assert_eq(c->request_error->code, FORGE_EINVAL);
     cr_assert_eq(c->component_ids[1], 78);
+    cr_assert_str_eq(c->log_cursors[0].name, "main.out");
     free(want);
     free(got);
     forge_launch_record_free(c);
