@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "kafka/jobcomp_reader.h"
 #include "loop/archive_work.h"
+#include "loop/live_work.h"
 #include "loop/loop.h"
 #include "loop/poller.h"
 #include "loop/pool.h"
@@ -159,8 +160,10 @@ static forge_rc_t start_pools(const forge_config_t *cfg,
                                  &p->lane[FORGE_LANE_SLURM], err)) ||
         (rc = forge_poller_start(cfg, &p->lane[FORGE_LANE_POLLER], err)))
         return rc;
-    return forge_files_start(cfg, tenants, FORGE_ARCHIVE_THREADS,
-                             &p->lane[FORGE_LANE_FILES], err);
+    if ((rc = forge_files_start(cfg, tenants, FORGE_ARCHIVE_THREADS,
+                                &p->lane[FORGE_LANE_FILES], err)))
+        return rc;
+    return forge_live_work_start(cfg, &p->lane[FORGE_LANE_LIVE], err);
 }
 
 int forge_worker_run(const forge_config_t *cfg,

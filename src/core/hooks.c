@@ -84,6 +84,12 @@ static void denied(const char *what)
     (void)what;
 }
 
+static void log_chunk(unsigned long long bytes, unsigned long long skipped)
+{
+    (void)bytes;
+    (void)skipped;
+}
+
 static void jwt(long long exp_s, bool minted)
 {
     (void)exp_s;
@@ -97,6 +103,7 @@ static void jwt(long long exp_s, bool minted)
         .moved = moved, .dlq = nothing, .census = census,                      \
         .tick_done = ms_taken, .archived = archived, .beat = nothing,          \
         .loop_ready = loop_ready, .stopping = nothing, .jobcomp_record = kind, \
+        .log_chunk = log_chunk,                                                \
         .partitions = partitions, .txn = txn, .rebalance = kind,               \
         .producer = usable, .lag = lag, .kafka_denied = denied,                \
         .slurm_request = slurm_request, .jwt = jwt,                            \
@@ -126,6 +133,7 @@ void forge_hooks_install(const forge_hooks_t *h)
     TAKE(loop_ready);
     TAKE(stopping);
     TAKE(jobcomp_record);
+    TAKE(log_chunk);
     TAKE(partitions);
     TAKE(txn);
     TAKE(rebalance);

@@ -63,6 +63,9 @@ typedef struct forge_hooks {
      * what it decided: "running", "terminal", "confirm", "ignore", or
      * "invalid" (it did not read). */
     void (*jobcomp_record)(const char *action);
+    /* A live logs chunk published (loop/live.c): the file bytes it
+     * carries, and those its segments skipped (the budget). */
+    void (*log_chunk)(unsigned long long bytes, unsigned long long skipped);
 
     /* ---- record/owner.c (loop thread) ---- */
     /* Owned partitions, and how many restore, at every change. */

@@ -46,6 +46,9 @@ void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now)
     /* a pushed end: Slurm may still be completing (jobcomp.c) */
     if (forge_loop_push_holds_archive(e))
         return;
+    /* live logs: the final chunk first (live.c) */
+    if (forge_loop_live_holds_archive(w, e))
+        return;
     /* a job ran (a retried launch's earlier tries did, even when its last
      * never reached Slurm: their logs are in the folder) */
     if ((r->job_id || forge_launch_try(r) > 1) && !r->archived) {

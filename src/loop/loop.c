@@ -8,7 +8,8 @@
  *     lane each of loop.h's pool ops (pool.h; the work: work.h): the Slurm
  *     lane for submits and cancels (submit.h), the poller's for poll ticks
  *     (poller.h), the files' (FORGE_ARCHIVE_THREADS threads) for archives
- *     and cleanups (archive_work.h). Work goes out with post and comes back
+ *     and cleanups (archive_work.h), the live logs' (one thread) for
+ *     reading running launches' output (live_work.h). Work goes out with post and comes back
  *     through take; nothing slow ever runs here, so heartbeats and
  *     max.poll.interval.ms are safe, and a 1 GiB log never delays a poll
  *     tick. run.c starts them and wires them in.
@@ -18,6 +19,7 @@
  * publish.c writes events and records into the transaction;
  * tick.c applies a poll tick's answer to the records;
  * jobcomp.c acts on Slurm's jobcomp records (push completion);
+ * live.c reads running launches' output and publishes it (live logs);
  * finish.c archives and cleans after a terminal state;
  * restore.c reads a partition's records back from the state topic.
  *
@@ -271,6 +273,7 @@ static void on_results(forge_loop_t *w)
     take_each(w, FORGE_LANE_SLURM, on_slurm_result);
     take_each(w, FORGE_LANE_POLLER, forge_loop_on_polled);
     take_each(w, FORGE_LANE_FILES, forge_loop_on_finished_work);
+    take_each(w, FORGE_LANE_LIVE, forge_loop_on_live);
 }
 
 /* ---- the poll tick and the retry scan --------------------------------------
@@ -611,6 +614,7 @@ void forge_loop_step(forge_loop_t *w)
     consume_batch(w, outcomes_due_in(w) < 100 ? outcomes_due_in(w) : 100);
     on_results(w);
     forge_loop_on_jobcomp(w); /* push completion (jobcomp.c) */
+    forge_loop_live_due(w);   /* live logs (live.c) */
     if (forge_clock_ms() >= w->next_poll_ms)
         tick(w);
     if (commit_due(w))

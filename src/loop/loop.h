@@ -57,6 +57,7 @@ typedef enum forge_loop_lane {
     FORGE_LANE_SLURM,  /* SUBMIT, CLEAN_*, CANCEL: submit.h */
     FORGE_LANE_POLLER, /* POLL: poller.h */
     FORGE_LANE_FILES,  /* ARCHIVE, CLEANUP: archive_work.h */
+    FORGE_LANE_LIVE,   /* LIVE: live_work.h */
     FORGE_LANE__COUNT
 } forge_loop_lane_t;
 

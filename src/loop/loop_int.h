@@ -64,6 +64,11 @@ struct forge_loop {
     void *jobcomp_src;
     char *jobcomp_staging;
     struct forge_push_gate *gates;
+    /* live logs (live.c): a read out on the live lane, when the next may
+     * go (monotonic ms), when a failed read was last logged */
+    bool live_in_flight;
+    long long live_next_ms;
+    long long live_warned_ms;
 };
 
 typedef struct forge_change {
@@ -151,6 +156,14 @@ void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick);
  * the archiver's results. */
 void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now);
 void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work);
+
+/* live.c (live logs, issue 29): a read of the running launches' new
+ * output posted when one is due; a read's result published as chunks;
+ * whether e's archive waits for its final chunk (finish.c). */
+void forge_loop_live_due(forge_loop_t *w);
+void forge_loop_on_live(forge_loop_t *w, forge_work_t *work);
+bool forge_loop_live_holds_archive(const forge_loop_t *w,
+                                   const forge_entry_t *e);
 
 /* jobcomp.c (push completion, issue 28): the records waiting in the
  * source, each acted on; the archive gates due asked about again. */

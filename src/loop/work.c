@@ -88,6 +88,22 @@ static void free_files(forge_work_t *w)
     forge_archive_clear(&w->files.archive);
 }
 
+static void free_live(forge_work_t *w)
+{
+    for (size_t i = 0; i < w->live.item_count; i++) {
+        forge_live_item_t *it = &w->live.items[i];
+        free(it->launch_id);
+        for (size_t k = 0; k < it->secret_count; k++) {
+            explicit_bzero(it->secrets[k], strlen(it->secrets[k]));
+            free(it->secrets[k]);
+        }
+        free(it->secrets);
+        forge_live_cursors_free(it->cursors, it->cursor_count);
+        forge_live_read_clear(&it->read);
+    }
+    free(w->live.items);
+}
+
 /* What each kind's payload holds (NULL: nothing). */
 static void (*const payload_free[FORGE_WORK__COUNT])(forge_work_t *) = {
     [FORGE_WORK_SUBMIT] = free_submit,
@@ -97,6 +113,7 @@ static void (*const payload_free[FORGE_WORK__COUNT])(forge_work_t *) = {
     [FORGE_WORK_ARCHIVE] = free_files,
     [FORGE_WORK_CLEANUP] = free_files,
     [FORGE_WORK_RESTAGE] = free_files,
+    [FORGE_WORK_LIVE] = free_live,
 };
 
 void forge_work_free(forge_work_t *w)

@@ -23,6 +23,7 @@
 #define FORGE_WORK_H
 
 #include "archive/archive.h"
+#include "archive/live.h"
 #include "core/error.h"
 #include "core/buf.h"
 #include "record/held.h"
@@ -53,6 +54,7 @@ typedef enum forge_work_kind {
     FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
     FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
     FORGE_WORK_RESTAGE, /* a requeued job's next run's credentials */
+    FORGE_WORK_LIVE,    /* running launches' new output (live_work.h) */
     FORGE_WORK__COUNT
 } forge_work_kind_t;
 
@@ -175,6 +177,31 @@ typedef struct forge_work_files {
     forge_archive_t archive; /* the result */
 } forge_work_files_t;
 
+/* One launch of a LIVE read (loop/live.c makes it, live_work.c reads):
+ * everything copied, so the launch may go meanwhile. */
+typedef struct forge_live_item {
+    char *launch_id;
+    int attempt;
+    int32_t partition;
+    uint64_t generation;
+    char **secrets; /* the launch's own (held.h), copies; wiped when freed */
+    size_t secret_count;
+    forge_live_cursor_t *cursors; /* the record's, copies */
+    size_t cursor_count;
+    uint64_t allowance; /* archive/live.h: its budget left */
+    bool final;         /* the launch ended: its last read */
+    /* results */
+    forge_rc_t code; /* FORGE_OK, or the read failed (retried next time) */
+    char message[256];
+    forge_live_read_t read;
+} forge_live_item_t;
+
+/* LIVE: many launches at once (the work's launch_id is NULL). */
+typedef struct forge_work_live {
+    forge_live_item_t *items;
+    size_t item_count;
+} forge_work_live_t;
+
 typedef struct forge_work {
     forge_work_kind_t kind;
     char *launch_id; /* NULL for a POLL */
@@ -201,6 +228,7 @@ typedef struct forge_work {
         forge_work_cancel_t cancel; /* CANCEL; SWEEP: the job kept */
         forge_work_poll_t poll;     /* POLL */
         forge_work_files_t files;   /* ARCHIVE, CLEANUP, RESTAGE */
+        forge_work_live_t live;     /* LIVE */
     };
     struct forge_work *next; /* the loop's lists (never the pool's) */
 } forge_work_t;

@@ -51,6 +51,9 @@ enum {
     M_PRODUCER,
     M_KAFKA_DENIED,
     M_JOBCOMP,
+    M_LOG_CHUNKS,
+    M_LOG_BYTES,
+    M_LOG_SKIPPED,
     M__COUNT
 };
 
@@ -236,6 +239,25 @@ static const forge_metric_def_t defs[M__COUNT] = {
                    {"action"},
                    NULL,
                    0},
+    [M_LOG_CHUNKS] = {"forge_log_chunks_total",
+                      "Live logs chunks published (log_chunk events)",
+                      FORGE_METRIC_COUNTER,
+                      {NULL},
+                      NULL,
+                      0},
+    [M_LOG_BYTES] = {"forge_log_chunk_bytes_total",
+                     "Bytes of launches' files the live logs chunks carried",
+                     FORGE_METRIC_COUNTER,
+                     {NULL},
+                     NULL,
+                     0},
+    [M_LOG_SKIPPED] = {"forge_log_skipped_bytes_total",
+                       "Bytes of launches' files the live logs skipped to "
+                       "keep each launch within FORGE_LOG_LIVE_BUDGET_BYTES",
+                       FORGE_METRIC_COUNTER,
+                       {NULL},
+                       NULL,
+                       0},
 };
 
 static forge_metrics_t *_Atomic registry;
@@ -270,6 +292,7 @@ static const forge_hooks_t hooks = {
     .txn = forge_observe_txn,
     .rebalance = forge_observe_rebalance,
     .jobcomp_record = forge_observe_jobcomp,
+    .log_chunk = forge_observe_log_chunk,
     .producer = forge_health_producer,
     .lag = forge_observe_lag,
     .kafka_denied = forge_health_kafka_denied,
@@ -414,6 +437,16 @@ void forge_observe_jobcomp(const char *action)
     const char *labels[] = {action};
 
     forge_metrics_add(atomic_load(&registry), M_JOBCOMP, labels, 1);
+}
+
+void forge_observe_log_chunk(unsigned long long bytes,
+                             unsigned long long skipped)
+{
+    forge_metrics_t *m = atomic_load(&registry);
+
+    forge_metrics_add(m, M_LOG_CHUNKS, NULL, 1);
+    forge_metrics_add(m, M_LOG_BYTES, NULL, (double)bytes);
+    forge_metrics_add(m, M_LOG_SKIPPED, NULL, (double)skipped);
 }
 
 void forge_observe_partitions(size_t owned, size_t restoring)

@@ -48,6 +48,9 @@ void forge_observe_txn(forge_hook_txn_t outcome);
 
 /* loop: a jobcomp record acted on, by what it decided (core/hooks.h). */
 void forge_observe_jobcomp(const char *action);
+/* A live logs chunk published: its file bytes, and those skipped. */
+void forge_observe_log_chunk(unsigned long long bytes,
+                             unsigned long long skipped);
 
 /* loop: a rebalance ("assigned", "revoked", "lost"). */
 void forge_observe_rebalance(const char *kind);

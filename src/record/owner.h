@@ -61,6 +61,11 @@ typedef struct forge_entry {
      * attempt; the loop frees it itself (and NULLs both) before that. */
     void *push;
     void (*push_free)(void *push);
+    /* Memory only: the live logs' per-minute budget (loop/live.c): the
+     * bytes left, and when they were last refilled (monotonic ms; 0:
+     * never, a full budget). */
+    long long live_tokens;
+    long long live_refill_ms;
     struct forge_entry *next; /* bucket chain */
     /* the open list (forge_owner_each): linked until the launch settles */
     struct forge_entry *open_prev, *open_next;

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * live.c - live logs (issue 29, docs/CONTRACT.md section 2): the output
+ * of each running launch that wants it, read every
+ * FORGE_LOG_LIVE_INTERVAL_MS on the live lane (live_work.h) and published
+ * as forge.launch.log_chunk events on the logs topic, keyed by launch.
+ *
+ * What is read: every owned launch whose request wants live logs (its
+ * logs.live and the fleet's FORGE_LOG_LIVE: record/held.h), while its job
+ * is RUNNING; and once it ended (any terminal state after a job ran), one
+ * last read, final, before its archive: finish.c holds the archive until
+ * the final chunk is in the record, so a platform reading the logs topic
+ * sees the chunks, then logs_archived.
+ *
+ * Bounds: one read out at a time for the whole worker (one item carries
+ * every launch due), at most one chunk per launch per read, a chunk's
+ * file bytes at most FORGE_LOG_LIVE_CHUNK_BYTES, and a per-launch budget
+ * of FORGE_LOG_LIVE_BUDGET_BYTES a minute (a token bucket refilled
+ * continuously, full at first); a file further behind than a minute's
+ * budget is skipped ahead, the chunk saying how much (archive/live.h).
+ * The final read may carry one chunk beyond the budget.
+ *
+ * Durability: a chunk's event and the launch's record with the files'
+ * new cursors and the chunk count go into the same transaction
+ * (publish.c), so the next owner, after a crash, reads on from the last
+ * committed chunk: nothing missed, and a chunk sent again only if its
+ * transaction did not commit (read_committed consumers never saw it).
+ * A read that found nothing new changes only the memory (the cursors'
+ * last seen sizes), never the record.
+ *
+ * Loop thread only; the reading is live_work.c's.
+ */
+#include "core/clock.h"
+#include "core/hooks.h"
+#include "core/log.h"
+#include "core/timestamp.h"
+#include "core/util.h"
+#include "record/events.h"
+#include "loop/loop_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WARN_EVERY_MS 60000
+
+static bool wants_live(const forge_loop_t *w, const forge_entry_t *e)
+{
+    return forge_live_logs_wanted(w->cfg, e->held ? e->held->live_logs : -1);
+}
+
+/* A job ran: its staging folder may hold output. */
+static bool job_ran(const forge_launch_record_t *r)
+{
+    return r->job_id || forge_launch_try(r) > 1;
+}
+
+bool forge_loop_live_holds_archive(const forge_loop_t *w,
+                                   const forge_entry_t *e)
+{
+    return !e->rec->log_final && !e->rec->archived && job_ran(e->rec) &&
+           wants_live(w, e);
+}
+
+/* ---- the read ------------------------------------------------------------
+ */
+
+/* e's budget refilled to now (full the first time), in bytes. */
+static long long refill(const forge_loop_t *w, forge_entry_t *e, long long now)
+{
+    long long budget = w->cfg->log_live_budget_bytes;
+
+    if (!e->live_refill_ms) {
+        e->live_tokens = budget;
+    } else if (now > e->live_refill_ms) {
+        e->live_tokens += (now - e->live_refill_ms) * budget / 60000;
+        if (e->live_tokens > budget)
+            e->live_tokens = budget;
+    }
+    e->live_refill_ms = now;
+    return e->live_tokens;
+}
+
+typedef struct round {
+    forge_loop_t *w;
+    forge_work_t *work;
+    size_t cap;
+    long long now;
+} round_t;
+
+static forge_live_item_t *add_item(round_t *r, const forge_entry_t *e)
+{
+    forge_work_live_t *l = &r->work->live;
+    forge_live_item_t *it;
+
+    if (l->item_count == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 16;
+        l->items = forge_xrealloc(l->items, r->cap * sizeof(*l->items));
+    }
+    it = &l->items[l->item_count++];
+    memset(it, 0, sizeof(*it));
+    it->launch_id = forge_xstrdup(e->rec->launch_id);
+    it->attempt = e->rec->attempt;
+    it->partition = e->partition;
+    it->generation = e->generation;
+    it->cursors =
+        forge_live_cursors_copy(e->rec->log_cursors, e->rec->log_cursor_count);
+    it->cursor_count = e->rec->log_cursor_count;
+    return it;
+}
+
+static void copy_secrets(forge_live_item_t *it, const forge_held_t *h)
+{
+    if (!h || !h->secret_count)
+        return;
+    it->secrets = forge_xcalloc(h->secret_count, sizeof(char *));
+    for (size_t i = 0; i < h->secret_count; i++)
+        if (h->secrets[i])
+            it->secrets[it->secret_count++] = forge_xstrdup(h->secrets[i]);
+}
+
+static void consider(void *ctx, forge_entry_t *e)
+{
+    round_t *r = ctx;
+    const forge_launch_record_t *rec = e->rec;
+    bool final = forge_state_is_terminal(rec->state);
+    long long chunk = r->w->cfg->log_live_chunk_bytes, left;
+    forge_live_item_t *it;
+
+    if (!forge_owner_owns(r->w->owner, e->partition) || !wants_live(r->w, e))
+        return;
+    if (final ? !forge_loop_live_holds_archive(r->w, e)
+              : rec->state != FORGE_STATE_RUNNING || !rec->job_id)
+        return;
+    left = refill(r->w, e, r->now);
+    if (!final && left <= 0)
+        return; /* the minute's budget is spent */
+    it = add_item(r, e);
+    it->final = final;
+    it->allowance = (uint64_t)(final || left > chunk ? chunk : left);
+    copy_secrets(it, e->held);
+}
+
+void forge_loop_live_due(forge_loop_t *w)
+{
+    round_t r = {w, NULL, 0, forge_clock_ms()};
+
+    if (w->live_in_flight || r.now < w->live_next_ms ||
+        w->cfg->log_live == FORGE_LOG_LIVE_OFF)
+        return;
+    w->live_next_ms = r.now + w->cfg->log_live_interval_ms;
+    r.work = forge_work_new(FORGE_WORK_LIVE, NULL, 0, -1, 0);
+    forge_owner_each(w->owner, consider, &r);
+    if (r.work->live.item_count == 0) {
+        forge_work_free(r.work);
+        return;
+    }
+    w->live_in_flight = true;
+    w->pool_ops->post(w->pools, FORGE_LANE_LIVE, r.work);
+}
+
+/* ---- its result ----------------------------------------------------------
+ */
+
+static forge_entry_t *entry_of(forge_loop_t *w, const forge_live_item_t *it)
+{
+    forge_entry_t *e = forge_owner_find(w->owner, it->launch_id);
+
+    return e && e->rec->attempt == it->attempt &&
+                   e->generation == it->generation &&
+                   e->partition == it->partition &&
+                   forge_owner_owns(w->owner, e->partition)
+               ? e
+               : NULL;
+}
+
+static void warn_failed(forge_loop_t *w, const forge_live_item_t *it)
+{
+    long long now = forge_clock_ms();
+    forge_log_field_t f[] = {{"launch_id", it->launch_id},
+                             {"error", forge_rc_name(it->code)}};
+
+    if (w->live_warned_ms && now - w->live_warned_ms < WARN_EVERY_MS)
+        return;
+    w->live_warned_ms = now;
+    forge_log_fields(FORGE_LOG_WARN, f, 2,
+                     "live logs not read (tried again at the next read; "
+                     "further failures are not logged for a minute): %s",
+                     it->message);
+}
+
+static void publish_chunk(forge_loop_t *w, forge_entry_t *e,
+                          const forge_live_item_t *it, long n)
+{
+    const forge_held_t *h = e->held;
+    forge_log_chunk_event_t ev = {0};
+    unsigned long long skipped = 0;
+
+    ev.launch_id = e->rec->launch_id;
+    ev.attempt = e->rec->attempt;
+    ev.try_num = forge_launch_try(e->rec);
+    ev.n = n;
+    ev.final = it->final;
+    ev.worker_id = w->cfg->worker_id;
+    ev.labels = h ? h->labels : NULL;
+    ev.label_count = h ? h->label_count : 0;
+    ev.segments = it->read.segments;
+    ev.segment_count = it->read.segment_count;
+    ev.at_ms = forge_timestamp_now_ms();
+    forge_loop_produce_json(w, w->cfg->topic_logs, -1, e->rec->launch_id,
+                            forge_event_log_chunk(&ev));
+    for (size_t i = 0; i < ev.segment_count; i++)
+        skipped += ev.segments[i].skipped;
+    forge_hooks()->log_chunk(it->read.bytes, skipped);
+}
+
+static void on_item(forge_loop_t *w, forge_live_item_t *it)
+{
+    forge_entry_t *e = entry_of(w, it);
+    forge_launch_record_t *rec;
+    bool say;
+    long n;
+
+    if (!e)
+        return; /* gone, or rebuilt since: the next read is its own */
+    if (it->code) {
+        warn_failed(w, it);
+        return;
+    }
+    rec = e->rec;
+    e->live_tokens -= (long long)it->read.bytes;
+    /* a final read says so even with nothing new, once chunks were sent */
+    say = it->read.segment_count > 0 || (it->final && rec->log_chunks > 0);
+    n = rec->log_chunks + (say ? 1 : 0);
+    if (say)
+        publish_chunk(w, e, it, n);
+    forge_launch_set_logs(rec, n, it->final || rec->log_final,
+                          it->read.cursors, it->read.cursor_count);
+    it->read.cursors = NULL;
+    it->read.cursor_count = 0;
+    if (say)
+        forge_loop_write_record(w, e);
+    if (it->final) /* its archive may go now (finish.c) */
+        forge_loop_tend_finished(w, e, forge_clock_ms());
+}
+
+void forge_loop_on_live(forge_loop_t *w, forge_work_t *work)
+{
+    w->live_in_flight = false;
+    for (size_t i = 0; i < work->live.item_count; i++)
+        on_item(w, &work->live.items[i]);
+}

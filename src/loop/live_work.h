@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * live_work.h - the live logs' thread (issue 29): a LIVE item (work.h)
+ * reads each of its launches' new output (archive/live.h) on a lane of its
+ * own, so a slow shared filesystem delays neither a poll tick, a commit,
+ * an archive nor a rebalance's flush. loop/live.c decides what to read
+ * and publishes what was read, on the loop's thread.
+ */
+#ifndef FORGE_LIVE_WORK_H
+#define FORGE_LIVE_WORK_H
+
+#include "core/config.h"
+#include "loop/pool.h"
+
+/* One thread (cfg borrowed, must outlive it). */
+forge_rc_t forge_live_work_start(const forge_config_t *cfg, forge_pool_t **out,
+                                 forge_error_t *err) FORGE_WARN_UNUSED;
+
+#endif
