@@ -286,8 +286,8 @@ Test(events, logs_event_lists_refused_entries)
 }
 
 /* The inputs of the log_chunk examples (schemas/examples/valid/log-chunk*):
- * two files' new lines, one with a secret redacted; a skip and a restart;
- * a final chunk with nothing left to say. */
+ * two files' new lines, one with a secret redacted; a skip, and a file the
+ * job rewrote (restarted); a final chunk with nothing left to say. */
 static const forge_kv_t chunk_labels[] = {{"team", "nlp"}};
 static forge_live_segment_t two_files[] = {
     {"main.out", 18230, 78,
@@ -299,7 +299,7 @@ static forge_live_segment_t two_files[] = {
 static forge_live_segment_t skip_and_restart[] = {
     {"main.err", 1048626, 41, "warning: gradient overflow, scaling down\n",
      1048576, false},
-    {"main.out", 0, 25, "epoch 4 step 0 loss 2.35\n", 0, true},
+    {"metrics/loss.csv", 0, 17, "step,loss\n0,2.35\n", 0, true},
 };
 
 static const struct chunk_example {
