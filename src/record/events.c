@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * events.c - building status_changed and logs_archived CloudEvents
- * (events.h).
+ * events.c - building status_changed, logs_archived and log_chunk
+ * CloudEvents (events.h).
  */
 #include "record/events.h"
 #include "core/buf.h"
@@ -137,6 +137,50 @@ json_t *forge_event_logs(const forge_logs_event_t *e)
         json_object_set_new(data, "unsafe_staging", json_string(a->unsafe));
     event = cloud_event(forge_buf_str(&id), "forge.launch.logs_archived",
                         e->worker_id, e->launch_id, at, data);
+    forge_buf_clear(&id);
+    return event;
+}
+
+/* One segment, keys in a fixed order; the optional two only when they say
+ * something. NULL when a string is not UTF-8. */
+static json_t *live_segment(const forge_live_segment_t *s)
+{
+    json_t *seg =
+        json_pack("{s:s, s:I, s:I, s:s}", "file", s->file, "offset",
+                  (json_int_t)s->offset, "length", (json_int_t)s->length,
+                  "text", s->text ? s->text : "");
+
+    if (seg && s->skipped > 0)
+        json_object_set_new(seg, "skipped",
+                            json_integer((json_int_t)s->skipped));
+    if (seg && s->restarted)
+        json_object_set_new(seg, "restarted", json_true());
+    return seg;
+}
+
+json_t *forge_event_log_chunk(const forge_log_chunk_event_t *e)
+{
+    json_t *segments = json_array(), *seg, *data, *event = NULL;
+    forge_buf_t id = FORGE_BUF_INIT;
+    char at[FORGE_TIMESTAMP_MAX];
+
+    for (size_t i = 0; i < e->segment_count; i++) {
+        if (!(seg = live_segment(&e->segments[i]))) {
+            json_decref(segments);
+            return NULL;
+        }
+        json_array_append_new(segments, seg);
+    }
+    forge_timestamp_format(e->at_ms, at, sizeof(at));
+    forge_buf_printf(&id, "%s/%d/log/%ld", e->launch_id, e->attempt, e->n);
+    data =
+        json_pack("{s:s, s:i, s:i, s:I, s:s, s:b, s:o, s:o}", "launch_id",
+                  e->launch_id, "attempt", e->attempt, "try", e->try_num, "n",
+                  (json_int_t)e->n, "at", at, "final", e->final, "labels",
+                  labels_json(e->labels, e->label_count), "segments", segments);
+    if (data)
+        event = cloud_event(forge_buf_str(&id), "forge.launch.log_chunk",
+                            e->worker_id, e->launch_id, at, data);
     forge_buf_clear(&id);
     return event;
 }

@@ -61,6 +61,7 @@ SCHEMA_FILES = [
     "cancel-request.v1.json",
     "status-changed.v1.json",
     "logs-archived.v1.json",
+    "log-chunk.v1.json",
     "gpu-series.v1.json",
     "tenants.v1.json",
 ]
@@ -82,6 +83,7 @@ ASYNCAPI_MESSAGE = {
     "cancel-request.v1.json": "cancelRequested",
     "status-changed.v1.json": "statusChanged",
     "logs-archived.v1.json": "logsArchived",
+    "log-chunk.v1.json": "logChunk",
 }
 ERROR_CODES = {
     "invalid_json", "schema", "too_large", "image_format", "image_missing",

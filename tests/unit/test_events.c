@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_events.c - status_changed CloudEvents: deterministic ids and bytes,
- * the contract's fields, and every event the builder makes is valid under
- * schemas/status-changed.v1.json (checked with a real JSON Schema
- * validator, tests/schema/validate.py).
+ * test_events.c - status_changed, logs_archived and log_chunk CloudEvents:
+ * deterministic ids and bytes, the contract's fields, and every event the
+ * builders make is valid under its schema in schemas/ (checked with a real
+ * JSON Schema validator, tests/schema/validate.py); the log_chunk examples
+ * in schemas/examples/valid are what the builder makes of their inputs.
  */
 #include "record/events.h"
 #include "slurm/usage.h"
@@ -282,4 +283,148 @@ Test(events, logs_event_lists_refused_entries)
     unlink(p[0]);
     unlink(p[1]);
     rmdir(dir);
+}
+
+/* The inputs of the log_chunk examples (schemas/examples/valid/log-chunk*):
+ * two files' new lines, one with a secret redacted; a skip, and a file the
+ * job rewrote (restarted); a final chunk with nothing left to say. */
+static const forge_kv_t chunk_labels[] = {{"team", "nlp"}};
+static forge_live_segment_t two_files[] = {
+    {"main.out", 18230, 78,
+     "epoch 3 step 1200 loss 2.41\nupload to "
+     "https://hub.example/x?token=[REDACTED]\n",
+     0, false},
+    {"metrics/loss.csv", 512, 20, "1200,2.41\n1210,2.39\n", 0, false},
+};
+static forge_live_segment_t skip_and_restart[] = {
+    {"main.err", 1048626, 41, "warning: gradient overflow, scaling down\n",
+     1048576, false},
+    {"metrics/loss.csv", 0, 17, "step,loss\n0,2.35\n", 0, true},
+};
+
+static const struct chunk_example {
+    const char *file; /* under schemas/examples/valid */
+    long n;
+    int try_num;
+    bool final;
+    forge_live_segment_t *segments;
+    size_t segment_count;
+    long long at_ms;
+} chunk_examples[] = {
+    {"log-chunk.json", 7, 1, false, two_files, 2, 1714565404250LL},
+    {"log-chunk-skipped.json", 12, 2, false, skip_and_restart, 2,
+     1714565409250LL},
+    {"log-chunk-final.json", 13, 2, true, NULL, 0, 1714565411000LL},
+};
+
+static json_t *chunk_of(const struct chunk_example *x)
+{
+    forge_log_chunk_event_t e = {0};
+
+    e.launch_id = "lch-0003";
+    e.attempt = 1;
+    e.try_num = x->try_num;
+    e.n = x->n;
+    e.final = x->final;
+    e.worker_id = "worker-0";
+    e.labels = chunk_labels;
+    e.label_count = 1;
+    e.segments = x->segments;
+    e.segment_count = x->segment_count;
+    e.at_ms = x->at_ms;
+    return forge_event_log_chunk(&e);
+}
+
+/* Each example is, byte for byte once written compactly (so in the same
+ * key order), what the builder makes of its inputs; the builder makes the
+ * same bytes twice. */
+Test(events, log_chunk_examples_are_what_the_builder_makes)
+{
+    for (size_t i = 0; i < sizeof(chunk_examples) / sizeof(*chunk_examples);
+         i++) {
+        const struct chunk_example *x = &chunk_examples[i];
+        char path[512], *built, *again, *want;
+        json_t *ev = chunk_of(x), *ev2 = chunk_of(x), *example;
+        json_error_t jerr;
+
+        snprintf(path, sizeof(path), "%s/schemas/examples/valid/%s",
+                 FORGE_SOURCE_DIR, x->file);
+        example = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        cr_assert_not_null(example, "%s: %s", path, jerr.text);
+        cr_assert_not_null(ev);
+        built = json_dumps(ev, JSON_COMPACT);
+        again = json_dumps(ev2, JSON_COMPACT);
+        want = json_dumps(example, JSON_COMPACT);
+        cr_assert_str_eq(built, want, "%s: the builder makes\n%s", x->file,
+                         built);
+        cr_assert_str_eq(built, again);
+        free(built);
+        free(again);
+        free(want);
+        json_decref(example);
+        json_decref(ev);
+        json_decref(ev2);
+    }
+}
+
+/* The contract's fields: the id names the chunk, `skipped` and `restarted`
+ * only when they say something, `final` always; every chunk the builder
+ * makes is valid under schemas/log-chunk.v1.json. */
+Test(events, log_chunk_has_the_contract_fields)
+{
+    char dir[] = "/tmp/forge-events-XXXXXX", cmd[1024], p[3][64];
+    json_t *ev, *data, *segs;
+
+    ev = chunk_of(&chunk_examples[1]);
+    data = json_object_get(ev, "data");
+    segs = json_object_get(data, "segments");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")),
+                     "lch-0003/1/log/12");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "type")),
+                     "forge.launch.log_chunk");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "source")),
+                     "forge-worker/worker-0");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "subject")),
+                     "lch-0003");
+    cr_assert(json_is_false(json_object_get(data, "final")));
+    cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_array_get(segs, 0), "skipped")),
+        1048576);
+    cr_assert_null(json_object_get(json_array_get(segs, 0), "restarted"));
+    cr_assert_null(json_object_get(json_array_get(segs, 1), "skipped"));
+    cr_assert(
+        json_is_true(json_object_get(json_array_get(segs, 1), "restarted")));
+    json_decref(ev);
+    ev = chunk_of(&chunk_examples[2]);
+    data = json_object_get(ev, "data");
+    cr_assert(json_is_true(json_object_get(data, "final")));
+    cr_assert_eq(json_array_size(json_object_get(data, "segments")), 0);
+    json_decref(ev);
+
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 3; i++) {
+        snprintf(p[i], sizeof(p[i]), "%s/chunk%d.json", dir, i);
+        ev = chunk_of(&chunk_examples[i]);
+        cr_assert_eq(json_dump_file(ev, p[i], JSON_INDENT(1)), 0);
+        json_decref(ev);
+    }
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tests/schema/validate.py "
+             "log-chunk.v1.json %s %s %s",
+             FORGE_SOURCE_DIR, p[0], p[1], p[2]);
+    cr_assert_eq(system(cmd), 0, "a chunk the worker makes breaks the schema");
+    for (int i = 0; i < 3; i++)
+        unlink(p[i]);
+    rmdir(dir);
+}
+
+/* A segment whose text is not UTF-8 (the reader never makes one) makes no
+ * event rather than a broken one. */
+Test(events, log_chunk_with_text_not_utf8_is_null)
+{
+    forge_live_segment_t bad[] = {{"main.out", 0, 2, "\xff\n", 0, false}};
+    struct chunk_example x = {"-", 1, 1, false, bad, 1, 1714565404250LL};
+
+    cr_assert_null(chunk_of(&x));
 }
