@@ -84,7 +84,8 @@ typedef struct forge_live_spec {
     int attempt;
     const char *const *secrets; /* the launch's own (borrowed); NULL/0 */
     size_t secret_count;
-    uint64_t max_bytes; /* one read's bytes at most (FORGE_LOG_LIVE_CHUNK_BYTES) */
+    uint64_t
+        max_bytes; /* one read's bytes at most (FORGE_LOG_LIVE_CHUNK_BYTES) */
     uint64_t allowance; /* the budget left (<= max_bytes is what counts) */
     uint64_t skip_over; /* a file further behind than this is skipped ahead */
     bool final;         /* the launch ended: partial lines go too */
