@@ -301,7 +301,8 @@ static forge_rc_t parse_pathlist(forge_config_t *cfg, const char *v,
 _Static_assert(sizeof(forge_api_version_t) == sizeof(int) &&
                    sizeof(forge_runtime_profile_t) == sizeof(int) &&
                    sizeof(forge_log_level_t) == sizeof(int) &&
-                   sizeof(forge_log_format_t) == sizeof(int),
+                   sizeof(forge_log_format_t) == sizeof(int) &&
+                   sizeof(forge_log_live_t) == sizeof(int),
                "enum fields are written through int *");
 
 static forge_rc_t apply_rule(forge_config_t *cfg, const var_rule_t *r,
@@ -584,6 +585,31 @@ const char *forge_runtime_profile_name(forge_runtime_profile_t p)
 const char *forge_log_level_name(forge_log_level_t l)
 {
     return enum_name(forge_config_level_names, 4, (int)l);
+}
+
+const char *forge_log_live_name(forge_log_live_t m)
+{
+    return enum_name(forge_config_live_names, 3, (int)m);
+}
+
+/* ---- what the configuration decides ----------------------------------- */
+
+/* Live logs: [FORGE_LOG_LIVE][logs.live + 1], logs.live unset, false, true. */
+static const bool live_logs_table[3][3] = {
+    [FORGE_LOG_LIVE_OFF] = {false, false, false},
+    [FORGE_LOG_LIVE_OPT_IN] = {false, false, true},
+    [FORGE_LOG_LIVE_ON] = {true, false, true},
+};
+
+bool forge_live_logs_wanted(const forge_config_t *cfg, int live_logs)
+{
+    int asked = live_logs < FORGE_LIVE_LOGS_FALSE   ? 0
+                : live_logs > FORGE_LIVE_LOGS_FALSE ? 2
+                                                    : 1;
+
+    if (!cfg || (unsigned)cfg->log_live > FORGE_LOG_LIVE_ON)
+        return false;
+    return live_logs_table[cfg->log_live][asked];
 }
 
 /* ---- the table as the documentation reads it -------------------------- */

@@ -47,6 +47,22 @@ typedef enum forge_log_format {
     FORGE_LOG_TEXT,
 } forge_log_format_t;
 
+/* FORGE_LOG_LIVE (issue 29): which launches' output is tailed live onto
+ * the logs topic while they run. */
+typedef enum forge_log_live {
+    FORGE_LOG_LIVE_OFF,    /* none, whatever a request asks */
+    FORGE_LOG_LIVE_OPT_IN, /* those whose request says logs.live: true */
+    FORGE_LOG_LIVE_ON,     /* all but those that say logs.live: false */
+} forge_log_live_t;
+
+/* A request's logs.live (request.h, held.h), a tri-state: absent (the
+ * fleet's FORGE_LOG_LIVE decides), false, true. */
+enum {
+    FORGE_LIVE_LOGS_UNSET = -1,
+    FORGE_LIVE_LOGS_FALSE = 0,
+    FORGE_LIVE_LOGS_TRUE = 1,
+};
+
 /* One FORGE_KAFKA_PROP_<name> pair, name already rewritten to dots. */
 typedef struct forge_kafka_prop {
     char *name;
@@ -135,6 +151,13 @@ typedef struct forge_config {
     int ready_slurm_s;  /* /readyz: a slurmrestd answer at most this old */
     forge_log_level_t log_level;
     forge_log_format_t log_format;
+    /* live logs (issue 29): whose output is tailed (forge_live_logs_wanted),
+     * at most one chunk per launch per interval, a chunk's file bytes at
+     * most, a launch's file bytes per minute at most (beyond: skipped) */
+    forge_log_live_t log_live;
+    int log_live_interval_ms;
+    int log_live_chunk_bytes;
+    int log_live_budget_bytes;
 
     /* FORGE_* names set in the environment that this version does not
      * know: worth a warning at start (typos). NULL-terminated. */
@@ -198,5 +221,16 @@ const char *const *forge_config_foreign_prefixes(void);
 const char *forge_api_version_name(forge_api_version_t v);
 const char *forge_runtime_profile_name(forge_runtime_profile_t p);
 const char *forge_log_level_name(forge_log_level_t l);
+/* "off", "opt-in", "on"; NULL if out of range. */
+const char *forge_log_live_name(forge_log_live_t m);
+
+/*
+ * Whether a launch's output is tailed live (issue 29): cfg's FORGE_LOG_LIVE
+ * against the launch's request's logs.live (FORGE_LIVE_LOGS_*: unset, false,
+ * true). off: never; opt-in: only when it says true; on: unless it says
+ * false. Pure. False for a NULL cfg; a live_logs above 1 counts as true,
+ * below -1 as unset.
+ */
+bool forge_live_logs_wanted(const forge_config_t *cfg, int live_logs);
 
 #endif

@@ -18,6 +18,7 @@ const char *const forge_config_profile_names[] = {"enroot-pyxis", "apptainer",
 const char *const forge_config_level_names[] = {"debug", "info", "warn",
                                                 "error", NULL};
 static const char *const format_names[] = {"json", "text", NULL};
+const char *const forge_config_live_names[] = {"off", "opt-in", "on", NULL};
 /* As librdkafka spells security.protocol and sasl.mechanisms. */
 const char *const forge_config_protocol_names[] = {
     "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
@@ -32,6 +33,7 @@ const char *const forge_config_mechanism_names[] = {
 #define FIRST "cea768d"
 #define RETRY "issue 26 (retry policy)"
 #define TLS   "issue 27"
+#define LIVE  "issue 29 (live logs)"
 
 const var_rule_t forge_config_rules[] = {
     {.name = "FORGE_DEFAULT_FLEET_KIND",
@@ -303,7 +305,8 @@ const var_rule_t forge_config_rules[] = {
      .kind = VAR_TOPIC,
      .offset = AT(topic_logs),
      .default_value = "forge.launch.logs",
-     .doc = "Where the `logs_archived` events go.",
+     .doc = "Where the `logs_archived` events go, and the live logs' "
+            "`log_chunk` events (`FORGE_LOG_LIVE`).",
      .since = FIRST},
     {.name = "FORGE_KAFKA_TOPIC_STATE",
      .kind = VAR_TOPIC,
@@ -473,6 +476,48 @@ const var_rule_t forge_config_rules[] = {
      .doc = "Log lines on stderr as JSON lines or text (secrets redacted "
             "either way: docs/SECURITY.md).",
      .since = FIRST},
+    {.name = "FORGE_LOG_LIVE",
+     .kind = VAR_ENUM,
+     .offset = AT(log_live),
+     .default_value = "opt-in",
+     .names = forge_config_live_names,
+     .doc = "Which launches' output is tailed while they run, onto "
+            "`FORGE_KAFKA_TOPIC_LOGS` as `forge.launch.log_chunk` events "
+            "(`forge-worker logs` prints them): `off` none, whatever a "
+            "request asks (the fleet's switch); `opt-in` only those whose "
+            "request says `logs.live: true`; `on` every launch but those "
+            "whose request says `logs.live: false`. Every launch's logs are "
+            "archived either way.",
+     .since = LIVE},
+    {.name = "FORGE_LOG_LIVE_INTERVAL_MS",
+     .kind = VAR_INT,
+     .offset = AT(log_live_interval_ms),
+     .default_value = "1000",
+     .min = 200,
+     .max = 60000,
+     .doc = "At most one live chunk per launch per this many milliseconds: "
+            "lower, fresher output and more events.",
+     .since = LIVE},
+    {.name = "FORGE_LOG_LIVE_CHUNK_BYTES",
+     .kind = VAR_INT,
+     .offset = AT(log_live_chunk_bytes),
+     .default_value = "65536",
+     .min = 4096,
+     .max = 131072,
+     .doc = "A live chunk's bytes of the launch's files at most, all its "
+            "files together; what is left waits for the next chunk.",
+     .since = LIVE},
+    {.name = "FORGE_LOG_LIVE_BUDGET_BYTES",
+     .kind = VAR_INT,
+     .offset = AT(log_live_budget_bytes),
+     .default_value = "1048576",
+     .min = 4096,
+     .max = 1073741824,
+     .doc = "A launch's bytes of files tailed live per minute at most: "
+            "beyond it the worker skips ahead, and the chunk says how many "
+            "bytes it skipped (only the live tail skips them: the archive "
+            "is made from the files).",
+     .since = LIVE},
 };
 
 const size_t forge_config_rule_count =

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * held.c - a request's labels, credentials (ingest token, env, secret_env),
- * pools' names and tenant in one allocation (held.h): the struct, then the
+ * pools' names, tenant and logs.live in one allocation (held.h): the struct,
+ * then the
  * labels', env's and secret_env's arrays, then the secrets' and the pools'
  * pointers, then every string, each NUL-terminated. Built in two passes over
  * the same list of strings: one to size the block, one to fill it. From a
@@ -9,6 +10,7 @@
  * jansson reads what the scan gives up on.
  */
 #include "record/held.h"
+#include "core/config.h"
 #include "core/jscan.h"
 #include "core/util.h"
 #include "render/render.h"
@@ -30,7 +32,7 @@ typedef struct texts {
 } texts_t;
 
 /* The strings to keep: labels, env and secret_env as key/value pairs, the
- * ingest token, pools' names, the tenant (p NULL: none). */
+ * ingest token, pools' names, the tenant (p NULL: none); and logs.live. */
 typedef struct wanted {
     texts_t labels;     /* 2 per label */
     texts_t env;        /* 2 per variable */
@@ -38,7 +40,11 @@ typedef struct wanted {
     text_t token;
     texts_t pools;
     text_t tenant;
+    int live_logs; /* FORGE_LIVE_LOGS_* */
 } wanted_t;
+
+/* Nothing wanted yet: logs.live unset, not false. */
+#define WANTED_INIT ((wanted_t){.live_logs = FORGE_LIVE_LOGS_UNSET})
 
 static text_t text_of(const char *s)
 {
@@ -149,6 +155,7 @@ static forge_held_t *build(const wanted_t *w)
     h->pools = pools;
     h->pool_count = w->pools.n;
     h->tenant = w->tenant.p ? put_text(&at, w->tenant) : NULL;
+    h->live_logs = w->live_logs;
     return h;
 }
 
@@ -175,7 +182,7 @@ static void want(wanted_t *w, const forge_kv_t *labels, size_t nlabels,
 
 forge_held_t *forge_held_of_request(const forge_request_t *req)
 {
-    wanted_t w = {0};
+    wanted_t w = WANTED_INIT;
     const forge_launch_t *l;
     forge_held_t *h;
 
@@ -188,6 +195,7 @@ forge_held_t *forge_held_of_request(const forge_request_t *req)
         add(&w.pools, text_of(l->pools[i].name));
     if (l->tenant)
         w.tenant = text_of(l->tenant);
+    w.live_logs = l->live_logs;
     h = build(&w);
     wanted_clear(&w);
     return h;
@@ -195,7 +203,7 @@ forge_held_t *forge_held_of_request(const forge_request_t *req)
 
 forge_held_t *forge_held_copy(const forge_held_t *h)
 {
-    wanted_t w = {0};
+    wanted_t w = WANTED_INIT;
     forge_held_t *c;
 
     if (!h)
@@ -206,6 +214,7 @@ forge_held_t *forge_held_copy(const forge_held_t *h)
         add(&w.pools, text_of(h->pools[i]));
     if (h->tenant)
         w.tenant = text_of(h->tenant);
+    w.live_logs = h->live_logs;
     c = build(&w);
     wanted_clear(&w);
     return c;
@@ -248,6 +257,10 @@ char *forge_held_to_json(const forge_held_t *h, size_t *len)
     json_object_set_new(o, "pools", pools);
     if (h->tenant)
         json_object_set_new(o, "tenant", json_string(h->tenant));
+    if (h->live_logs != FORGE_LIVE_LOGS_UNSET)
+        json_object_set_new(
+            o, "logs",
+            json_pack("{s:b}", "live", h->live_logs != FORGE_LIVE_LOGS_FALSE));
     text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     *len = strlen(text);
@@ -274,7 +287,7 @@ static void json_pairs(json_t *o, texts_t *list)
 static forge_held_t *held_of_json(const char *buf, size_t len)
 {
     json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, NULL), *body, *v;
-    wanted_t w = {0};
+    wanted_t w = WANTED_INIT;
     size_t i;
     forge_held_t *h;
 
@@ -300,6 +313,10 @@ static forge_held_t *held_of_json(const char *buf, size_t len)
     v = json_object_get(body, "tenant");
     if (json_is_string(v))
         w.tenant = (text_t){json_string_value(v), json_string_length(v)};
+    v = json_object_get(json_object_get(body, "logs"), "live");
+    if (json_is_boolean(v))
+        w.live_logs =
+            json_is_true(v) ? FORGE_LIVE_LOGS_TRUE : FORGE_LIVE_LOGS_FALSE;
     h = build(&w);
     wanted_clear(&w);
     json_decref(root);
@@ -348,7 +365,8 @@ static bool string_member(void *ctx, text_t key, bool escaped, scan_t *s,
 
 /* Where the body's members are, as found at one level. */
 typedef struct found {
-    const char *labels, *env, *secret_env, *ingest, *data, *pools, *tenant;
+    const char *labels, *env, *secret_env, *ingest, *data, *pools, *tenant,
+        *logs;
     bool specversion;
 } found_t;
 
@@ -363,6 +381,7 @@ static bool find_member(void *ctx, text_t key, bool escaped, scan_t *s,
                       : forge_jscan_is(key, "data")       ? &f->data
                       : forge_jscan_is(key, "pools")      ? &f->pools
                       : forge_jscan_is(key, "tenant")     ? &f->tenant
+                      : forge_jscan_is(key, "logs")       ? &f->logs
                                                           : NULL;
 
     if (escaped)
@@ -397,6 +416,29 @@ static bool named_member(void *ctx, text_t key, bool escaped, scan_t *s,
     if (!forge_jscan_is(key, n->name) || forge_jscan_peek(s) != '"')
         return forge_jscan_skip(s, depth);
     return !n->value.p && kept_string(s, &n->value);
+}
+
+/* logs' "live" (ctx: the int it sets): a boolean kept, other members
+ * skipped. Gives up on a "live" that is not a boolean (never in what the
+ * worker accepted; jansson's reading leaves it unset) or given twice
+ * (jansson keeps the last). */
+static bool live_member(void *ctx, text_t key, bool escaped, scan_t *s,
+                        int depth)
+{
+    int *live_logs = ctx;
+    bool seen = *live_logs != FORGE_LIVE_LOGS_UNSET;
+
+    if (escaped)
+        return false;
+    if (!forge_jscan_is(key, "live"))
+        return forge_jscan_skip(s, depth);
+    if (forge_jscan_word(s, "true"))
+        *live_logs = FORGE_LIVE_LOGS_TRUE;
+    else if (forge_jscan_word(s, "false"))
+        *live_logs = FORGE_LIVE_LOGS_FALSE;
+    else
+        return false; /* not a boolean: rare, jansson's to read */
+    return !seen;
 }
 
 /* Scans the object at `at` (NULL: absent; not an object: nothing). */
@@ -458,7 +500,8 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
         return false;
     w->token = token.value;
     if (!scan_object(body->secret_env, end, string_member, &w->secret_env) ||
-        !scan_pools(body->pools, end, &w->pools))
+        !scan_pools(body->pools, end, &w->pools) ||
+        !scan_object(body->logs, end, live_member, &w->live_logs))
         return false;
     tenant = (scan_t){body->tenant, end};
     return !body->tenant || *body->tenant != '"' ||
@@ -467,14 +510,14 @@ static bool held_scan(const char *buf, size_t len, wanted_t *w)
 
 forge_held_t *forge_held_of_trusted(const char *buf, size_t len)
 {
-    wanted_t w = {0};
+    wanted_t w = WANTED_INIT;
     forge_held_t *h;
 
     if (held_scan(buf, len, &w)) {
         h = build(&w);
     } else {
         wanted_clear(&w);
-        w = (wanted_t){0};
+        w = WANTED_INIT;
         h = held_of_json(buf, len);
     }
     wanted_clear(&w);

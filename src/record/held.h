@@ -5,9 +5,11 @@
  * the labels its events carry, its secrets (the ingest token, each
  * secret_env value: registered for redaction while the launch is held,
  * and redacted from its archive's tail), its pools' names (the logs to
- * archive), the tenant it names (whose the archive is), and its
- * credentials (the ingest token, env and secret_env by name: what a run
- * of its job that Slurm requeued is staged again, render.h). Nothing else
+ * archive), the tenant it names (whose the archive is), its logs.live
+ * (whether its output is tailed live, issue 29: core/config.h's
+ * forge_live_logs_wanted), and its credentials (the ingest token, env and
+ * secret_env by name: what a run of its job that Slurm requeued is staged
+ * again, render.h). Nothing else
  * of the parsed request is read once the launch is accepted: a submit is
  * prepared from the request's bytes, which the record keeps only until
  * its job id is recorded (launch.h); from then on the record carries
@@ -41,6 +43,9 @@ typedef struct forge_held {
     const char *const *pools; /* pool_count names, in the request's order */
     size_t pool_count;
     const char *tenant; /* the tenant the request names; NULL: none */
+    /* the request's logs.live: FORGE_LIVE_LOGS_UNSET (-1: absent), _FALSE
+     * (0) or _TRUE (1) (core/config.h) */
+    int live_logs;
 } forge_held_t;
 
 /* What req holds (new), or NULL: req is NULL or a cancel. */
@@ -53,7 +58,8 @@ forge_held_t *forge_held_of_request(const forge_request_t *req);
  * or what forge_held_to_json made of one. Reads "labels", "env",
  * "ingest"."token", "secret_env", "pools"[]."name" and "tenant" of the
  * request (of its "data" for a CloudEvent), string values only, as the
- * parse keeps them. NULL: not a JSON object.
+ * parse keeps them, and "logs"."live" (a boolean; anything else: unset).
+ * NULL: not a JSON object.
  */
 forge_held_t *forge_held_of_trusted(const char *buf, size_t len);
 
@@ -61,7 +67,8 @@ forge_held_t *forge_held_of_trusted(const char *buf, size_t len);
  * holds the secrets: the caller wipes it), which forge_held_of_trusted
  * reads back the same: {"labels": {...}, "env": {...}, "secret_env":
  * {NAME: secret, ...}, "ingest": {"token": ...}, "pools": [{"name": ...},
- * ...], "tenant": ...}. */
+ * ...], "tenant": ..., "logs": {"live": true|false}} ("ingest", "tenant"
+ * and "logs" only when h has them). */
 char *forge_held_to_json(const forge_held_t *h, size_t *len);
 
 /* The credentials file's bytes for h (render.h: token, env, secret_env),

@@ -7,7 +7,7 @@
  * lands, bounds, the error code of a violation; field.h, whose
  * forge_field_parse_table walks a table). Arrays and maps with rules of
  * their own have small handlers here; checkpoint_signal's are in
- * checkpoint.c.
+ * checkpoint.c, retry's in request_retry.c, logs' in request_logs.c.
  * The rules are the ones of schemas/launch-request.v1.json and
  * schemas/cancel-request.v1.json; tests/schema checks both sides agree on
  * every example.
@@ -15,7 +15,9 @@
 #include "request/request.h"
 #include "request/checkpoint.h"
 #include "request/field.h"
+#include "request/request_logs.h"
 #include "request/request_retry.h"
+#include "core/config.h"
 #include "core/util.h"
 
 #include <stdio.h>
@@ -455,6 +457,8 @@ static const forge_field_t launch_fields[] = {
      ingest_object},
     {"retry", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
      forge_request_retry_object},
+    {"logs", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
+     forge_request_logs_object},
     {"labels", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0, labels_map},
     {"checkpoint_signal", FORGE_FIELD_CUSTOM, 0, false, NULL, 0, 0, 0, 0, 0,
      forge_checkpoint_object},
@@ -518,6 +522,7 @@ static forge_rc_t parse_body(forge_request_t *req, const forge_jv_t *body,
     if (req->kind == FORGE_REQUEST_CANCEL)
         return forge_field_parse_table(
             body, cancel_fields, COUNT(cancel_fields), &req->cancel, p, err);
+    req->launch.live_logs = FORGE_LIVE_LOGS_UNSET; /* unless logs.live */
     rc = forge_field_parse_table(body, launch_fields, COUNT(launch_fields),
                                  &req->launch, p, err);
     return rc ? rc : launch_cross_checks(&req->launch, p, err);

@@ -6,7 +6,8 @@
  * A request arrives as a structured CloudEvent (type forge.launch.requested
  * or forge.launch.cancel_requested, the request in `data`) or bare with
  * "kind": "launch" | "cancel". Unknown fields are ignored and never kept, so
- * nothing unknown can be rendered. Errors carry the contract's code and a
+ * nothing unknown can be rendered (inside `logs` they are refused:
+ * request_logs.h). Errors carry the contract's code and a
  * JSON path into the document as received ("$.data.pools[1].nodes").
  *
  * Rules that need configuration (image exists, profile format, mount
@@ -91,6 +92,10 @@ typedef struct forge_launch {
     /* the fleet's retry policy as this request overrides it (issue 26):
      * retry.set names the keys it set (core/retry.h) */
     forge_retry_override_t retry;
+    /* logs.live (issue 29, request/request_logs.h), a tri-state:
+     * FORGE_LIVE_LOGS_UNSET (-1: absent, the fleet's FORGE_LOG_LIVE
+     * decides), _FALSE (0), _TRUE (1) (core/config.h) */
+    int live_logs;
 } forge_launch_t;
 
 typedef struct forge_cancel {

@@ -246,7 +246,8 @@ NO_REMOTE = {scheme: _no_remote for scheme in ("file", "http", "https")}
 def error_paths(errors):
     """Every JSON path a validation error (or one nested in anyOf/oneOf)
     points at; for `required` the missing member, for propertyNames the
-    property itself."""
+    property itself, for `additionalProperties: false` each member the
+    object does not name (as the C side reports it)."""
     paths = set()
     stack = list(errors)
     while stack:
@@ -260,6 +261,12 @@ def error_paths(errors):
         if "propertyNames" in e.absolute_schema_path and isinstance(
                 e.instance, str):
             paths.add(json_path(parts + [e.instance]))
+        if e.validator == "additionalProperties" and \
+                e.validator_value is False and isinstance(e.instance, dict):
+            named = e.schema.get("properties", {})
+            for name in e.instance:
+                if name not in named:
+                    paths.add(json_path(parts + [name]))
         stack.extend(e.context or [])
     return paths
 

@@ -52,6 +52,10 @@ Test(config, defaults_when_nothing_is_set)
     cr_assert_null(cfg->slurm_partition);
     cr_assert_not_null(cfg->worker_id);
     cr_assert_eq(cfg->mount_allow_count, 0);
+    cr_assert_eq(cfg->log_live, FORGE_LOG_LIVE_OPT_IN);
+    cr_assert_eq(cfg->log_live_interval_ms, 1000);
+    cr_assert_eq(cfg->log_live_chunk_bytes, 65536);
+    cr_assert_eq(cfg->log_live_budget_bytes, 1048576);
     forge_config_destroy(cfg);
 }
 
@@ -239,6 +243,100 @@ Test(config, a_bad_retry_cause_is_named)
     cr_assert(strstr(err.message, "out_of_memory"), "%s", err.message);
 }
 
+/* Live logs (issue 29): each mode by name, and the bounds of the rest. */
+Test(config, live_logs_values)
+{
+    char *off[] = {"FORGE_LOG_LIVE=off", "FORGE_LOG_LIVE_INTERVAL_MS=200",
+                   "FORGE_LOG_LIVE_CHUNK_BYTES=4096",
+                   "FORGE_LOG_LIVE_BUDGET_BYTES=4096", NULL};
+    char *on[] = {"FORGE_LOG_LIVE=on", "FORGE_LOG_LIVE_INTERVAL_MS=60000",
+                  "FORGE_LOG_LIVE_CHUNK_BYTES=131072",
+                  "FORGE_LOG_LIVE_BUDGET_BYTES=1073741824", NULL};
+    char *opt_in[] = {"FORGE_LOG_LIVE=opt-in", NULL};
+    forge_config_t *cfg = load_ok(off);
+
+    cr_assert_eq(cfg->log_live, FORGE_LOG_LIVE_OFF);
+    cr_assert_eq(cfg->log_live_interval_ms, 200);
+    cr_assert_eq(cfg->log_live_chunk_bytes, 4096);
+    cr_assert_eq(cfg->log_live_budget_bytes, 4096);
+    forge_config_destroy(cfg);
+    cfg = load_ok(on);
+    cr_assert_eq(cfg->log_live, FORGE_LOG_LIVE_ON);
+    cr_assert_eq(cfg->log_live_interval_ms, 60000);
+    cr_assert_eq(cfg->log_live_chunk_bytes, 131072);
+    cr_assert_eq(cfg->log_live_budget_bytes, 1073741824);
+    forge_config_destroy(cfg);
+    cfg = load_ok(opt_in);
+    cr_assert_eq(cfg->log_live, FORGE_LOG_LIVE_OPT_IN);
+    forge_config_destroy(cfg);
+    cr_assert_str_eq(forge_log_live_name(FORGE_LOG_LIVE_OFF), "off");
+    cr_assert_str_eq(forge_log_live_name(FORGE_LOG_LIVE_OPT_IN), "opt-in");
+    cr_assert_str_eq(forge_log_live_name(FORGE_LOG_LIVE_ON), "on");
+    cr_assert_null(forge_log_live_name((forge_log_live_t)3));
+}
+
+/* A bad mode's message says which there are. */
+Test(config, a_bad_live_logs_mode_names_the_modes)
+{
+    char *envp[] = {"FORGE_LOG_LIVE=yes", NULL};
+    forge_config_t *cfg = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_config_load(envp, &cfg, &err), FORGE_ECONFIG);
+    cr_assert_str_eq(err.field, "FORGE_LOG_LIVE");
+    cr_assert(strstr(err.message, "off, opt-in, on"), "%s", err.message);
+}
+
+/* FORGE_LOG_LIVE against a request's logs.live: off always wins, opt-in
+ * wants a true, on takes all but a false. */
+typedef struct live_case {
+    forge_log_live_t mode;
+    int live_logs;
+    bool wanted;
+} live_case_t;
+
+static live_case_t live_cases[] = {
+    {FORGE_LOG_LIVE_OFF, FORGE_LIVE_LOGS_UNSET, false},
+    {FORGE_LOG_LIVE_OFF, FORGE_LIVE_LOGS_FALSE, false},
+    {FORGE_LOG_LIVE_OFF, FORGE_LIVE_LOGS_TRUE, false},
+    {FORGE_LOG_LIVE_OPT_IN, FORGE_LIVE_LOGS_UNSET, false},
+    {FORGE_LOG_LIVE_OPT_IN, FORGE_LIVE_LOGS_FALSE, false},
+    {FORGE_LOG_LIVE_OPT_IN, FORGE_LIVE_LOGS_TRUE, true},
+    {FORGE_LOG_LIVE_ON, FORGE_LIVE_LOGS_UNSET, true},
+    {FORGE_LOG_LIVE_ON, FORGE_LIVE_LOGS_FALSE, false},
+    {FORGE_LOG_LIVE_ON, FORGE_LIVE_LOGS_TRUE, true},
+    /* out of range: above true is true, below unset is unset */
+    {FORGE_LOG_LIVE_OPT_IN, 7, true},
+    {FORGE_LOG_LIVE_ON, -5, true},
+    {FORGE_LOG_LIVE_OFF, 7, false},
+};
+
+ParameterizedTestParameters(config, live_logs_decision)
+{
+    return cr_make_param_array(live_case_t, live_cases,
+                               sizeof(live_cases) / sizeof(live_cases[0]));
+}
+
+ParameterizedTest(live_case_t *c, config, live_logs_decision)
+{
+    forge_config_t cfg = {.log_live = c->mode};
+
+    cr_assert_eq(forge_live_logs_wanted(&cfg, c->live_logs), c->wanted,
+                 "FORGE_LOG_LIVE=%s, logs.live %d",
+                 forge_log_live_name(c->mode), c->live_logs);
+}
+
+/* A configuration that says nothing sane tails nothing. */
+Test(config, live_logs_decision_without_a_mode)
+{
+    forge_config_t cfg = {.log_live = (forge_log_live_t)3};
+
+    cr_assert_not(forge_live_logs_wanted(NULL, FORGE_LIVE_LOGS_TRUE));
+    cr_assert_not(forge_live_logs_wanted(&cfg, FORGE_LIVE_LOGS_TRUE));
+    cfg.log_live = (forge_log_live_t)-1;
+    cr_assert_not(forge_live_logs_wanted(&cfg, FORGE_LIVE_LOGS_UNSET));
+}
+
 /* ---- refused values: each names its variable ------------------------- */
 
 /* Arrays, not pointers: Criterion runs each case in a fresh process where
@@ -332,6 +430,22 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_RETRY_BACKOFF_S=-1"}, "FORGE_RETRY_BACKOFF_S"},
     {{"FORGE_RETRY_EXCLUDE_FAILED_NODES=sometimes"},
      "FORGE_RETRY_EXCLUDE_FAILED_NODES"},
+    {{"FORGE_LOG_LIVE=true"}, "FORGE_LOG_LIVE"},
+    {{"FORGE_LOG_LIVE=OFF"}, "FORGE_LOG_LIVE"},
+    {{"FORGE_LOG_LIVE=opt_in"}, "FORGE_LOG_LIVE"},
+    {{"FORGE_LOG_LIVE=optin"}, "FORGE_LOG_LIVE"},
+    {{"FORGE_LOG_LIVE=on "}, "FORGE_LOG_LIVE"},
+    {{"FORGE_LOG_LIVE_INTERVAL_MS=199"}, "FORGE_LOG_LIVE_INTERVAL_MS"},
+    {{"FORGE_LOG_LIVE_INTERVAL_MS=60001"}, "FORGE_LOG_LIVE_INTERVAL_MS"},
+    {{"FORGE_LOG_LIVE_INTERVAL_MS=1s"}, "FORGE_LOG_LIVE_INTERVAL_MS"},
+    {{"FORGE_LOG_LIVE_CHUNK_BYTES=4095"}, "FORGE_LOG_LIVE_CHUNK_BYTES"},
+    {{"FORGE_LOG_LIVE_CHUNK_BYTES=131073"}, "FORGE_LOG_LIVE_CHUNK_BYTES"},
+    {{"FORGE_LOG_LIVE_CHUNK_BYTES=64k"}, "FORGE_LOG_LIVE_CHUNK_BYTES"},
+    {{"FORGE_LOG_LIVE_BUDGET_BYTES=4095"}, "FORGE_LOG_LIVE_BUDGET_BYTES"},
+    {{"FORGE_LOG_LIVE_BUDGET_BYTES=1073741825"}, "FORGE_LOG_LIVE_BUDGET_BYTES"},
+    {{"FORGE_LOG_LIVE_BUDGET_BYTES=99999999999999999999"},
+     "FORGE_LOG_LIVE_BUDGET_BYTES"},
+    {{"FORGE_LOG_LIVE_BUDGET_BYTES=-1"}, "FORGE_LOG_LIVE_BUDGET_BYTES"},
 };
 
 ParameterizedTestParameters(config, refused_values)

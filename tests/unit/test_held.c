@@ -4,10 +4,11 @@
  * read without validation from the bytes of a request the worker stored,
  * it must be what the validating parse gives (the labels events carry, the
  * secrets registered for redaction, in the same order), bare or as a
- * CloudEvent, with its pools' names and tenant; and the kept form
- * (forge_held_to_json) read back the same.
+ * CloudEvent, with its pools' names, tenant and logs.live; and the kept
+ * form (forge_held_to_json) read back the same.
  */
 #include "record/held.h"
+#include "core/config.h"
 #include "render/render.h"
 
 #include <criterion/criterion.h>
@@ -62,6 +63,7 @@ static void assert_same(const forge_held_t *a, const forge_held_t *b)
     cr_assert_eq(!a->tenant, !b->tenant);
     if (a->tenant)
         cr_assert_str_eq(a->tenant, b->tenant);
+    cr_assert_eq(a->live_logs, b->live_logs);
 }
 
 /* h written as the kept form and read back: the same. */
@@ -116,6 +118,7 @@ static void check(const char *text)
     cr_assert_eq(trusted->pool_count, 1);
     cr_assert_str_eq(trusted->pools[0], "main");
     cr_assert_null(trusted->tenant);
+    cr_assert_eq(trusted->live_logs, FORGE_LIVE_LOGS_UNSET);
     check_credentials(req, trusted);
     assert_kept_round_trip(trusted);
     forge_held_free(parsed);
@@ -257,7 +260,102 @@ Test(held, a_record_from_before_the_credentials_were_kept_stages_none)
     forge_buf_t b = FORGE_BUF_INIT;
 
     cr_assert_eq(h->secret_count, 2, "both still redacted");
+    cr_assert_eq(h->live_logs, FORGE_LIVE_LOGS_UNSET, "no logs: unset");
     cr_assert_not(forge_held_credentials(h, &b));
     cr_assert_eq(b.len, 0);
     forge_held_free(h);
+}
+
+/* logs.live survives the kept form (the record keeps only it once the job
+ * id is known): unset, false and true, bare and as a CloudEvent, from the
+ * parse and from the bytes, written only when set, and copied. */
+Test(held, logs_live_survives_the_kept_form)
+{
+    static const struct {
+        const char *logs;
+        int live_logs;
+        const char *kept; /* what the kept form holds of it; NULL: nothing */
+    } cases[] = {
+        {"", FORGE_LIVE_LOGS_UNSET, NULL},
+        {", \"logs\": {}", FORGE_LIVE_LOGS_UNSET, NULL},
+        {", \"logs\": {\"live\": true}", FORGE_LIVE_LOGS_TRUE,
+         "\"logs\":{\"live\":true}"},
+        {", \"logs\": {\"live\": false}", FORGE_LIVE_LOGS_FALSE,
+         "\"logs\":{\"live\":false}"},
+    };
+    char text[2048];
+
+    for (size_t i = 0; i < 2 * sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t c = i / 2;
+        forge_request_t *req = NULL;
+        forge_error_t err = {0};
+        forge_held_t *parsed, *trusted, *back, *copy;
+        size_t len;
+        char *kept;
+
+        if (i % 2)
+            snprintf(text, sizeof(text),
+                     "{\"specversion\": \"1.0\", \"id\": \"e1\", \"source\": "
+                     "\"s\", \"type\": \"forge.launch.requested\", \"data\": "
+                     "{" BODY "%s}}",
+                     cases[c].logs);
+        else
+            snprintf(text, sizeof(text), "{\"kind\": \"launch\", " BODY "%s}",
+                     cases[c].logs);
+        cr_assert_eq(forge_request_parse(text, strlen(text), &req, &err),
+                     FORGE_OK, "%s: %s", text, err.message);
+        parsed = forge_held_of_request(req);
+        trusted = forge_held_of_trusted(text, strlen(text));
+        cr_assert_eq(parsed->live_logs, cases[c].live_logs, "%s", text);
+        assert_same(parsed, trusted);
+        kept = forge_held_to_json(trusted, &len);
+        if (cases[c].kept)
+            cr_assert(strstr(kept, cases[c].kept), "%s", kept);
+        else
+            cr_assert_null(strstr(kept, "\"logs\""), "%s", kept);
+        back = forge_held_of_trusted(kept, len);
+        cr_assert_eq(back->live_logs, cases[c].live_logs, "%s", kept);
+        copy = forge_held_copy(back);
+        cr_assert_eq(copy->live_logs, cases[c].live_logs);
+        assert_same(parsed, copy);
+        forge_held_free(copy);
+        forge_held_free(back);
+        free(kept);
+        forge_held_free(parsed);
+        forge_held_free(trusted);
+        forge_request_destroy(req);
+    }
+}
+
+/* Where the scan gives up on logs (an escaped key, a "live" that is no
+ * boolean, one given twice) jansson reads the same as the parse; a kept
+ * form's logs with no boolean is unset. */
+Test(held, logs_live_where_the_scan_gives_up)
+{
+    static const struct {
+        const char *text;
+        int live_logs;
+    } cases[] = {
+        {"{\"logs\": {\"li\\u0076e\": false}, \"pools\": []}",
+         FORGE_LIVE_LOGS_FALSE},
+        {"{\"logs\": {\"other\": [1, {\"live\": false}], \"live\": true}}",
+         FORGE_LIVE_LOGS_TRUE},
+        {"{\"logs\": {\"live\": \"yes\"}}", FORGE_LIVE_LOGS_UNSET},
+        {"{\"logs\": {\"live\": null}}", FORGE_LIVE_LOGS_UNSET},
+        {"{\"logs\": {\"live\": true, \"live\": false}}",
+         FORGE_LIVE_LOGS_FALSE},
+        {"{\"logs\": true}", FORGE_LIVE_LOGS_UNSET},
+        {"{\"logs\":{\"live\":true},\"tenant\":\"t\\u002d1\"}",
+         FORGE_LIVE_LOGS_TRUE},
+        {" { \"logs\" : { \"live\" : false } } ", FORGE_LIVE_LOGS_FALSE},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        forge_held_t *h =
+            forge_held_of_trusted(cases[i].text, strlen(cases[i].text));
+        cr_assert_not_null(h, "%s", cases[i].text);
+        cr_assert_eq(h->live_logs, cases[i].live_logs, "%s: %d", cases[i].text,
+                     h->live_logs);
+        forge_held_free(h);
+    }
 }

@@ -2,8 +2,9 @@
 /*
  * test_request.c - request parsing and validation: both envelopes, every
  * error code of the contract with its JSON path, the configuration-dependent
- * checks, unknown fields, cancel requests, the checkpoint signal, and
- * salvaging a launch_id from a refused message.
+ * checks, unknown fields, cancel requests, the checkpoint signal, the
+ * live logs flag (logs.live), and salvaging a launch_id from a refused
+ * message.
  */
 #include "prepare/prepare.h"
 #include "request/request.h"
@@ -325,6 +326,22 @@ static bad_request_t bad[] = {
      "\"images/escape.sif\", \"format\": \"sif\"}, \"command\": [\"run\"], "
      "\"pools\": [{\"name\": \"p\", \"series\": \"h200\", \"nodes\": 1}]}",
      "image_missing", "$.image.path"},
+    {LAUNCH(", \"logs\": true"), "schema", "$.logs"},
+    {LAUNCH(", \"logs\": [true]"), "schema", "$.logs"},
+    {LAUNCH(", \"logs\": null"), "schema", "$.logs"},
+    {LAUNCH(", \"logs\": {\"live\": \"true\"}"), "schema", "$.logs.live"},
+    {LAUNCH(", \"logs\": {\"live\": 1}"), "schema", "$.logs.live"},
+    {LAUNCH(", \"logs\": {\"live\": null}"), "schema", "$.logs.live"},
+    {LAUNCH(", \"logs\": {\"live\": {}}"), "schema", "$.logs.live"},
+    {LAUNCH(", \"logs\": {\"live\": true, \"tail\": 10}"), "schema",
+     "$.logs.tail"},
+    {LAUNCH(", \"logs\": {\"Live\": true}"), "schema", "$.logs.Live"},
+    {LAUNCH(", \"logs\": {\"live\": true, \"live \": true}"), "schema",
+     "$.logs.live "},
+    {"{\"specversion\": \"1.0\", \"type\": \"forge.launch.requested\", "
+     "\"id\": \"e\", \"source\": \"s\", \"data\": {" BASE
+     ", \"logs\": {\"live\": \"no\"}}}",
+     "schema", "$.data.logs.live"},
     {"{\"kind\": \"cancel\"}", "schema", "$.launch_id"},
     {"{\"kind\": \"cancel\", \"launch_id\": \"L1\", \"attempt\": -1}", "schema",
      "$.attempt"},
@@ -374,6 +391,52 @@ Test(request, retry_overrides_what_it_sets)
     p = prepare_ok(LAUNCH(""));
     cr_assert_eq(p->request->launch.retry.set, 0);
     forge_prepared_destroy(p);
+}
+
+/* `logs.live` as a tri-state: absent (or logs without it) unset, else the
+ * boolean; in a CloudEvent's data too. */
+Test(request, logs_live_is_a_tri_state)
+{
+    static const struct {
+        const char *extra;
+        int live_logs;
+    } cases[] = {
+        {"", FORGE_LIVE_LOGS_UNSET},
+        {", \"logs\": {}", FORGE_LIVE_LOGS_UNSET},
+        {", \"logs\": {\"live\": true}", FORGE_LIVE_LOGS_TRUE},
+        {", \"logs\": {\"live\": false}", FORGE_LIVE_LOGS_FALSE},
+    };
+    char json[1024];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(json, sizeof(json), "{\"kind\": \"launch\", " BASE "%s}",
+                 cases[i].extra);
+        forge_prepared_t *p = prepare_ok(json);
+        cr_assert_eq(p->request->launch.live_logs, cases[i].live_logs, "%s",
+                     json);
+        forge_prepared_destroy(p);
+    }
+    forge_prepared_t *p = prepare_ok(
+        "{\"specversion\": \"1.0\", \"id\": \"e1\", \"source\": \"x\", "
+        "\"type\": \"forge.launch.requested\", \"data\": {" BASE
+        ", \"logs\": {\"live\": false}}}");
+    cr_assert_eq(p->request->launch.live_logs, FORGE_LIVE_LOGS_FALSE);
+    forge_prepared_destroy(p);
+}
+
+/* A member logs does not know: refused, named, with what logs has. */
+Test(request, logs_refuses_an_unknown_member_by_name)
+{
+    const char *json = LAUNCH(", \"logs\": {\"follow\": true}");
+    forge_prepared_t *p = NULL;
+    forge_error_t err = {0};
+
+    cr_assert_eq(forge_prepare(json, strlen(json), cfg, cat, &p, &err),
+                 FORGE_ESCHEMA);
+    cr_assert_str_eq(err.field, "$.logs.follow");
+    cr_assert(strstr(err.message, "$.logs.follow is not a member of logs "
+                                  "(it has only \"live\")"),
+              "%s", err.message);
 }
 
 /* An unknown cause's error lists the causes there are. */
