@@ -233,8 +233,8 @@ static void on_item(forge_loop_t *w, forge_live_item_t *it)
     n = rec->log_chunks + (say ? 1 : 0);
     if (say)
         publish_chunk(w, e, it, n);
-    forge_launch_set_logs(rec, n, it->final || rec->log_final,
-                          it->read.cursors, it->read.cursor_count);
+    forge_launch_set_logs(rec, n, it->final || rec->log_final, it->read.cursors,
+                          it->read.cursor_count);
     it->read.cursors = NULL;
     it->read.cursor_count = 0;
     if (say)

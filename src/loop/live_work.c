@@ -39,7 +39,7 @@ static void run(void *ctx, void *item)
 {
     forge_work_t *w = item;
 
-    w->status = FORGE_SLURM_OK; /* no Slurm here */
+    w->status = FORGE_SLURM_OK;       /* no Slurm here */
     if (w->kind != FORGE_WORK_LIVE) { /* not this thread's: a bug */
         w->code = FORGE_EINVAL;
         forge_work_say(w, "work of kind %d posted to the live logs' thread",

@@ -9,8 +9,8 @@
  *     lane for submits and cancels (submit.h), the poller's for poll ticks
  *     (poller.h), the files' (FORGE_ARCHIVE_THREADS threads) for archives
  *     and cleanups (archive_work.h), the live logs' (one thread) for
- *     reading running launches' output (live_work.h). Work goes out with post and comes back
- *     through take; nothing slow ever runs here, so heartbeats and
+ *     reading running launches' output (live_work.h). Work goes out with post
+ * and comes back through take; nothing slow ever runs here, so heartbeats and
  *     max.poll.interval.ms are safe, and a 1 GiB log never delays a poll
  *     tick. run.c starts them and wires them in.
  *

@@ -192,7 +192,7 @@ typedef struct forge_live_item {
     bool final;         /* the launch ended: its last read */
     /* results */
     forge_rc_t code; /* FORGE_OK, or the read failed (retried next time) */
-    char message[256];
+    char message[512];
     forge_live_read_t read;
 } forge_live_item_t;
 

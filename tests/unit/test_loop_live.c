@@ -85,15 +85,15 @@ static void found(forge_live_item_t *it, uint64_t offset, const char *text)
     forge_live_read_t *r = &it->read;
 
     r->segments = forge_xcalloc(1, sizeof(*r->segments));
-    r->segments[0] = (forge_live_segment_t){
-        forge_xstrdup("main.out"), offset, strlen(text), forge_xstrdup(text),
-        0, false};
+    r->segments[0] =
+        (forge_live_segment_t){forge_xstrdup("main.out"), offset, strlen(text),
+                               forge_xstrdup(text),       0,      false};
     r->segment_count = 1;
     r->bytes = strlen(text);
     r->cursors = forge_xcalloc(1, sizeof(*r->cursors));
-    r->cursors[0] = (forge_live_cursor_t){forge_xstrdup("main.out"),
-                                          offset + strlen(text), 77,
-                                          offset + strlen(text)};
+    r->cursors[0] =
+        (forge_live_cursor_t){forge_xstrdup("main.out"), offset + strlen(text),
+                              77, offset + strlen(text)};
     r->cursor_count = 1;
 }
 
@@ -134,10 +134,10 @@ Test(live, a_running_launch_is_read_and_its_chunk_committed_with_its_cursor)
     answered(w);
 
     ev = last_chunk("L1");
-    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")), "L1/1/log/1");
-    seg = json_array_get(json_object_get(json_object_get(ev, "data"),
-                                         "segments"),
-                         0);
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")),
+                     "L1/1/log/1");
+    seg = json_array_get(
+        json_object_get(json_object_get(ev, "data"), "segments"), 0);
     cr_assert_str_eq(json_string_value(json_object_get(seg, "text")),
                      "step 1 loss 2.3\n");
     json_decref(ev);
@@ -220,8 +220,10 @@ Test(live, an_ended_launch_gets_its_final_read_before_its_archive)
     found(item_for(w, "L1"), 16, "Traceback: done");
     answered(w);
     ev = last_chunk("L1");
-    cr_assert(json_is_true(json_object_get(json_object_get(ev, "data"), "final")));
-    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")), "L1/1/log/4");
+    cr_assert(
+        json_is_true(json_object_get(json_object_get(ev, "data"), "final")));
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "id")),
+                     "L1/1/log/4");
     json_decref(ev);
     step(); /* the record committed: the archive posted */
     archive = next_work(FORGE_LANE_FILES, FORGE_WORK_ARCHIVE, "L1");
