@@ -103,10 +103,9 @@ static void jwt(long long exp_s, bool minted)
         .moved = moved, .dlq = nothing, .census = census,                      \
         .tick_done = ms_taken, .archived = archived, .beat = nothing,          \
         .loop_ready = loop_ready, .stopping = nothing, .jobcomp_record = kind, \
-        .log_chunk = log_chunk,                                                \
-        .partitions = partitions, .txn = txn, .rebalance = kind,               \
-        .producer = usable, .lag = lag, .kafka_denied = denied,                \
-        .slurm_request = slurm_request, .jwt = jwt,                            \
+        .log_chunk = log_chunk, .partitions = partitions, .txn = txn,          \
+        .rebalance = kind, .producer = usable, .lag = lag,                     \
+        .kafka_denied = denied, .slurm_request = slurm_request, .jwt = jwt,    \
     }
 
 static const forge_hooks_t none = NO_HOOKS;
