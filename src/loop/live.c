@@ -15,8 +15,8 @@
  * Bounds: one read out at a time for the whole worker (one item carries
  * every launch due), at most one chunk per launch per read, a chunk's
  * file bytes at most FORGE_LOG_LIVE_CHUNK_BYTES, and a per-launch budget
- * of FORGE_LOG_LIVE_BUDGET_BYTES a minute (a token bucket refilled
- * continuously, full at first); a file further behind than a minute's
+ * of FORGE_LOG_LIVE_BUDGET_BYTES a minute (a sliding minute: no 60 s
+ * carries more, the final chunk apart); a file further behind than a minute's
  * budget is skipped ahead, the chunk saying how much (archive/live.h).
  * The final read may carry one chunk beyond the budget.
  *
@@ -38,6 +38,7 @@
 #include "record/events.h"
 #include "loop/loop_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,20 +65,43 @@ bool forge_loop_live_holds_archive(const forge_loop_t *w,
 /* ---- the read ------------------------------------------------------------
  */
 
-/* e's budget refilled to now (full the first time), in bytes. */
-static long long refill(const forge_loop_t *w, forge_entry_t *e, long long now)
-{
-    long long budget = w->cfg->log_live_budget_bytes;
+/* The budget is a sliding minute: what e's chunks carried in the last
+ * LIVE_SLOTS slots of LIVE_SLOT_MS (at least the last 60 s, at most 70)
+ * is spent, so no 60 s ever carries more than the budget. */
+#define LIVE_SLOTS   7
+#define LIVE_SLOT_MS 10000
 
-    if (!e->live_refill_ms) {
-        e->live_tokens = budget;
-    } else if (now > e->live_refill_ms) {
-        e->live_tokens += (now - e->live_refill_ms) * budget / 60000;
-        if (e->live_tokens > budget)
-            e->live_tokens = budget;
-    }
-    e->live_refill_ms = now;
-    return e->live_tokens;
+/* e's ring moved on to now's slot (the slots passed since emptied). */
+static void advance(forge_entry_t *e, long long now)
+{
+    long long slot = now / LIVE_SLOT_MS;
+
+    for (long long s = e->live_slot + 1;
+         s <= slot && s <= e->live_slot + LIVE_SLOTS; s++)
+        e->live_spent[s % LIVE_SLOTS] = 0;
+    if (slot > e->live_slot)
+        e->live_slot = slot;
+}
+
+/* What e may still carry this minute, in bytes. */
+static long long budget_left(const forge_loop_t *w, forge_entry_t *e,
+                             long long now)
+{
+    long long spent = 0;
+
+    advance(e, now);
+    for (int i = 0; i < LIVE_SLOTS; i++)
+        spent += e->live_spent[i];
+    return w->cfg->log_live_budget_bytes - spent;
+}
+
+static void spend(forge_entry_t *e, uint64_t bytes, long long now)
+{
+    uint32_t *slot;
+
+    advance(e, now);
+    slot = &e->live_spent[e->live_slot % LIVE_SLOTS];
+    *slot = bytes > UINT32_MAX - *slot ? UINT32_MAX : *slot + (uint32_t)bytes;
 }
 
 typedef struct round {
@@ -131,7 +155,7 @@ static void consider(void *ctx, forge_entry_t *e)
     if (final ? !forge_loop_live_holds_archive(r->w, e)
               : rec->state != FORGE_STATE_RUNNING || !rec->job_id)
         return;
-    left = refill(r->w, e, r->now);
+    left = budget_left(r->w, e, r->now);
     if (!final && left <= 0)
         return; /* the minute's budget is spent */
     it = add_item(r, e);
@@ -227,7 +251,7 @@ static void on_item(forge_loop_t *w, forge_live_item_t *it)
         return;
     }
     rec = e->rec;
-    e->live_tokens -= (long long)it->read.bytes;
+    spend(e, it->read.bytes, forge_clock_ms());
     /* a final read says so even with nothing new, once chunks were sent */
     say = it->read.segment_count > 0 || (it->final && rec->log_chunks > 0);
     n = rec->log_chunks + (say ? 1 : 0);

@@ -62,10 +62,10 @@ typedef struct forge_entry {
     void *push;
     void (*push_free)(void *push);
     /* Memory only: the live logs' per-minute budget (loop/live.c): the
-     * bytes left, and when they were last refilled (monotonic ms; 0:
-     * never, a full budget). */
-    long long live_tokens;
-    long long live_refill_ms;
+     * bytes its chunks carried in each of the last 7 ten-second slots
+     * (a ring), and the slot last written (monotonic ms / 10,000). */
+    uint32_t live_spent[7];
+    long long live_slot;
     struct forge_entry *next; /* bucket chain */
     /* the open list (forge_owner_each): linked until the launch settles */
     struct forge_entry *open_prev, *open_next;

@@ -18,7 +18,7 @@ storage by the worker that owns it (docs/CONTRACT.md section 2):
   resident memory stays flat, and its ticks go on.
 """
 
-import os
+from datetime import datetime
 import re
 import time
 import uuid
@@ -66,6 +66,12 @@ def rebuild(chunks, name):
     return "".join(text), again
 
 
+def at_s(chunk):
+    """When the worker read the files for a chunk (epoch seconds)."""
+    return datetime.fromisoformat(
+        chunk["data"]["at"].replace("Z", "+00:00")).timestamp()
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
@@ -108,6 +114,7 @@ def test_lines_arrive_within_3s_in_order_and_once_across_a_kill_9(
             chunks_of(logs, lid), "main.out")[0], 60)
         first.kill9()
         second = start_worker(stack, topics, logdir, group)
+        taken_over = time.time()
         end = status.wait_terminal(lid, timeout=120)
         assert end["data"]["state"] == "SUCCEEDED", end
         archived = wait_until("logs_archived", lambda: next(
@@ -137,17 +144,19 @@ def test_lines_arrive_within_3s_in_order_and_once_across_a_kill_9(
             for s in c["data"]["segments"]:
                 assert secret not in s["text"] and secret[:12] not in s["text"]
                 assert s["file"] not in ("planted.out", "fifo.out"), s
-        # latency: every line the first worker published live
+        # latency: every line written while a worker owned the launch (the
+        # first before its kill, the second once it had taken over)
         killed = first.ended_at
         late = []
         for c in chunks:
             for s in c["data"]["segments"]:
                 for m in re.finditer(r"^line (\d+) at ([0-9.]+)$", s["text"], re.M):
-                    if float(m.group(2)) < killed - 1.5:
-                        late.append(c["_received"] - float(m.group(2)))
-        assert len(late) >= 5, late
+                    written = float(m.group(2))
+                    if written < killed - 1.5 or written > taken_over + 1.0:
+                        late.append(c["_received"] - written)
+        assert len(late) >= 10, late
         assert max(late) <= 3.0, sorted(late)[-5:]
-        print(f"live lines: {len(late)} before the kill, latest after "
+        print(f"live lines: {len(late)} measured, the latest after "
               f"{max(late):.2f} s; {again} segment(s) sent again")
         # the archive has it all, the tail is redacted too
         assert secret not in str(archived["data"]["tail"])
@@ -197,9 +206,10 @@ def test_a_gigabyte_keeps_within_the_budget_and_the_worker_flat(
         assert skipped + covered == 1073741824, (skipped, covered)
         for c, s in segs:
             assert s["length"] <= CHUNK
+        assert len(chunks) > 3, len(chunks)
         # within the budget: any minute's chunks carry at most a minute's
         # budget (+ the final chunk's, which may go beyond it)
-        times = sorted((c["_received"], sum(s["length"] for s in c["data"]["segments"]))
+        times = sorted((at_s(c), sum(s["length"] for s in c["data"]["segments"]))
                        for c in chunks if not c["data"]["final"])
         for i, (t0, _) in enumerate(times):
             window = sum(n for t, n in times[i:] if t < t0 + 60)
