@@ -218,6 +218,7 @@ static const int recovery_exit[FORGE_RECOVERY__COUNT] = {
     [FORGE_RECOVERY_TOPIC_MISSING] = CLI_EXIT_UNAVAILABLE,
     [FORGE_RECOVERY_OFFSETS_FILE] = CLI_EXIT_INVALID,
     [FORGE_RECOVERY_CONFIG] = CLI_EXIT_CONFIG,
+    [FORGE_RECOVERY_NOT_FOUND] = CLI_EXIT_NO,
 };
 
 int command_admin_fail(const forge_admin_error_t *err)

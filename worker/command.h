@@ -22,6 +22,7 @@
 
 enum {
     CLI_EXIT_OK = 0,
+    CLI_EXIT_NO = 1,      /* the answer is no: logs found nothing */
     CLI_EXIT_INVALID = 2, /* invalid request */
     CLI_EXIT_USAGE = 64,
     CLI_EXIT_UNAVAILABLE = 69, /* recovery: Kafka or slurmrestd away */
@@ -77,10 +78,10 @@ void command_print_json_line(json_t *j);
 #define CLI_RECOVERY_TIMEOUT_MS 15000
 
 /* The recovery commands' frame (CONTRACT section 4: launches, replay,
- * reconcile). command_admin_fail prints {"error", "message"} on stderr and
- * returns the outcome's exit code (usage 2, kafka_unavailable,
+ * reconcile, logs). command_admin_fail prints {"error", "message"} on stderr
+ * and returns the outcome's exit code (usage 2, kafka_unavailable,
  * slurm_unavailable and topic_missing 69, group_active 75, offsets_file 2,
- * config 78). command_admin_config loads the configuration as
+ * config 78, not_found 1). command_admin_config loads the configuration as
  * command_load_config does, but a failure is that JSON error, and log lines
  * below warnings are left out (stdout is the answer). command_admin_sealer
  * loads the state keys, a failure exit 78 the same way. */
@@ -104,6 +105,7 @@ int cmd_submit(int argc, char **argv);
 int cmd_launches(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

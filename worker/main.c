@@ -7,8 +7,10 @@
  * Exit codes (docs/CONTRACT.md section 4): 0 ok, 2 invalid request,
  * 64 usage, 70 internal failure, 78 bad configuration; submit --wait
  * stopped by a signal 128 + it (130 SIGINT: the job left running); the
- * recovery commands (cmd_launches.c, cmd_replay.c, cmd_reconcile.c) 2 usage,
- * 69 Kafka (or slurmrestd) unavailable, 75 the group has members.
+ * recovery commands (cmd_launches.c, cmd_replay.c, cmd_reconcile.c,
+ * cmd_logs.c) 2 usage, 69 Kafka (or slurmrestd) unavailable, 75 the group
+ * has members, 1 logs found nothing; logs --follow stopped by a signal
+ * 128 + it.
  */
 #include "command.h"
 
@@ -43,6 +45,9 @@ static const command_t commands[] = {
      "  move the worker group's offsets (dry run by default)"},
     {"reconcile", cmd_reconcile,
      "[--execute] [--json]  the state topic against Slurm and the topics"},
+    {"logs", cmd_logs,
+     "LAUNCH_ID [--attempt N] [--follow]  a launch's output from the logs "
+     "topic (--follow: until its logs are archived)"},
     {"--version", cmd_version, "version, librdkafka, slurmrestd API versions"},
     {"version", cmd_version, NULL},
     {"--help", cmd_help, "this text"},

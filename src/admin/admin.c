@@ -16,6 +16,7 @@ static const char *const names[FORGE_RECOVERY__COUNT] = {
     [FORGE_RECOVERY_TOPIC_MISSING] = "topic_missing",
     [FORGE_RECOVERY_OFFSETS_FILE] = "offsets_file",
     [FORGE_RECOVERY_CONFIG] = "config",
+    [FORGE_RECOVERY_NOT_FOUND] = "not_found",
 };
 
 const char *forge_admin_code_name(forge_admin_code_t code)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin.h - what the operator commands' library (src/admin/) shares:
- * the outcomes docs/CONTRACT.md section 4 names for `launches`, `replay`
- * and `reconcile` (`usage`, `kafka_unavailable`, `group_active`, ...) and
+ * the outcomes docs/CONTRACT.md section 4 names for `launches`, `replay`,
+ * `reconcile` and `logs` (`usage`, `kafka_unavailable`, `group_active`,
+ * `not_found`, ...) and
  * an error record carrying one of them with a message for people. The
  * command line maps each to its exit code (worker/command.c); nothing
  * here exits.
@@ -21,6 +22,7 @@ typedef enum forge_admin_code {
     FORGE_RECOVERY_TOPIC_MISSING,
     FORGE_RECOVERY_OFFSETS_FILE,
     FORGE_RECOVERY_CONFIG,
+    FORGE_RECOVERY_NOT_FOUND, /* logs: nothing of the launch on the topic */
     FORGE_RECOVERY__COUNT
 } forge_admin_code_t;
 

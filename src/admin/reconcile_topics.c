@@ -11,8 +11,10 @@
  * consumed (the worker acted on it) or still to come.
  *
  * What is reconcile's own here: what each record says of its launch
- * (on_request, on_status, on_logs) and the state table's records moved
- * into the launches. librdkafka is topic_scan.c's and group.c's.
+ * (on_request, on_status, on_logs: of the logs topic only the
+ * logs_archived events, logs.h's forge_logs_event_of, not the live
+ * chunks beside them) and the state table's records moved into the
+ * launches. librdkafka is topic_scan.c's and group.c's.
  *
  * The state, status and logs topics are read to ends taken together
  * before any is read (forge_topics_marks): a worker writes a launch's
@@ -27,6 +29,7 @@
 #include "core/util.h"
 #include "admin/group.h"
 #include "admin/launch_table.h"
+#include "admin/logs.h"
 #include "admin/topic_scan.h"
 #include "request/request.h"
 
@@ -225,21 +228,27 @@ static void on_status(void *ctx, const forge_scan_record_t *r)
     json_decref(doc);
 }
 
+/* The logs topic carries a launch's live chunks (log_chunk) beside its
+ * logs_archived; only those say an attempt was archived. A value without
+ * the type's name cannot be one and is not parsed: the chunks, most of
+ * the topic's bytes, mostly are not. */
 static void on_logs(void *ctx, const forge_scan_record_t *r)
 {
+    static const char type[] = "\"" FORGE_LOGS_TYPE_ARCHIVED "\"";
     forge_recon_sources_t *s = ctx;
-    json_t *doc, *d = event_data(r, &doc);
-    int attempt = (int)json_integer_value(json_object_get(d, "attempt"));
-    char *key = key_of(r);
+    int attempt = 0;
+    char *key;
     forge_recon_launch_t *l;
 
-    if (attempt > 0 && key) {
-        l = forge_recon_launch_of(s, key);
-        if (attempt > l->logs_attempt)
-            l->logs_attempt = attempt;
-    }
+    if (!r->value || !memmem(r->value, r->value_len, type, sizeof(type) - 1) ||
+        forge_logs_event_of(r->value, r->value_len, NULL, &attempt) !=
+            FORGE_LOGS_EVENT_ARCHIVED ||
+        !(key = key_of(r)))
+        return;
+    l = forge_recon_launch_of(s, key);
+    if (attempt > l->logs_attempt)
+        l->logs_attempt = attempt;
     free(key);
-    json_decref(doc);
 }
 
 /* ---- the four topics ---------------------------------------------------- */

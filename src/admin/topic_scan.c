@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * topic_scan.c - a topic read to its end, group-less and read_committed,
- * for the recovery commands (topic_scan.h). One of the two places outside
+ * topic_scan.c - a topic read to its end, or one partition followed with
+ * no end (`logs --follow`), group-less and read_committed, for the
+ * recovery commands (topic_scan.h). One of the two places outside
  * src/kafka/ that speaks librdkafka (group.c is the other): both take the
  * worker's client configuration from src/kafka/ (admin_kafka.h, made
  * here), so FORGE_KAFKA_PROP_* (TLS, SASL) apply to them as to the worker.
@@ -361,5 +362,96 @@ forge_admin_code_t forge_topic_scan_until(const forge_config_t *cfg,
     rc = forge_topic_scan(cfg, topic, ranges, (size_t)count, timeout_ms, fn,
                           ctx, err);
     free(ranges);
+    return rc;
+}
+
+/* ---- one partition followed --------------------------------------------- */
+
+int32_t forge_topic_key_partition(const char *key, size_t len, int32_t count)
+{
+    /* with a key, murmur2_random never looks at the topic nor the
+     * partitions' availability (only a keyless record is placed at random) */
+    return rd_kafka_msg_partitioner_murmur2_random(NULL, key, len, count, NULL,
+                                                   NULL);
+}
+
+/* A consumer error while following: the refusals that waiting will not
+ * cure end the follow; the rest are logged once per kind in a row. */
+static bool follow_error(const char *topic, const rd_kafka_message_t *m,
+                         rd_kafka_resp_err_t *last, forge_admin_error_t *err)
+{
+    switch (m->err) {
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+        forge_admin_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
+                         "reading %s: %s", topic, rd_kafka_message_errstr(m));
+        return true;
+    default:
+        if (m->err != *last)
+            forge_log_warn("following %s: %s", topic,
+                           rd_kafka_message_errstr(m));
+        *last = m->err;
+        return false;
+    }
+}
+
+forge_admin_code_t forge_topic_follow(const forge_config_t *cfg,
+                                      const char *topic, int32_t partition,
+                                      int64_t from,
+                                      const volatile sig_atomic_t *stop,
+                                      int timeout_ms, forge_follow_fn fn,
+                                      void *ctx, forge_admin_error_t *err)
+{
+    rd_kafka_t *rk = scan_consumer(cfg, err);
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_timestamp_type_t tt;
+    forge_admin_code_t rc;
+    int32_t count = 0;
+    bool done = false;
+
+    if (!rk)
+        return err->code;
+    if ((rc = partitions_of(rk, topic, timeout_ms, &count, err)))
+        goto out;
+    if (partition < 0 || partition >= count) {
+        rc = forge_admin_fail(err, FORGE_RECOVERY_TOPIC_MISSING,
+                              "topic %s has no partition %d", topic,
+                              (int)partition);
+        goto out;
+    }
+    l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition)->offset =
+        from == FORGE_SCAN_BEGINNING ? RD_KAFKA_OFFSET_BEGINNING : from;
+    rd_kafka_assign(rk, l); /* group-less: assign, never subscribe */
+    while (!done && !rc && !(stop && *stop)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            last = m->err; /* caught up: wait for more */
+        } else if (m->err) {
+            if (follow_error(topic, m, &last, err))
+                rc = err->code;
+        } else {
+            forge_scan_record_t r = {m->partition,
+                                     m->offset,
+                                     rd_kafka_message_timestamp(m, &tt),
+                                     m->key,
+                                     m->key_len,
+                                     m->payload,
+                                     m->payload ? m->len : 0};
+            last = RD_KAFKA_RESP_ERR_NO_ERROR;
+            done = fn(ctx, &r);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_assign(rk, NULL);
+out:
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
     return rc;
 }

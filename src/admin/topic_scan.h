@@ -14,7 +14,11 @@
  * stable offset under read_committed) or at its range's `to`; a scan that
  * makes no progress for the timeout fails (kafka_unavailable).
  *
- * Threads: the caller's; callbacks run on it, inside forge_topic_scan.
+ * A follow (forge_topic_follow) reads one partition the same way but with
+ * no end: until its callback has what it waits for, or a stop flag.
+ *
+ * Threads: the caller's; callbacks run on it, inside forge_topic_scan and
+ * forge_topic_follow.
  */
 #ifndef FORGE_TOPIC_SCAN_H
 #define FORGE_TOPIC_SCAN_H
@@ -22,6 +26,8 @@
 #include "core/config.h"
 #include "admin/admin.h"
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,5 +120,29 @@ forge_admin_code_t forge_topic_scan_until(const forge_config_t *cfg,
                                           int32_t count, int timeout_ms,
                                           forge_scan_fn fn, void *ctx,
                                           forge_admin_error_t *err);
+
+/* The partition of count (>= 1) a record keyed key[0..len) (len >= 1)
+ * goes to from the worker's producer: its partitioner is murmur2_random
+ * (kafka/producer.c; Java's default, the same for every keyed record),
+ * asked of librdkafka itself. */
+int32_t forge_topic_key_partition(const char *key, size_t len, int32_t count);
+
+/* A follow's callback: true ends the follow (what it waited for came). */
+typedef bool (*forge_follow_fn)(void *ctx, const forge_scan_record_t *r);
+
+/* Reads one partition of topic from `from` (an offset, or
+ * FORGE_SCAN_BEGINNING) with no end, as tail -f does: each record to fn,
+ * until fn returns true or *stop (NULL: never) is set, seen within 100 ms.
+ * The partition's end is no stop and a quiet partition no failure; the
+ * client's transient errors are logged (once per kind in a row) and
+ * waited out. Errors: config, kafka_unavailable (no metadata within
+ * timeout_ms; the broker refusing the read), topic_missing (also a
+ * partition the topic does not have). */
+forge_admin_code_t forge_topic_follow(const forge_config_t *cfg,
+                                      const char *topic, int32_t partition,
+                                      int64_t from,
+                                      const volatile sig_atomic_t *stop,
+                                      int timeout_ms, forge_follow_fn fn,
+                                      void *ctx, forge_admin_error_t *err);
 
 #endif

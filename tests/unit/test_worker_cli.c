@@ -5,7 +5,7 @@
  * environment variable, or a bad state key file, stops `run` with exit 78
  * and a message naming it; so does a listener address that cannot be had
  * (a port in use: exit 1); `render --format payload` shows a checkpoint
- * signal as Slurm's fields.
+ * signal as Slurm's fields; `logs`' usage errors are JSON, exit 2.
  */
 #include "core/version.h"
 
@@ -292,4 +292,33 @@ Test(worker_cli, unknown_command_is_a_usage_error)
     run_worker(argv, envp, &r);
     cr_assert_eq(r.exit_code, 64);
     cr_assert(strstr(r.err, "frobnicate"), "%s", r.err);
+}
+
+/* `logs`' arguments are checked before anything else: a usage error is
+ * the recovery commands' JSON error, exit 2; --help lists the command. */
+Test(worker_cli, logs_usage_errors_are_exit_2)
+{
+    char *const cases[][6] = {
+        {"forge-worker", "logs", NULL},
+        {"forge-worker", "logs", "a", "b", NULL},
+        {"forge-worker", "logs", "a", "--attempt", "0", NULL},
+        {"forge-worker", "logs", "a", "--attempt", "2x", NULL},
+        {"forge-worker", "logs", "a", "--attempt", NULL},
+        {"forge-worker", "logs", "a/b", NULL},
+        {"forge-worker", "logs", "a", "--tail", NULL},
+    };
+    char *help[] = {"forge-worker", "--help", NULL};
+    char *envp[] = {NULL};
+    run_result_t r;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_worker(cases[i], envp, &r);
+        cr_assert_eq(r.exit_code, 2, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, "{\"error\":\"usage\",\"message\":\"logs: "),
+                  "case %zu: %s", i, r.err);
+        cr_assert_eq(r.out[0], '\0', "case %zu: %s", i, r.out);
+    }
+    run_worker(help, envp, &r);
+    cr_assert(strstr(r.out, "  logs       LAUNCH_ID [--attempt N] [--follow]"),
+              "%s", r.out);
 }

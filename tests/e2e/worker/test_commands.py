@@ -20,6 +20,15 @@ checked:
                         slurmrestd started again right after)
   launches              the table and --json, a worker's launch in both
   replay                a dry run 0; --execute 75 while a worker is a member
+  logs                  --follow started before the launch is sent: a job
+                        asking for live logs prints numbered lines, a second
+                        apart; each is printed once, in order, the first
+                        long before the launch's logs are archived; then the
+                        archive's path on stderr, 0. Without --follow the
+                        same text again, 0; --attempt 2 and a launch with
+                        nothing on the topic: 1, one JSON error not_found;
+                        the worker fixture's launch (no live logs) followed
+                        to its archive, 0
   run                   the worker those use: ready, 0 after SIGTERM
   reconcile             a dry run over the drained worker's topics: 0
 
@@ -39,6 +48,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -70,7 +80,7 @@ def readme_commands():
 
 # What this scenario runs, by README command; a README row not here fails.
 SCENARIO = {"run", "validate", "render", "submit", "ping", "launches",
-            "replay", "reconcile", "--version"}
+            "replay", "reconcile", "logs", "--version"}
 
 
 @pytest.fixture(scope="module")
@@ -332,6 +342,76 @@ def test_replay(stack, storage, topics, worker):
     p = cli(env, "replay", "--to-earliest", "--execute")
     assert p.returncode == 75, p.stdout + p.stderr
     assert json.loads(p.stderr.splitlines()[-1])["error"] == "group_active"
+
+
+LIVE_LINES = 8
+
+
+def archive_lines(stderr):
+    """logs' line naming the archive (a warning at start may come too)."""
+    return [line for line in stderr.splitlines()
+            if line.startswith("forge-worker: archive /")]
+
+
+def test_logs_follow(stack, storage, topics, worker):
+    """logs --follow as an operator tails a running launch: started before
+    the launch exists, it prints the job's lines as the worker publishes
+    them, then names the archive and exits 0 at its logs_archived."""
+    _, group, done_lid = worker
+    env = command_env(stack, topics, group, storage)
+    lid = unique_id("cmd-logs")
+    RAN.add("logs")
+    proc = subprocess.Popen([BINARY, "logs", lid, "--follow"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    seen = []  # (monotonic time, line) as the command printed them
+    reader = threading.Thread(
+        target=lambda: seen.extend((time.monotonic(), line)
+                                   for line in proc.stdout),
+        daemon=True)
+    reader.start()
+    try:
+        req = launch(lid, ["/bin/sh", "-c",
+                           f"for i in $(seq 1 {LIVE_LINES}); do "
+                           "echo line $i; sleep 1; done"])
+        req["logs"] = {"live": True}
+        topics.send(lid, req)
+        assert proc.wait(240) == 0, proc.stderr.read()
+        ended = time.monotonic()
+        reader.join(5)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    numbered = [(t, line) for t, line in seen if line.startswith("line ")]
+    assert [line for _, line in numbered] == [
+        f"line {i}\n" for i in range(1, LIVE_LINES + 1)], seen
+    # live: the first line long before the job's end and its archive
+    assert ended - numbered[0][0] > LIVE_LINES / 2, seen
+    (archive,) = archive_lines(err)
+    assert archive.endswith(f"/artifacts/{lid}/1/logs.tar.gz"), err
+    followed = "".join(line for _, line in seen)
+
+    # the same again from the topic, without --follow
+    p = cli(env, "logs", lid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == followed, (p.stdout, followed)
+    assert archive_lines(p.stderr) == [archive], p.stderr
+
+    # nothing of that attempt, nothing of that launch: 1, not_found
+    for args in ([lid, "--attempt", "2"], [unique_id("cmd-nobody")]):
+        p = cli(env, "logs", *args)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert json.loads(p.stderr.splitlines()[-1])["error"] == \
+            "not_found", p.stderr
+        assert p.stdout == "", p.stdout
+
+    # the worker fixture's launch asked for no live logs: its archive's
+    # tail (followed: its archive may still be on its way)
+    p = cli(env, "logs", done_lid, "--follow", timeout=120)
+    assert p.returncode == 0, p.stderr
+    (archive,) = archive_lines(p.stderr)
+    assert archive.endswith(f"/artifacts/{done_lid}/1/logs.tar.gz"), p.stderr
 
 
 def test_run_drains_on_sigterm(worker):
