@@ -66,6 +66,8 @@ class View:
             row["event"] = e["data"]
 
     def on_logs(self, e):
+        if e.get("type") != "forge.launch.logs_archived":
+            return  # a live logs chunk (contract section 2): not the archive
         row = self.rows.get(e["data"]["launch_id"])
         if row is not None:
             row["logs"] = e["data"]
