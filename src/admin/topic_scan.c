@@ -228,12 +228,25 @@ static void pause_one(rd_kafka_t *rk, const char *topic, int32_t p)
 }
 
 /* One message of the scan; true when it made progress. */
+/* m as the callbacks see it (borrowed: valid while m is). */
+static forge_scan_record_t record_of(const rd_kafka_message_t *m)
+{
+    rd_kafka_timestamp_type_t tt;
+
+    return (forge_scan_record_t){m->partition,
+                                 m->offset,
+                                 rd_kafka_message_timestamp(m, &tt),
+                                 m->key,
+                                 m->key_len,
+                                 m->payload,
+                                 m->payload ? m->len : 0};
+}
+
 static bool scan_one(rd_kafka_t *rk, const char *topic, rd_kafka_message_t *m,
                      scan_part_t *parts, int32_t count, size_t *left,
                      forge_scan_fn fn, void *ctx)
 {
     scan_part_t *sp;
-    rd_kafka_timestamp_type_t tt;
 
     if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         forge_log_warn("scan of %s: %s", topic, rd_kafka_message_errstr(m));
@@ -243,13 +256,7 @@ static bool scan_one(rd_kafka_t *rk, const char *topic, rd_kafka_message_t *m,
         (sp = &parts[m->partition])->done)
         return false;
     if (!m->err && (sp->to == FORGE_SCAN_END || m->offset < sp->to)) {
-        forge_scan_record_t r = {m->partition,
-                                 m->offset,
-                                 rd_kafka_message_timestamp(m, &tt),
-                                 m->key,
-                                 m->key_len,
-                                 m->payload,
-                                 m->payload ? m->len : 0};
+        forge_scan_record_t r = record_of(m);
         fn(ctx, &r);
     }
     if (m->err || (sp->to != FORGE_SCAN_END && m->offset + 1 >= sp->to)) {
@@ -407,7 +414,6 @@ forge_admin_code_t forge_topic_follow(const forge_config_t *cfg,
     rd_kafka_t *rk = scan_consumer(cfg, err);
     rd_kafka_topic_partition_list_t *l = NULL;
     rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR_NO_ERROR;
-    rd_kafka_timestamp_type_t tt;
     forge_admin_code_t rc;
     int32_t count = 0;
     bool done = false;
@@ -436,13 +442,7 @@ forge_admin_code_t forge_topic_follow(const forge_config_t *cfg,
             if (follow_error(topic, m, &last, err))
                 rc = err->code;
         } else {
-            forge_scan_record_t r = {m->partition,
-                                     m->offset,
-                                     rd_kafka_message_timestamp(m, &tt),
-                                     m->key,
-                                     m->key_len,
-                                     m->payload,
-                                     m->payload ? m->len : 0};
+            forge_scan_record_t r = record_of(m);
             last = RD_KAFKA_RESP_ERR_NO_ERROR;
             done = fn(ctx, &r);
         }
