@@ -39,7 +39,12 @@ speed (a target missed is said in the table).
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
       [--restore-sizes 1000,10000,100000] [--poll-sizes 1000,10000,100000]
-      [--skip submits,render,archive,restore,poll,live]
+      [--skip submits,render,archive,restore,poll,live] [--merge]
+
+--merge keeps the rows of the benchmarks skipped: this run's rows and
+notes go into the existing --out (merge_into says how), with a paragraph
+saying when they were measured, so a run of some benchmarks alone does not
+drop the others' figures.
 
 Each benchmark runs under the e2e lock (FORGE_E2E_LOCK), shared; the
 poll ticks take it exclusively, one size at a time (bench_poll.py).
@@ -510,6 +515,52 @@ def table(rows):
     return "\n".join(lines)
 
 
+def measure_of(line):
+    """A table row's measure (its first cell)."""
+    return line[2:].split(" | ", 1)[0]
+
+
+def merge_into(path, text, notes, ran, host):
+    """--merge: the existing file with this run's rows and notes in it. A
+    row whose measure this run measured again is replaced where it stands,
+    a new one appended; a note that begins as one of this run's (its text
+    up to the first ':') is replaced, else this run's is appended; and a
+    paragraph before the table says when these rows were measured (one an
+    earlier merge of the same benchmarks wrote is replaced)."""
+    with open(path) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    first = next(i for i, line in enumerate(lines)
+                 if line.startswith("| measure |"))
+    last = first
+    while last + 1 < len(lines) and lines[last + 1].startswith("|"):
+        last += 1
+    head = "\n".join(lines[:first]).strip().split("\n\n")
+    rows = lines[first + 2:last + 1]
+    old_notes = [p for p in "\n".join(lines[last + 1:]).strip().split("\n\n")
+                 if p]
+    at = {measure_of(line): i for i, line in enumerate(rows)}
+    for line in text.split("\n")[2:]:
+        if measure_of(line) in at:
+            rows[at[measure_of(line)]] = line
+        else:
+            rows.append(line)
+    for note in (f"{n.rstrip('.')}." for n in notes):
+        key = note.split(":", 1)[0]
+        same = [i for i, p in enumerate(old_notes)
+                if p.split(":", 1)[0] == key]
+        if same:
+            old_notes[same[0]] = note
+        else:
+            old_notes.append(note)
+    which = f"The {', '.join(ran)} rows and their note"
+    said = (f"{which}: {host}, a run of those rows alone (`bench/"
+            f"bench_all.py {' '.join(sys.argv[1:])}`); the other rows from "
+            "the last full run above.")
+    head = [p for p in head if not p.startswith(which + ":")] + [said]
+    table_text = "\n".join(lines[first:first + 2] + rows)
+    return "\n\n".join(head + [table_text] + old_notes) + "\n\n"
+
+
 def describe_host():
     commit = run(["git", "-C", TOP, "describe", "--always", "--dirty"]).strip()
     load = os.getloadavg()
@@ -529,12 +580,15 @@ def main():
                                                   "BENCHMARKS.md"))
     ap.add_argument("--poll-sizes", default="1000,10000,100000")
     ap.add_argument("--skip", default="")
+    ap.add_argument("--merge", action="store_true",
+                    help="this run's rows into --out, the others kept")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
-    rows, notes = [], []
+    rows, notes, ran = [], [], []
     for name, bench in BENCHES.items():
         if name in skip:
             continue
+        ran.append(name)
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         with (contextlib.nullcontext() if name in UNLOCKED
               else shared_lock()):
@@ -545,6 +599,12 @@ def main():
     text = table(rows)
     print(text)
     host = describe_host()  # before the file is opened: a clean tree
+    if args.merge and os.path.exists(args.out):
+        merged = merge_into(args.out, text, notes, ran, host)
+        with open(args.out, "w") as f:
+            f.write(merged)
+        print(f"merged into {args.out}", file=sys.stderr)
+        return
     with open(args.out, "w") as f:
         f.write("# Benchmarks\n\n"
                 "Written by `scripts/bench` (never by hand; not part of "
