@@ -29,11 +29,22 @@ speed (a target missed is said in the table).
                Slurm's jobcomp/kafka records (push) at a 30 s poll;
                slurmrestd calls per hour for 1,000 live jobs, push with
                a 60 s poll against poll only at 5 s
+  live         bench_live.py: live logs (issue 29): the worker's CPU and
+               the bytes it produces (logs + state topics) per followed
+               launch, 1,000 launches each printing a line a second,
+               against live logs off and the bytes the launches printed;
+               poll-tick lateness, CPU and RSS while 100 launches print as
+               fast as they can, against live logs off
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
       [--restore-sizes 1000,10000,100000] [--poll-sizes 1000,10000,100000]
-      [--skip submits,render,archive,restore,poll]
+      [--skip submits,render,archive,restore,poll,live] [--merge]
+
+--merge keeps the rows of the benchmarks skipped: this run's rows and
+notes go into the existing --out (merge_into says how), with a paragraph
+saying when they were measured, so a run of some benchmarks alone does not
+drop the others' figures.
 
 Each benchmark runs under the e2e lock (FORGE_E2E_LOCK), shared; the
 poll ticks take it exclusively, one size at a time (bench_poll.py).
@@ -379,8 +390,109 @@ def poll(args):
     return rows, note
 
 
+def live(args):
+    out = run([sys.executable, os.path.join(HERE, "bench_live.py")])
+    r = json.loads(out.strip().splitlines()[-1])
+    rows, notes = [], []
+    records = ("records without a request" if r["form"] == "bare" else
+               "records as a worker leaves a running launch (a job id, what "
+               "is kept of its request sealed: labels and two secrets of "
+               "its own, redacted from every chunk)")
+    if "steady" in r:
+        st = r["steady"]
+        n, on, off = st["launches"], st["on"], st["off"]
+        per_min = 60.0 / on["window_s"]
+        printed = on["written"] / n * per_min
+        p = on["produced"]
+        logs, state = p["logs"] / n * per_min, p["state"] / n * per_min
+        cpu_on = on["cpu_s"] * 60.0 / on["window_s"]
+        cpu_off = off["cpu_s"] * 60.0 / off["window_s"]
+        extra_ms = (cpu_on - cpu_off) * 1000 / n
+        what = f"{n:,} launches each printing an 80-byte line a second"
+        rows += [
+            (f"worker CPU per minute, {what}, live logs on (every launch "
+             f"followed)", f"{cpu_on:.2f} s ({extra_ms:.1f} ms a launch "
+             "over off)", "live logs off, same launches, writer and "
+             f"window: {cpu_off:.2f} s", cpu_on / cpu_off, "-"),
+            (f"bytes produced per followed launch per minute ({what}): "
+             "record values on the logs and state topics",
+             f"{logs + state:,.0f} B", "bytes the job printed per minute: "
+             f"{printed:,.0f} B", (logs + state) / printed, "-"),
+            ("of which the log_chunk events (logs topic)",
+             f"{logs:,.0f} B ({on['chunks'] / n * per_min:.0f} chunks)",
+             f"printed: {printed:,.0f} B", logs / printed, "-"),
+            ("of which the launch's record, written with each chunk (state "
+             "topic: the files' cursors)", f"{state:,.0f} B",
+             f"printed: {printed:,.0f} B", state / printed, "-"),
+            ("file bytes the chunks carried per launch per minute (the "
+             "lines, checked)", f"{on['chunk_bytes'] / n * per_min:,.0f} B",
+             f"printed: {printed:,.0f} B",
+             on["chunk_bytes"] / on["written"], "-")]
+        notes.append(
+            f"live logs, {n:,} launches: {records} seeded into fresh topics "
+            "(FORGE_LOG_LIVE=on follows them all), each launch's staging "
+            "folder under the run's own storage root, a writer process "
+            "appending one numbered 80-byte line a second to each main.out; "
+            "the worker's Slurm URL answers nothing, so its ticks change "
+            f"nothing. Over a {on['window_s']:.0f} s window after a 5 s "
+            "warm-up: the worker's CPU from /proc/<pid>/stat (utime + "
+            "stime), the bytes from the record values whose timestamps fall "
+            "in the window (read_committed, after the run); keys and "
+            f"headers add {(p['keys'] + p['headers']) / n * per_min:,.0f} B "
+            f"a launch a minute. The chunks ({on['chunks']:,}) carried "
+            f"{on['lines']:,} lines of the {on['lines_written']:,} written "
+            "in the window; with live logs off, none")
+    if "flood" in r:
+        fl = r["flood"]
+        n, on, off = fl["launches"], fl["on"], fl["off"]
+        cap = f"{fl['rate'] // 1024} KiB/s a file"
+        what = (f"{n} launches printing as fast as they can (the writer "
+                f"capped at {cap}), poll every 1 s")
+        for stat, of in (("median", statistics.median), ("max", max)):
+            a, b = of(on["ticks_ms"]), of(off["ticks_ms"])
+            rows.append((f"poll tick lateness ({stat}), {what}, live logs on",
+                         f"{a:.0f} ms ({len(on['ticks_ms'])} ticks)",
+                         f"live logs off, same launches and writer: "
+                         f"{b:.0f} ms", a / b if b else 0, "-"))
+        rows.append((f"worker CPU over the window, {what}, live logs on",
+                     f"{on['cpu_s']:.2f} s in {on['window_s']:.0f} s",
+                     f"live logs off: {off['cpu_s']:.2f} s",
+                     on["cpu_s"] / off["cpu_s"], "-"))
+        rows.append((f"worker RSS, its peak over the window, {what}, live "
+                     "logs on", f"{on['rss_peak_kib'] / 1024:.1f} MiB",
+                     "as the writer started: "
+                     f"{on['rss_start_kib'] / 1024:.1f} MiB",
+                     on["rss_peak_kib"] / on["rss_start_kib"], "-"))
+        carried, wrote = on["chunk_bytes"] / n, on["written"] / n
+        ok = "met" if carried <= 1 << 20 else "NOT met"
+        rows.append((f"file bytes the chunks carried per launch over the "
+                     f"window, {n} launches printing as fast as they can",
+                     f"{carried / (1 << 20):.2f} MiB",
+                     f"bytes each launch wrote: {wrote / (1 << 20):.1f} MiB",
+                     carried / wrote,
+                     f"within the budget, 1 MiB a launch in any 60 s ({ok})"))
+        skipped = on["metrics"]["forge_log_skipped_bytes_total"]
+        notes.append(
+            f"With {n} launches printing as fast as they can: the "
+            "same set-up, a writer appending to each main.out at most "
+            f"{cap} ({on['written'] / on['window_s'] / (1 << 20):.0f} MiB/s "
+            "in all, the disk spared), the worker polling every second "
+            "(FORGE_POLL_INTERVAL_MS=1000) and logging at debug; over "
+            f"{on['window_s']:.0f} s from the writer's start: the ticks' "
+            "lateness from the worker's \"poll tick: N live jobs, X ms "
+            "late\" lines (a tick waits for the loop's next step: up to "
+            "~100 ms by design), its RSS (VmRSS, every 0.2 s; "
+            f"{on['rss_end_kib'] / 1024:.1f} MiB at the window's end, peak "
+            f"{off['rss_peak_kib'] / 1024:.1f} MiB with live logs off). The "
+            f"chunks ({on['chunks']:,}, over {on['chunk_span_s']:.0f} s of "
+            "the window: then every launch's minute's budget was spent) "
+            f"carried {on['chunk_bytes'] / (1 << 20):.0f} MiB and skipped "
+            f"{skipped / (1 << 20):,.0f} MiB (forge_log_skipped_bytes_total)")
+    return rows, ". ".join(notes)
+
+
 BENCHES = {"submits": submits, "render": render, "archive": archive,
-           "restore": restore, "poll": poll}
+           "restore": restore, "poll": poll, "live": live}
 UNLOCKED = {"poll"}  # takes the lock itself, exclusively
 
 
@@ -403,6 +515,52 @@ def table(rows):
     return "\n".join(lines)
 
 
+def measure_of(line):
+    """A table row's measure (its first cell)."""
+    return line[2:].split(" | ", 1)[0]
+
+
+def merge_into(path, text, notes, ran, host):
+    """--merge: the existing file with this run's rows and notes in it. A
+    row whose measure this run measured again is replaced where it stands,
+    a new one appended; a note that begins as one of this run's (its text
+    up to the first ':') is replaced, else this run's is appended; and a
+    paragraph before the table says when these rows were measured (one an
+    earlier merge of the same benchmarks wrote is replaced)."""
+    with open(path) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    first = next(i for i, line in enumerate(lines)
+                 if line.startswith("| measure |"))
+    last = first
+    while last + 1 < len(lines) and lines[last + 1].startswith("|"):
+        last += 1
+    head = "\n".join(lines[:first]).strip().split("\n\n")
+    rows = lines[first + 2:last + 1]
+    old_notes = [p for p in "\n".join(lines[last + 1:]).strip().split("\n\n")
+                 if p]
+    at = {measure_of(line): i for i, line in enumerate(rows)}
+    for line in text.split("\n")[2:]:
+        if measure_of(line) in at:
+            rows[at[measure_of(line)]] = line
+        else:
+            rows.append(line)
+    for note in (f"{n.rstrip('.')}." for n in notes):
+        key = note.split(":", 1)[0]
+        same = [i for i, p in enumerate(old_notes)
+                if p.split(":", 1)[0] == key]
+        if same:
+            old_notes[same[0]] = note
+        else:
+            old_notes.append(note)
+    which = f"The {', '.join(ran)} rows and their note"
+    said = (f"{which}: {host}, a run of those rows alone (`bench/"
+            f"bench_all.py {' '.join(sys.argv[1:])}`); the other rows from "
+            "the last full run above.")
+    head = [p for p in head if not p.startswith(which + ":")] + [said]
+    table_text = "\n".join(lines[first:first + 2] + rows)
+    return "\n\n".join(head + [table_text] + old_notes) + "\n\n"
+
+
 def describe_host():
     commit = run(["git", "-C", TOP, "describe", "--always", "--dirty"]).strip()
     load = os.getloadavg()
@@ -422,12 +580,15 @@ def main():
                                                   "BENCHMARKS.md"))
     ap.add_argument("--poll-sizes", default="1000,10000,100000")
     ap.add_argument("--skip", default="")
+    ap.add_argument("--merge", action="store_true",
+                    help="this run's rows into --out, the others kept")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
-    rows, notes = [], []
+    rows, notes, ran = [], [], []
     for name, bench in BENCHES.items():
         if name in skip:
             continue
+        ran.append(name)
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         with (contextlib.nullcontext() if name in UNLOCKED
               else shared_lock()):
@@ -438,6 +599,12 @@ def main():
     text = table(rows)
     print(text)
     host = describe_host()  # before the file is opened: a clean tree
+    if args.merge and os.path.exists(args.out):
+        merged = merge_into(args.out, text, notes, ran, host)
+        with open(args.out, "w") as f:
+            f.write(merged)
+        print(f"merged into {args.out}", file=sys.stderr)
+        return
     with open(args.out, "w") as f:
         f.write("# Benchmarks\n\n"
                 "Written by `scripts/bench` (never by hand; not part of "

@@ -10,7 +10,9 @@
  *            keeps), with --whole the whole request (as workers before
  *            issue 13 wrote it), or with --bare none (a record whose
  *            request was dropped); made with libforge's own encoder, so
- *            the bytes are what a worker writes
+ *            the bytes are what a worker writes. With --running the
+ *            launches are RUNNING (seq 4) instead: jobs that print, for
+ *            the live logs benchmark (bench/bench_live.py)
  *   consume  the baseline: a plain librdkafka consumer with the restore
  *            reader's fetch settings (kafka.c: read_committed, partition
  *            EOF, fetch.wait.max.ms 10) reading every partition of the
@@ -25,7 +27,7 @@
  *   table    the table a restore leaves, in process: RSS per launch
  *
  *   build/bench/bench_restore seed BROKERS TOPIC PARTITIONS N KEYFILE
- *       [--bare|--whole]
+ *       [--bare|--whole] [--running]
  *   build/bench/bench_restore consume BROKERS TOPIC PARTITIONS
  *       [--leaders-first]
  *   build/bench/bench_restore decode N KEYFILE [--bare|--whole]
@@ -136,11 +138,19 @@ static char *request_of(const char *launch_id)
  * compact records wrote them (the whole request), or none (--bare). */
 typedef enum { KEPT, WHOLE, BARE } form_t;
 
+static bool has_flag(int argc, char **argv, int at, const char *flag)
+{
+    for (int i = at; i < argc; i++)
+        if (!strcmp(argv[i], flag))
+            return true;
+    return false;
+}
+
 static form_t form_of(int argc, char **argv, int at)
 {
-    if (argc > at && !strcmp(argv[at], "--bare"))
+    if (has_flag(argc, argv, at, "--bare"))
         return BARE;
-    if (argc > at && !strcmp(argv[at], "--whole"))
+    if (has_flag(argc, argv, at, "--whole"))
         return WHOLE;
     return KEPT;
 }
@@ -152,9 +162,10 @@ static const char *form_name(form_t f)
                         : "sealed requests";
 }
 
-/* Record i as the state topic's value (new), or NULL (a message said why). */
-static char *record_value(long i, form_t form, const forge_sealer_t *s,
-                          long long now)
+/* Record i as the state topic's value (new), or NULL (a message said why):
+ * PENDING (seq 3: accepted, submitted, pending), or RUNNING (seq 4). */
+static char *record_value(long i, form_t form, forge_state_t state,
+                          const forge_sealer_t *s, long long now)
 {
     char id[64], *req, *value = NULL;
     json_t *o;
@@ -164,8 +175,8 @@ static char *record_value(long i, form_t form, const forge_sealer_t *s,
     snprintf(id, sizeof(id), "bench-%08ld", i);
     req = form == BARE ? NULL : request_of(id);
     r = forge_launch_record_new(id, 1, req, req ? strlen(req) : 0);
-    r->state = FORGE_STATE_PENDING;
-    r->seq = 3;
+    r->state = state;
+    r->seq = state == FORGE_STATE_RUNNING ? 4 : 3;
     /* the whole request: sealed as for an intent (its additional data
      * does not name the job), then the job id set, as a worker before
      * issue 13 wrote it */
@@ -193,6 +204,9 @@ static int seed(int argc, char **argv)
     int partitions = atoi(argv[4]);
     long n = atol(argv[5]);
     form_t form = form_of(argc, argv, 7);
+    forge_state_t state = has_flag(argc, argv, 7, "--running")
+                              ? FORGE_STATE_RUNNING
+                              : FORGE_STATE_PENDING;
     const char *const conf[] = {"linger.ms",
                                 "50",
                                 "batch.size",
@@ -212,7 +226,7 @@ static int seed(int argc, char **argv)
         return 2;
     }
     for (long i = 0; i < n; i++) {
-        char id[64], *value = record_value(i, form, s, now);
+        char id[64], *value = record_value(i, form, state, s, now);
 
         if (!value)
             return 2;
@@ -228,7 +242,8 @@ static int seed(int argc, char **argv)
         rd_kafka_poll(p, 0);
     }
     rd_kafka_flush(p, 120000);
-    printf("seeded %ld records (%s)\n", n, form_name(form));
+    printf("seeded %ld records (%s, %s)\n", n, form_name(form),
+           state == FORGE_STATE_RUNNING ? "running" : "pending");
     rd_kafka_destroy(p);
     forge_sealer_destroy(s);
     return 0;
@@ -265,7 +280,7 @@ static int decode(int argc, char **argv)
         return 2;
     }
     for (long i = 0; i < n; i++)
-        if (!(values[i] = record_value(i, form, s, now)))
+        if (!(values[i] = record_value(i, form, FORGE_STATE_PENDING, s, now)))
             return 2;
     for (int round = 0; round < DECODE_ROUNDS; round++) {
         long long took;
@@ -401,7 +416,7 @@ static int table(int argc, char **argv)
     malloc_trim(0);
     before = rss_kib();
     for (long i = 0; i < n; i++) {
-        char *value = record_value(i, form, s, now);
+        char *value = record_value(i, form, FORGE_STATE_PENDING, s, now);
 
         if (!value ||
             forge_launch_record_decode(value, strlen(value), s, &recs[i], &err))
@@ -444,7 +459,7 @@ int main(int argc, char **argv)
     if (argc >= 4 && !strcmp(argv[1], "table"))
         return table(argc, argv);
     fprintf(stderr, "usage: bench_restore seed BROKERS TOPIC PARTITIONS N "
-                    "KEYFILE [--bare|--whole]\n"
+                    "KEYFILE [--bare|--whole] [--running]\n"
                     "       bench_restore consume BROKERS TOPIC PARTITIONS "
                     "[--leaders-first]\n"
                     "       bench_restore decode N KEYFILE [--bare|--whole]\n"

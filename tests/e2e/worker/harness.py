@@ -390,12 +390,16 @@ def delete_topic_names(stack, names, wait_s=60):
 
 
 class Topics:
-    """requests and state co-partitioned (state compacted), like the stack's."""
+    """requests and state co-partitioned (state compacted), like the stack's.
+    Named <prefix><tag>.<random>: a scenario's under E2E_PREFIX, which a
+    scenario session deletes whatever run left them (conftest.py); a
+    benchmark that runs beside such sessions gives a prefix of its own."""
 
-    def __init__(self, stack, tag, requests_config=None, dlq_config=None):
+    def __init__(self, stack, tag, requests_config=None, dlq_config=None,
+                 prefix=E2E_PREFIX):
         self.stack = stack
         CREATED_TOPICS.append(self)
-        base = f"{E2E_PREFIX}{tag}.{uuid.uuid4().hex[:8]}"
+        base = f"{prefix}{tag}.{uuid.uuid4().hex[:8]}"
         self.requests = f"{base}.requests"
         self.state = f"{base}.state"
         self.status = f"{base}.status"
