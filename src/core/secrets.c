@@ -58,6 +58,34 @@ static uint32_t hash_bytes(const char *s, size_t len)
     return h ^ (uint32_t)len * 0x9e3779b1u;
 }
 
+/* The window index's hash: a polynomial one, so a search rolls it from
+ * one position of a text to the next in two steps instead of hashing
+ * each window anew (a 64 KiB live logs chunk against 32-byte tokens: 30
+ * times fewer steps), mixed before it picks a chain (the polynomial's low
+ * bits alone spread badly). */
+#define ROLL_BASE 0x01000193u
+
+static uint32_t roll_mix(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    return h ^ (h >> 13);
+}
+
+static uint32_t roll_start(const char *s, size_t w)
+{
+    uint32_t h = 0;
+
+    for (size_t i = 0; i < w; i++)
+        h = h * ROLL_BASE + (unsigned char)s[i];
+    return h;
+}
+
+static uint32_t window_hash(const char *s, size_t w)
+{
+    return roll_mix(roll_start(s, w));
+}
+
 static bool indexed(const secret_t *e, int ix)
 {
     return ix < BY_HEAD || e->len > PART_LEN;
@@ -149,7 +177,7 @@ static secret_t made(const char *secret, size_t len, uint32_t hash)
                   (uint32_t)len,
                   1,
                   (uint32_t)w,
-                  {hash, hash_bytes(secret, w), 0, 0},
+                  {hash, window_hash(secret, w), 0, 0},
                   {0},
                   {0}};
 
@@ -253,22 +281,38 @@ size_t forge_secret_count(void)
     return n;
 }
 
+/* The secrets whose window (w bytes) hashes h (mixed) and that stand
+ * whole at s[i..]. Under lock. */
+static void match_at(forge_redact_runs_t *runs, const char *s, size_t n,
+                     size_t i, size_t w, uint32_t h)
+{
+    for (uint32_t j = chain(BY_WINDOW, h); j;
+         j = reg.slots[j - 1].next[BY_WINDOW]) {
+        const secret_t *e = &reg.slots[j - 1];
+        if (e->hash[BY_WINDOW] == h && e->wlen == w && e->len <= n - i &&
+            !memcmp(e->text, s + i, e->len))
+            forge_redact_add(runs, i, i + e->len);
+    }
+}
+
 /* Whole occurrences: at each position, for each window length some secret
- * has, the secrets whose window hashes as the text there. Under lock. */
+ * has, the secrets whose window hashes as the text there (the hash rolled
+ * along). Under lock. */
 static void find_whole(forge_redact_runs_t *runs, const char *s, size_t n)
 {
     for (size_t w = FORGE_SECRET_MIN_LEN; w <= WINDOW_MAX && w <= n; w++) {
+        uint32_t h, top = 1; /* ROLL_BASE^(w-1): what the first byte weighs */
         if (!reg.wlens[w])
             continue;
-        for (size_t i = 0; i + w <= n; i++) {
-            uint32_t h = hash_bytes(s + i, w);
-            for (uint32_t j = chain(BY_WINDOW, h); j;
-                 j = reg.slots[j - 1].next[BY_WINDOW]) {
-                const secret_t *e = &reg.slots[j - 1];
-                if (e->hash[BY_WINDOW] == h && e->wlen == w &&
-                    e->len <= n - i && !memcmp(e->text, s + i, e->len))
-                    forge_redact_add(runs, i, i + e->len);
-            }
+        for (size_t k = 1; k < w; k++)
+            top *= ROLL_BASE;
+        h = roll_start(s, w);
+        for (size_t i = 0;; i++) {
+            match_at(runs, s, n, i, w, roll_mix(h));
+            if (i + w >= n)
+                break;
+            h = (h - (unsigned char)s[i] * top) * ROLL_BASE +
+                (unsigned char)s[i + w];
         }
     }
 }
