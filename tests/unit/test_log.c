@@ -407,3 +407,48 @@ Test(log, secrets_found_by_their_first_bytes_whatever_their_length)
                      "ef-long-tail-3 z" FORGE_REDACTED "z " FORGE_REDACTED);
     free(red);
 }
+
+/* The search rolls its hash along the text: every occurrence of every
+ * secret, at every position (the first and the last among them), of every
+ * window length, is what a naive search finds too. */
+Test(log, the_rolling_search_finds_what_a_naive_one_finds)
+{
+    char text[4096], planted[24][48];
+    forge_redact_runs_t runs = {NULL, 0};
+    size_t want = 0;
+
+    srand(29);
+    for (size_t i = 0; i < sizeof(text); i++)
+        text[i] = (char)('a' + rand() % 3); /* few letters: many near misses */
+    for (int s = 0; s < 24; s++) {
+        size_t len = 4 + (size_t)s * 39 % 41; /* 4 .. 44 bytes */
+        for (size_t k = 0; k < len; k++)
+            planted[s][k] = (char)('a' + rand() % 4);
+        planted[s][len] = '\0';
+        cr_assert_eq(forge_secret_add(planted[s]), FORGE_OK);
+        /* planted: at the start, at the end, and somewhere */
+        memcpy(text + (s == 0   ? 0
+                       : s == 1 ? sizeof(text) - len
+                                : (size_t)rand() % (sizeof(text) - len)),
+               planted[s], len);
+    }
+    for (int s = 0; s < 24; s++) {
+        size_t len = strlen(planted[s]);
+        bool again = false;
+        for (int o = 0; o < s; o++)
+            again = again || !strcmp(planted[o], planted[s]);
+        for (size_t i = 0; !again && i + len <= sizeof(text); i++)
+            want += !memcmp(text + i, planted[s], len);
+    }
+    forge_secrets_find(&runs, text, sizeof(text));
+    cr_assert_eq(runs.count, want);
+    for (size_t r = 0; r < runs.count; r++) {
+        bool one = false;
+        for (int s = 0; s < 24 && !one; s++)
+            one = runs.at[r].end - runs.at[r].start == strlen(planted[s]) &&
+                  !memcmp(text + runs.at[r].start, planted[s],
+                          strlen(planted[s]));
+        cr_assert(one, "a run at %zu is no secret", runs.at[r].start);
+    }
+    forge_redact_clear(&runs);
+}
