@@ -33,9 +33,7 @@
 #include "core/clock.h"
 #include "core/hooks.h"
 #include "core/log.h"
-#include "core/timestamp.h"
 #include "core/util.h"
-#include "record/events.h"
 #include "loop/loop_int.h"
 
 #include <stdint.h>
@@ -124,22 +122,15 @@ static forge_live_item_t *add_item(round_t *r, const forge_entry_t *e)
     memset(it, 0, sizeof(*it));
     it->launch_id = forge_xstrdup(e->rec->launch_id);
     it->attempt = e->rec->attempt;
+    it->try_num = forge_launch_try(e->rec);
+    it->n = e->rec->log_chunks + 1;
+    it->kept = forge_held_copy(e->held);
     it->partition = e->partition;
     it->generation = e->generation;
     it->cursors =
         forge_live_cursors_copy(e->rec->log_cursors, e->rec->log_cursor_count);
     it->cursor_count = e->rec->log_cursor_count;
     return it;
-}
-
-static void copy_secrets(forge_live_item_t *it, const forge_held_t *h)
-{
-    if (!h || !h->secret_count)
-        return;
-    it->secrets = forge_xcalloc(h->secret_count, sizeof(char *));
-    for (size_t i = 0; i < h->secret_count; i++)
-        if (h->secrets[i])
-            it->secrets[it->secret_count++] = forge_xstrdup(h->secrets[i]);
 }
 
 static void consider(void *ctx, forge_entry_t *e)
@@ -161,7 +152,6 @@ static void consider(void *ctx, forge_entry_t *e)
     it = add_item(r, e);
     it->final = final;
     it->allowance = (uint64_t)(final || left > chunk ? chunk : left);
-    copy_secrets(it, e->held);
 }
 
 void forge_loop_live_due(forge_loop_t *w)
@@ -212,52 +202,35 @@ static void warn_failed(forge_loop_t *w, const forge_live_item_t *it)
                      it->message);
 }
 
+/* The chunk's event, made by the live thread (live_work.c), into the
+ * transaction. */
 static void publish_chunk(forge_loop_t *w, forge_entry_t *e,
-                          const forge_live_item_t *it, long n)
+                          forge_live_item_t *it)
 {
-    const forge_held_t *h = e->held;
-    forge_log_chunk_event_t ev = {0};
-    unsigned long long skipped = 0;
-
-    ev.launch_id = e->rec->launch_id;
-    ev.attempt = e->rec->attempt;
-    ev.try_num = forge_launch_try(e->rec);
-    ev.n = n;
-    ev.final = it->final;
-    ev.worker_id = w->cfg->worker_id;
-    ev.labels = h ? h->labels : NULL;
-    ev.label_count = h ? h->label_count : 0;
-    ev.segments = it->read.segments;
-    ev.segment_count = it->read.segment_count;
-    ev.at_ms = forge_timestamp_now_ms();
-    forge_loop_produce_json(w, w->cfg->topic_logs, -1, e->rec->launch_id,
-                            forge_event_log_chunk(&ev));
-    for (size_t i = 0; i < ev.segment_count; i++)
-        skipped += ev.segments[i].skipped;
-    forge_hooks()->log_chunk(it->read.bytes, skipped);
+    forge_loop_produce_text(w, w->cfg->topic_logs, -1, e->rec->launch_id,
+                            it->event, it->event_len);
+    forge_hooks()->log_chunk(it->read.bytes, it->skipped);
 }
 
 static void on_item(forge_loop_t *w, forge_live_item_t *it)
 {
     forge_entry_t *e = entry_of(w, it);
     forge_launch_record_t *rec;
-    bool say;
-    long n;
+    bool say = it->event != NULL;
 
     if (!e)
         return; /* gone, or rebuilt since: the next read is its own */
-    if (it->code) {
-        warn_failed(w, it);
-        return;
-    }
     rec = e->rec;
+    if (it->code || it->n != rec->log_chunks + 1) {
+        if (it->code)
+            warn_failed(w, it);
+        return; /* nothing moves: the next read starts from the same */
+    }
     spend(e, it->read.bytes, forge_clock_ms());
-    /* a final read says so even with nothing new, once chunks were sent */
-    say = it->read.segment_count > 0 || (it->final && rec->log_chunks > 0);
-    n = rec->log_chunks + (say ? 1 : 0);
     if (say)
-        publish_chunk(w, e, it, n);
-    forge_launch_set_logs(rec, n, it->final || rec->log_final, it->read.cursors,
+        publish_chunk(w, e, it);
+    forge_launch_set_logs(rec, say ? it->n : rec->log_chunks,
+                          it->final || rec->log_final, it->read.cursors,
                           it->read.cursor_count);
     it->read.cursors = NULL;
     it->read.cursor_count = 0;

@@ -104,6 +104,12 @@ void forge_loop_discard(forge_loop_t *w, forge_work_t *work);
 int forge_loop_produce_json(forge_loop_t *w, const char *topic,
                             int32_t partition, const char *key, json_t *o);
 
+/* The same with the event's bytes already made (borrowed: the producer
+ * copies them). */
+int forge_loop_produce_text(forge_loop_t *w, const char *topic,
+                            int32_t partition, const char *key,
+                            const char *text, size_t len);
+
 /* e's record into the state topic (same partition as its requests). */
 int forge_loop_write_record(forge_loop_t *w, const forge_entry_t *e);
 

@@ -62,19 +62,29 @@ forge_entry_t *forge_loop_entry_of(forge_loop_t *w, const forge_work_t *work)
                : NULL;
 }
 
-int forge_loop_produce_json(forge_loop_t *w, const char *topic,
-                            int32_t partition, const char *key, json_t *o)
+int forge_loop_produce_text(forge_loop_t *w, const char *topic,
+                            int32_t partition, const char *key,
+                            const char *text, size_t len)
 {
-    char *text = json_dumps(o, JSON_COMPACT);
     forge_error_t err = {0};
     forge_kafka_record_t r =
-        forge_kafka_event_record(topic, partition, key, text, strlen(text));
+        forge_kafka_event_record(topic, partition, key, text, len);
     int rc = w->kafka_ops->produce(w->kafka, &r, &err);
 
     if (!w->outcomes_since_ms)
         w->outcomes_since_ms = forge_clock_ms();
     if (rc)
         forge_log_error("%s", err.message);
+    return rc;
+}
+
+int forge_loop_produce_json(forge_loop_t *w, const char *topic,
+                            int32_t partition, const char *key, json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    int rc =
+        forge_loop_produce_text(w, topic, partition, key, text, strlen(text));
+
     free(text);
     json_decref(o);
     return rc;

@@ -93,11 +93,8 @@ static void free_live(forge_work_t *w)
     for (size_t i = 0; i < w->live.item_count; i++) {
         forge_live_item_t *it = &w->live.items[i];
         free(it->launch_id);
-        for (size_t k = 0; k < it->secret_count; k++) {
-            explicit_bzero(it->secrets[k], strlen(it->secrets[k]));
-            free(it->secrets[k]);
-        }
-        free(it->secrets);
+        forge_held_free(it->kept);
+        free(it->event);
         forge_live_cursors_free(it->cursors, it->cursor_count);
         forge_live_read_clear(&it->read);
     }

@@ -177,23 +177,30 @@ typedef struct forge_work_files {
     forge_archive_t archive; /* the result */
 } forge_work_files_t;
 
-/* One launch of a LIVE read (loop/live.c makes it, live_work.c reads):
- * everything copied, so the launch may go meanwhile. */
+/* One launch of a LIVE read (loop/live.c makes it, live_work.c reads it
+ * and makes its chunk's event): everything copied, so the launch may go
+ * meanwhile. */
 typedef struct forge_live_item {
     char *launch_id;
     int attempt;
+    int try_num;
     int32_t partition;
     uint64_t generation;
-    char **secrets; /* the launch's own (held.h), copies; wiped when freed */
-    size_t secret_count;
+    /* what is kept of its request (held.h: its own secrets, its labels),
+     * a copy; NULL: unknown */
+    forge_held_t *kept;
     forge_live_cursor_t *cursors; /* the record's, copies */
     size_t cursor_count;
+    long n;             /* the chunk this read would be (the record's + 1) */
     uint64_t allowance; /* archive/live.h: its budget left */
     bool final;         /* the launch ended: its last read */
     /* results */
     forge_rc_t code; /* FORGE_OK, or the read failed (retried next time) */
     char message[512];
     forge_live_read_t read;
+    char *event; /* the chunk's CloudEvent, compact JSON; NULL: none due */
+    size_t event_len;
+    uint64_t skipped; /* the bytes its segments skipped */
 } forge_live_item_t;
 
 /* LIVE: many launches at once (the work's launch_id is NULL). */

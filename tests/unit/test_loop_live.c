@@ -11,6 +11,7 @@
  */
 #include "core/util.h"
 #include "record/launch.h"
+#include "loop/live_work.h"
 #include "loop/loop.h"
 
 #include "support_loop.h"
@@ -97,8 +98,11 @@ static void found(forge_live_item_t *it, uint64_t offset, const char *text)
     r->cursor_count = 1;
 }
 
+/* Handed back as the thread hands a read back: each item's event made. */
 static void answered(forge_work_t *w)
 {
+    for (size_t i = 0; i < w->live.item_count; i++)
+        forge_live_item_event(cfg, &w->live.items[i]);
     fake_pools_finish(pools, FORGE_LANE_LIVE, w);
     step();
 }
