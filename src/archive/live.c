@@ -68,7 +68,7 @@ static void merge_cursors(forge_live_read_t *r, const forge_live_cursor_t *c,
         r->cursors = forge_xrealloc(r->cursors, (r->cursor_count + 1) *
                                                     sizeof(*r->cursors));
         r->cursors[r->cursor_count++] =
-            (forge_live_cursor_t){forge_xstrdup(l->names[i]), 0, 0, 0};
+            (forge_live_cursor_t){forge_xstrdup(l->names[i]), 0, 0, 0, 0};
     }
 }
 
@@ -86,6 +86,29 @@ typedef struct open_file {
     uint64_t share; /* the bytes it may carry in this read */
 } open_file_t;
 
+#define MARK_BYTES 32
+
+/* The hash of the (up to) MARK_BYTES bytes before offset, never 0 (0:
+ * unknown); 0 when offset is 0 or they cannot be read. FNV-1a. */
+static uint32_t mark_of(int fd, uint64_t offset)
+{
+    unsigned char b[MARK_BYTES];
+    size_t k = offset < MARK_BYTES ? (size_t)offset : MARK_BYTES;
+    uint32_t h = 2166136261u;
+    ssize_t got;
+
+    if (k == 0)
+        return 0;
+    do
+        got = pread(fd, b, k, (off_t)(offset - k));
+    while (got < 0 && errno == EINTR);
+    if (got != (ssize_t)k)
+        return 0;
+    for (size_t i = 0; i < k; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h | 1u;
+}
+
 static void open_one(int root, open_file_t *f)
 {
     struct stat st;
@@ -100,7 +123,8 @@ static void open_one(int root, open_file_t *f)
     f->ino = (uint64_t)st.st_ino;
     f->from = f->cur->offset;
     f->restarted =
-        (f->cur->ino && f->cur->ino != f->ino) || f->size < f->cur->offset;
+        (f->cur->ino && f->cur->ino != f->ino) || f->size < f->cur->offset ||
+        (f->cur->mark && mark_of(f->fd, f->cur->offset) != f->cur->mark);
     if (f->restarted)
         f->from = 0;
 }
@@ -294,6 +318,7 @@ static void read_one(open_file_t *f, const forge_live_spec_t *spec,
         if (f->restarted) /* truncated to nothing (yet): say so */
             add_segment(r, f, 0, 0, forge_xstrdup(""), 0);
         f->cur->offset = from;
+        f->cur->mark = mark_of(f->fd, from);
         return;
     }
     buf = forge_xmalloc(want + 1);
@@ -312,6 +337,7 @@ static void read_one(open_file_t *f, const forge_live_spec_t *spec,
         char *text = clean_text(buf + lead + moved, cut, head, spec);
         add_segment(r, f, from + moved, skipped + moved, text, cut);
         f->cur->offset = from + moved + cut;
+        f->cur->mark = mark_of(f->fd, f->cur->offset);
     }
     free(buf);
 }

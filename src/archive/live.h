@@ -14,11 +14,13 @@
  * and the folder itself is opened beneath the storage root with no link on
  * the way (safe_fs.h): a refused folder reads as empty.
  *
- * Where a file stands is its cursor: the offset published up to and the
- * file's inode, both durable in the launch's record (record/launch.h), so
- * a new owner continues where the last committed chunk ended. A file
- * smaller than its offset (truncated) or with another inode (replaced) is
- * read again from 0, and its segment says `restarted`.
+ * Where a file stands is its cursor: the offset published up to, the
+ * file's inode and a hash of the bytes just before the offset, durable in
+ * the launch's record (record/launch.h), so a new owner continues where
+ * the last committed chunk ended. A file smaller than its offset
+ * (truncated), with another inode (replaced) or other bytes before the
+ * offset (rewritten in place) is read again from 0, and its segment says
+ * `restarted`.
  *
  * Bounds, so a job printing gigabytes cannot flood Kafka nor the worker's
  * memory: one read carries at most `max_bytes` of the files together, and
@@ -63,6 +65,10 @@ typedef struct forge_live_cursor {
     char *name;      /* relative to the staging folder */
     uint64_t offset; /* published up to here */
     uint64_t ino;    /* the file's inode when it was read (0: unknown) */
+    /* a hash of the (up to) 32 bytes before offset (0: unknown): a file
+     * rewritten in place past its old offset between two reads (a job's
+     * `> metrics.csv` each epoch) is told by it, not only a shorter one */
+    uint32_t mark;
     /* memory only (not durable): the file's size at the last read, so a
      * line still being written goes out once the file stops growing */
     uint64_t seen_size;

@@ -34,8 +34,9 @@ void forge_launch_put_logs(json_t *o, const forge_launch_record_t *r)
     for (size_t i = 0; i < r->log_cursor_count; i++) {
         const forge_live_cursor_t *c = &r->log_cursors[i];
         json_array_append_new(
-            files, json_pack("{s:s, s:I, s:I}", "name", c->name, "offset",
-                             (json_int_t)c->offset, "ino", (json_int_t)c->ino));
+            files, json_pack("{s:s, s:I, s:I, s:I}", "name", c->name, "offset",
+                             (json_int_t)c->offset, "ino", (json_int_t)c->ino,
+                             "mark", (json_int_t)c->mark));
     }
     json_object_set_new(o, "logs",
                         json_pack("{s:I, s:b, s:o}", "n",
@@ -76,6 +77,10 @@ void forge_launch_read_logs(forge_launch_record_t *r, const json_t *o)
             continue;
         r->log_cursors[r->log_cursor_count++] = (forge_live_cursor_t){
             forge_xstrdup(name), (uint64_t)natural(f, "offset"),
-            natural(f, "ino") > 0 ? (uint64_t)natural(f, "ino") : 0, 0};
+            natural(f, "ino") > 0 ? (uint64_t)natural(f, "ino") : 0,
+            natural(f, "mark") > 0 && natural(f, "mark") <= UINT32_MAX
+                ? (uint32_t)natural(f, "mark")
+                : 0,
+            0};
     }
 }

@@ -320,8 +320,8 @@ Test(launch, live_logs_round_trip_and_are_absent_until_the_first_chunk)
     text = encode_ok(r, NULL);
     cr_assert_null(strstr(text, "\"logs\""), "%s", text);
     free(text);
-    c[0] = (forge_live_cursor_t){strdup("main.out"), 4096, 1234, 9};
-    c[1] = (forge_live_cursor_t){strdup("metrics/loss.csv"), 0, 0, 0};
+    c[0] = (forge_live_cursor_t){strdup("main.out"), 4096, 1234, 0xabcdef1, 9};
+    c[1] = (forge_live_cursor_t){strdup("metrics/loss.csv"), 0, 0, 0, 0};
     forge_launch_set_logs(r, 7, true, c, 2);
     text = encode_ok(r, NULL);
     back = decode_ok(text, NULL);
@@ -331,6 +331,7 @@ Test(launch, live_logs_round_trip_and_are_absent_until_the_first_chunk)
     cr_assert_str_eq(back->log_cursors[0].name, "main.out");
     cr_assert_eq(back->log_cursors[0].offset, 4096);
     cr_assert_eq(back->log_cursors[0].ino, 1234);
+    cr_assert_eq(back->log_cursors[0].mark, 0xabcdef1);
     cr_assert_eq(back->log_cursors[0].seen_size, 0, "memory only");
     cr_assert_str_eq(back->log_cursors[1].name, "metrics/loss.csv");
     forge_launch_record_free(back);

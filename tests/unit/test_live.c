@@ -238,6 +238,37 @@ Test(live, a_truncated_file_restarts_from_zero)
     free(path);
 }
 
+/* A job rewriting its file in place each time (`> metrics.csv`: the same
+ * inode, truncated, then longer than before): the bytes before the old
+ * offset changed, so it restarts, rather than being read on from there. */
+Test(live, a_file_rewritten_in_place_past_its_offset_restarts)
+{
+    forge_live_read_t r;
+    const forge_live_segment_t *s;
+
+    append_text("metrics.csv", "step,loss\n1,2.3\n");
+    read_now(&r);
+    forge_live_read_clear(&r);
+    support_sh_in(root,
+                  "printf 'step,loss,lr\\n1,2.3,0.1\\n2,2.1,0.1\\n' > "
+                  "'%s/metrics.csv'",
+                  staging);
+    read_now(&r);
+    s = segment_of(&r, "metrics.csv");
+    cr_assert_not_null(s);
+    cr_assert(s->restarted);
+    cr_assert_eq(s->offset, 0);
+    cr_assert_str_eq(s->text, "step,loss,lr\n1,2.3,0.1\n2,2.1,0.1\n");
+    forge_live_read_clear(&r);
+    /* appended to afterwards: read on, no restart */
+    append_text("metrics.csv", "3,1.9,0.1\n");
+    read_now(&r);
+    s = segment_of(&r, "metrics.csv");
+    cr_assert_not(s->restarted);
+    cr_assert_str_eq(s->text, "3,1.9,0.1\n");
+    forge_live_read_clear(&r);
+}
+
 Test(live, a_replaced_file_restarts_even_when_it_is_longer)
 {
     forge_live_read_t r;

@@ -94,7 +94,7 @@ static void found(forge_live_item_t *it, uint64_t offset, const char *text)
     r->cursors = forge_xcalloc(1, sizeof(*r->cursors));
     r->cursors[0] =
         (forge_live_cursor_t){forge_xstrdup("main.out"), offset + strlen(text),
-                              77, offset + strlen(text)};
+                              77, 0, offset + strlen(text)};
     r->cursor_count = 1;
 }
 
