@@ -116,39 +116,6 @@ static json_t *usage_json(const forge_slurm_job_list_t *jobs)
     return o;
 }
 
-/* A requeue no poll saw pending: the job runs again (a restart count
- * above the record's) while the record still says RUNNING, its PENDING
- * shorter than a poll's interval (a jobcomp end's targeted poll found
- * the next run already started). */
-static bool requeued_unseen(const forge_entry_t *e,
-                            const forge_slurm_job_list_t *jobs,
-                            forge_slurm_move_t m)
-{
-    int restarts = 0;
-
-    if (m.moves || e->rec->state != FORGE_STATE_RUNNING)
-        return false;
-    for (size_t i = 0; i < jobs->count; i++)
-        if (jobs->jobs[i].restart_count > restarts)
-            restarts = jobs->jobs[i].restart_count;
-    return restarts > e->rec->restarts;
-}
-
-/* The platform still learns of it: PENDING (requeued), then RUNNING again,
- * in this transaction, the record carrying the restart count. */
-static void publish_requeue(forge_loop_t *w, forge_entry_t *e,
-                            const json_t *slurm, const char *reason)
-{
-    change_t pending = {FORGE_STATE_PENDING, "requeued", slurm, NULL, NULL};
-    change_t running = {FORGE_STATE_RUNNING, reason, slurm, NULL, NULL};
-
-    forge_log_info("job %u was requeued and runs again (restart %d) before "
-                   "a poll saw it pending",
-                   (unsigned)e->rec->job_id, e->rec->restarts);
-    forge_loop_publish_event(w, e, &pending, true);
-    forge_loop_publish_event(w, e, &running, true);
-}
-
 static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
                             forge_poll_item_t *it)
 {
@@ -159,14 +126,11 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     json_t *usage =
         ends && m.to != FORGE_STATE_LOST ? usage_json(&it->jobs) : NULL;
     change_t c = {m.to, m.reason, slurm, NULL, usage};
-    bool unseen = requeued_unseen(e, &it->jobs, m);
 
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
     /* a requeue: its count goes with the move's record (restage.c) */
-    forge_loop_saw_restarts(w, e, &it->jobs, m.moves || unseen);
-    if (unseen)
-        publish_requeue(w, e, slurm, m.reason);
+    forge_loop_saw_restarts(w, e, &it->jobs, m.moves);
     if (remember_states(e, it, m.to, m.moves))
         forge_loop_write_record(w, e);
     if (ends)

@@ -682,38 +682,6 @@ Test(loop, a_requeued_job_gets_its_next_runs_credentials_staged)
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES));
 }
 
-/* A requeue whose PENDING was shorter than a poll's interval: the poll (or
- * a jobcomp end's targeted poll) finds the job running again with a
- * restart count above the record's. The platform still sees PENDING
- * (requeued) then RUNNING, the record says `restarts`, and that run's
- * credentials are staged. */
-Test(loop, a_requeue_no_poll_saw_pending_is_still_published)
-{
-    forge_work_t *t, *w;
-
-    stored(0, "Q3", FORGE_STATE_RUNNING, 73, 0);
-    assign(0);
-    step();
-    t = poll_tick();
-    changed(item_of(t, 73), "RUNNING");
-    item_of(t, 73)->jobs.jobs[0].restart_count = 1;
-    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
-    step();
-    expect_states("Q3", "PENDING RUNNING");
-    cr_expect_eq(record_int("Q3", "restarts"), 1);
-    w = next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q3");
-    cr_expect_eq(w->files.restart, 1);
-    fake_pools_finish(pools, FORGE_LANE_FILES, w);
-    step();
-    tick_step(); /* the same run seen again: nothing more */
-    t = poll_tick();
-    changed(item_of(t, 73), "RUNNING");
-    item_of(t, 73)->jobs.jobs[0].restart_count = 1;
-    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
-    step();
-    expect_states("Q3", "PENDING RUNNING");
-}
-
 /* An owner that died between the requeue and its staging: the next owner's
  * first tick stages the run its restored record says is not staged yet,
  * and a failed staging is tried again. */
