@@ -75,7 +75,14 @@ def seconds(events, t0):
              round(e["_received"] - t0, 1)) for e in events]
 
 
-def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80):
+def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80,
+                   pending_unseen_ok=False):
+    """pending_unseen_ok: the only worker that could see the requeue's
+    PENDING may have died before any poll did (a jobcomp end's targeted
+    poll finds the restart count while Slurm still shows the job in its
+    requeue, and the test point kills at the staging that follows); its
+    heir, joining later, sees only the next run. The restart count on the
+    events says it all the same."""
     topics, worker, status, logs = requeue
     end = status.wait_terminal(lid, timeout=timeout)
     events = status.of(lid)
@@ -84,12 +91,15 @@ def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80):
     assert end["data"]["state"] == "SUCCEEDED", seconds(events, t0)
     states = [e["data"]["state"] for e in events]
     first = states.index("RUNNING")
-    assert states[first:] == ["RUNNING", "PENDING", "RUNNING", "SUCCEEDED"], \
-        seconds(events, t0)
-    pending = events[first + 1]["data"]
-    assert pending["reason"] == "requeued"
-    assert pending["slurm"]["restart_count"] == 1
-    assert events[first + 2]["data"]["slurm"]["restart_count"] == 1
+    if pending_unseen_ok and states[first:] == ["RUNNING", "SUCCEEDED"]:
+        assert end["data"]["slurm"]["restart_count"] == 1, seconds(events, t0)
+    else:
+        assert states[first:] == ["RUNNING", "PENDING", "RUNNING",
+                                  "SUCCEEDED"], seconds(events, t0)
+        pending = events[first + 1]["data"]
+        assert pending["reason"] == "requeued"
+        assert pending["slurm"]["restart_count"] == 1
+        assert events[first + 2]["data"]["slurm"]["restart_count"] == 1
     # one job, the same id throughout; never two live
     jobs = {e["data"]["slurm"]["job_id"] for e in events
             if (e["data"].get("slurm") or {}).get("job_id")}
@@ -212,7 +222,7 @@ def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
         heir = Worker(stack, topics, unique_id("wb"), group, logdir,
                       {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
         check_requeued(stack, slurm, (topics, heir, status, logs), lid, values,
-                       t0, timeout=120)
+                       t0, timeout=120, pending_unseen_ok=True)
         assert heir.terminate() == 0, heir.tail()
     finally:
         status.close()
