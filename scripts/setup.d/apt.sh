@@ -3,6 +3,8 @@
 # The Debian packages the build and the tests need on the host (bookworm).
 # Why each one is here:
 #   build-essential cmake pkg-config   the C17 build
+#   ccache                 the compiler cache of scripts/build and scripts/fuzz
+#                          (a fresh clone's builds hit what earlier ones compiled)
 #   clang clang-format libclang-rt-14-dev   the fuzz target (libFuzzer) and formatting checks
 #   libcurl4-openssl-dev   the slurmrestd HTTP client (OpenSSL flavour, to share one TLS stack)
 #   libjansson-dev         JSON: requests, slurmrestd bodies, events
@@ -20,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../../tests/e2e/stack.d/common.sh"
 
-stack_apt_install build-essential cmake pkg-config \
+stack_apt_install build-essential cmake pkg-config ccache \
 	clang clang-format libclang-rt-14-dev \
 	libcurl4-openssl-dev libjansson-dev libssl-dev libjwt-dev \
 	libarchive-dev libcriterion-dev libmicrohttpd-dev python3-jsonschema python3-yaml \

@@ -6,9 +6,14 @@
  * and followed with the project's client, job/{id} and jobs/state polled
  * and mapped by forge_slurm_verdict.
  *
- *   single   one pool on h200 → SUCCEEDED, exit 0, ran on h200-1
+ *   single   one pool on h200 → SUCCEEDED, exit 0, ran on an h200 node
  *   het      pools on h200 and a100 (gpus_per_node 1) → both components
- *            ran (h200-1, a100-1, their constraints), SUCCEEDED
+ *            ran (an h200 node, an a100 node: their constraints), SUCCEEDED
+ *
+ * The cluster may have several nodes of a series (the stack's sid cluster
+ * has three, which the e2e scenarios share while these run): a component
+ * ran on "one node of its series" (<series>-<n>, the stack's names), and
+ * its output names that node.
  *   failing  `exit 7` → FAILED, exit code 7
  *   cancel   a RUNNING `sleep 300` cancelled → CANCELLED (requested);
  *            cancelled again → OK (already finished, 2021); an unknown id
@@ -71,31 +76,39 @@ static void submit_ok(forge_slurm_client_t *c, sl_trace_t *t, json_t *req)
     cr_assert_gt(t->job_id, 0);
 }
 
-static void expect_component(const sl_trace_t *t, size_t i, const char *node,
-                             const char *constraint, const char *state)
+/* Component i ran on one node of the series `constraint` names and ended
+ * in `state`; returns that node's name (the trace's). */
+static const char *expect_component(const sl_trace_t *t, size_t i,
+                                    const char *constraint, const char *state)
 {
     const forge_slurm_job_t *j;
+    size_t len = strlen(constraint);
 
     cr_assert_lt(i, t->last.count, "%s: no component %zu", t->label, i);
     j = &t->last.jobs[i];
     cr_assert_eq(j->het_offset, (int)i, "%s: component %zu has offset %d",
                  t->label, i, j->het_offset);
-    cr_assert(j->nodes && !strcmp(j->nodes, node),
-              "%s: component %zu ran on %s, not %s", t->label, i,
-              j->nodes ? j->nodes : "(none)", node);
+    cr_assert(j->nodes && !strncmp(j->nodes, constraint, len) &&
+                  j->nodes[len] == '-' && !strpbrk(j->nodes, ",["),
+              "%s: component %zu ran on %s, not on one %s node", t->label, i,
+              j->nodes ? j->nodes : "(none)", constraint);
     cr_assert(j->constraints && !strcmp(j->constraints, constraint),
               "%s: component %zu has constraint %s, not %s", t->label, i,
               j->constraints ? j->constraints : "(none)", constraint);
     cr_assert(j->state_count >= 1 && !strcmp(j->state[0], state),
               "%s: component %zu is %s, not %s", t->label, i,
               j->state_count ? j->state[0] : "(nothing)", state);
+    return j->nodes;
 }
 
+/* `file` of the staging folder holds "ran pool=<pool> node=<node>". */
 static void expect_output(const sl_trace_t *t, const char *file,
-                          const char *line)
+                          const char *pool, const char *node)
 {
     char *out = sl_staging_read(t, file);
+    char line[256];
 
+    snprintf(line, sizeof line, "ran pool=%s node=%s", pool, node);
     cr_assert_not_null(out, "%s: no %s in %s", t->label, file, t->staging);
     cr_assert(strstr(out, line), "%s: %s lacks \"%s\": %s", t->label, file,
               line, out);
@@ -109,6 +122,7 @@ ParameterizedTest(int *ver, slurm_lifecycle, single)
     forge_slurm_client_t *c = sl_client(v);
     sl_trace_t t;
     forge_state_t end;
+    const char *node;
 
     sl_trace_init(&t, v, "single");
     submit_ok(c, &t, sl_request(&t, cmd_report(), one_pool("h200", 1), NULL));
@@ -118,12 +132,12 @@ ParameterizedTest(int *ver, slurm_lifecycle, single)
                  forge_state_name(end));
     cr_assert_eq(t.exit_code, 0);
     cr_assert_eq(t.last.count, 1);
-    expect_component(&t, 0, "h200-1", "h200", "COMPLETED");
+    node = expect_component(&t, 0, "h200", "COMPLETED");
     cr_assert_eq(t.last.jobs[0].het_job_id, 0, "not a het job");
     cr_assert_eq(t.polled_state, FORGE_STATE_SUCCEEDED,
                  "%s: jobs/state says %s", t.label,
                  forge_state_name(t.polled_state));
-    expect_output(&t, "main.out", "ran pool=main node=h200-1");
+    expect_output(&t, "main.out", "main", node);
     sl_trace_free(&t);
     forge_slurm_client_destroy(c);
 }
@@ -138,6 +152,7 @@ ParameterizedTest(int *ver, slurm_lifecycle, het)
     forge_slurm_status_t st;
     sl_trace_t t;
     forge_state_t end;
+    const char *trainer, *rollout;
     int ec;
 
     sl_trace_init(&t, v, "het");
@@ -156,15 +171,15 @@ ParameterizedTest(int *ver, slurm_lifecycle, het)
                  forge_state_name(end));
     cr_assert_eq(t.exit_code, 0);
     cr_assert_eq(t.last.count, 2, "%s: %zu components", t.label, t.last.count);
-    expect_component(&t, 0, "h200-1", "h200", "COMPLETED");
-    expect_component(&t, 1, "a100-1", "a100", "COMPLETED");
+    trainer = expect_component(&t, 0, "h200", "COMPLETED");
+    rollout = expect_component(&t, 1, "a100", "COMPLETED");
     cr_assert_eq(t.last.jobs[0].het_job_id, t.job_id);
     cr_assert_eq(t.last.jobs[1].het_job_id, t.job_id);
     cr_assert_eq(t.last.jobs[0].job_id, t.job_id);
     /* Both steps ran: component 0's output is the batch script's; every
      * later het group writes its own <pool>.out (srun --output). */
-    expect_output(&t, "trainer.out", "ran pool=trainer node=h200-1");
-    expect_output(&t, "rollout.out", "ran pool=rollout node=a100-1");
+    expect_output(&t, "trainer.out", "trainer", trainer);
+    expect_output(&t, "rollout.out", "rollout", rollout);
 
     /* jobs/state for the leader: every component, "<own id>+<offset>". */
     st = forge_slurm_job_states(c, &t.job_id, 1, &states, &res);

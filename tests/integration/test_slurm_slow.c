@@ -3,7 +3,7 @@
  * test_slurm_slow.c - SLOW (minutes, not seconds): what takes Slurm's own
  * clocks, against the real slurmrestd with API v0.0.43 only. The three
  * jobs are separate tests so that `--jobs=2` runs them side by side; the
- * binary takes about as long as the slowest one (aged_out, ~2 minutes).
+ * binary takes about as long as the slowest one (timed_out, 60-100 s).
  *
  *   timed_out  time_limit_minutes 1 and `sleep 600` → RUNNING → TIMED_OUT
  *              (slurmctld checks limits every ~30 s: 60-100 s)
@@ -13,8 +13,8 @@
  *              BeginTime, EligibleTime = requeue + 120 s, seen); the test
  *              moves its start time to now once it is PENDING (`scontrol
  *              update jobid=N starttime=now`) instead of waiting
- *   aged_out   a finished job leaves slurmctld (MinJobAge=60 plus the purge
- *              interval: 60-120 s): job/{id} then says NOT_FOUND and
+ *   aged_out   a finished job leaves slurmctld (MinJobAge=30 plus the purge
+ *              interval: 30-60 s): job/{id} then says NOT_FOUND and
  *              jobs/state leaves it out - nothing reports it finished from
  *              its absence; accounting (the stack's slurmdbd) still has
  *              its true end (a stack without it: NOT_FOUND there too)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The stack's Slurm: a real Slurm (Debian sid: 26.05) in a debootstrapped chroot
-# on this machine. slurmctld, two slurmd (h200-1 and a100-1, 8 fake GPUs each)
-# and slurmrestd with JWT auth on 127.0.0.1:16820; with them, what sites run
+# on this machine. slurmctld, one slurmd per node (8 fake GPUs each; sid:
+# h200-1..3 and a100-1..3 in the default partition `batch`, which scenarios
+# share side by side, and h200-f and a100-f in `faults`, `preempt` and
+# `urgent`, which only the node-fault scenarios use; trixie: h200-1 and
+# a100-1 in every partition) and slurmrestd with JWT auth on 127.0.0.1:16820; with them, what sites run
 # for accounting: slurmdbd (127.0.0.1:16819) over a MariaDB of its own
 # (Debian's, 127.0.0.1:16823), and jobcomp/kafka, which sends a start and an
 # end record of every job to the stack's Kafka (topic forge.jobcomp, as the
@@ -13,7 +16,9 @@
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
 #   slurm.sh up        mount, configure, start the daemons that are down (the
 #                      others, and running jobs, are left alone), wait for the
-#                      API and both nodes, write slurm.env
+#                      API and every node, write slurm.env; a cluster that
+#                      runs with another slurm.conf than this script writes
+#                      (its nodes changed) is stopped and started again
 #   slurm.sh down      stop by pid, unmount; caches and run state stay
 #   slurm.sh status    one line per daemon and one for the API; 0 when all are up
 #   slurm.sh stop DAEMON     stop one daemon by pid (TERM, KILL after 30 s)
@@ -22,8 +27,8 @@
 #   slurm.sh fail slurmd-NODE  the node dies: KILL its slurmd, its slurmstepd
 #                      and their jobs at once (start brings it back)
 #
-# DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd, slurmd-h200-1 or
-# slurmd-a100-1 (sid starts them in this order: slurmctld registers with
+# DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd or slurmd-NODE (NODE one
+# of the nodes above; sid starts them in this order: slurmctld registers with
 # slurmdbd, which needs its database). Stopping one touches no other
 # process: slurmctld saves its state (StateSaveLocation, in cluster/state)
 # and reads it back at start, so pending and running jobs survive, and
@@ -80,7 +85,12 @@ sid)
 	rest_extra=()
 	run="$FORGE_STACK_RUN/slurm"
 	env_file="$FORGE_STACK_RUN/slurm.env"
-	ctld_port=16817 rest_port=16820 h200_port=17001 a100_port=17002
+	ctld_port=16817 rest_port=16820 node_port_base=17001
+	# Three nodes of each series for the scenarios that run side by side
+	# (partition batch), and one of each that only the node-fault
+	# scenarios use (partition faults, and preempt/urgent on them).
+	batch_nodes=(h200-1 h200-2 h200-3 a100-1 a100-2 a100-3)
+	fault_nodes=(h200-f a100-f)
 	# Accounting and job completion records, as sites run them. MariaDB's
 	# server and client cores: Debian's mariadbd, mariadb-install-db and
 	# mariadb, without mariadb-server's service scripts, Perl tools, Galera
@@ -100,7 +110,10 @@ trixie)
 	# Its own ports, run folder and env file: it may run beside sid.
 	run="$FORGE_STACK_RUN/slurm-trixie"
 	env_file="$FORGE_STACK_RUN/slurm-trixie.env"
-	ctld_port=16827 rest_port=16830 h200_port=17011 a100_port=17012
+	ctld_port=16827 rest_port=16830 node_port_base=17011
+	# The lifecycle tests alone use it: two nodes, every partition on them.
+	batch_nodes=(h200-1 a100-1)
+	fault_nodes=(h200-1 a100-1)
 	# No slurmdbd, no jobcomp/kafka (trixie ships no slurm-wlm-kafka-plugin):
 	# slurmctld alone knows the jobs, until MinJobAge.
 	dbd=0 dbd_port='' db_port=''
@@ -120,15 +133,21 @@ in_chroot_cluster=/var/lib/forge-stack
 in_chroot_storage=/shared/forge
 
 rest_url="http://127.0.0.1:$rest_port"
-nodes=(h200-1 a100-1)
-declare -A node_port=([h200-1]=$h200_port [a100-1]=$a100_port)
+# Every node once, in start order; node i listens on node_port_base + i.
+declare -A node_port=()
+nodes=()
+for n in "${batch_nodes[@]}" "${fault_nodes[@]}"; do
+	[ -z "${node_port[$n]:-}" ] || continue
+	node_port[$n]=$((node_port_base + ${#nodes[@]}))
+	nodes+=("$n")
+done
 job_user=forge job_uid=2001
 # A second job user: the tenant tests' other tenant (FORGE_TENANTS_FILE).
 job_user2=forge2 job_uid2=2003
 rest_user=forgerest rest_uid=2002
 # In start order: slurmdbd needs its database, slurmctld registers with
 # slurmdbd at start (it queues what it sends while slurmdbd is away).
-daemons=(slurmctld slurmd-h200-1 slurmd-a100-1 slurmrestd)
+daemons=(slurmctld "${nodes[@]/#/slurmd-}" slurmrestd)
 [ "$dbd" = 0 ] || daemons=(mariadb slurmdbd "${daemons[@]}")
 token_file="$run/$job_user.jwt"
 # SlurmUser's token: slurmrestd lets it submit for another user
@@ -317,7 +336,7 @@ stop_all() {
 	local d pid pids group
 	# Slurm's daemons first (slurmctld sends what it still holds to
 	# slurmdbd), then slurmdbd, then its database.
-	for group in "slurmrestd slurmd-a100-1 slurmd-h200-1 slurmctld" slurmdbd mariadb; do
+	for group in "slurmrestd ${nodes[*]/#/slurmd-} slurmctld" slurmdbd mariadb; do
 		pids=()
 		for d in $group; do
 			if pid=$(daemon_pid "$d"); then
@@ -519,8 +538,14 @@ slurm_conf() {
 	local host=$1 topic=''
 	[ "$dbd" = 0 ] || topic=$(kafka_env FORGE_KAFKA_JOBCOMP_TOPIC)
 	[ "$dbd" = 0 ] || [ -n "$topic" ] || die "kafka.env names no FORGE_KAFKA_JOBCOMP_TOPIC"
+	local IFS=, n lines=''
+	for n in "${nodes[@]}"; do
+		# a node's series is its name's first part (h200-2: h200)
+		lines+="NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=${node_port[$n]} CPUs=8 RealMemory=8192 Feature=${n%%-*} Gres=gpu:8 State=UNKNOWN\\n"
+	done
 	sed -e "s/@HOST@/$host/g" -e "s/@CTLD_PORT@/$ctld_port/g" \
-		-e "s/@H200_PORT@/${node_port[h200-1]}/g" -e "s/@A100_PORT@/${node_port[a100-1]}/g" \
+		-e "s/^@NODES@\$/${lines%\\n}/" \
+		-e "s/@BATCH_NODES@/${batch_nodes[*]}/g" -e "s/@FAULT_NODES@/${fault_nodes[*]}/g" \
 		-e "s/@DBD_PORT@/$dbd_port/g" -e "s/@JOBCOMP_TOPIC@/$topic/g" \
 		"$templates/slurm.conf.in" |
 		if [ "$dbd" = 1 ]; then sed -e '/^@NODBD@/d' -e 's/^@DBD@//'; else sed -e '/^@DBD@/d' -e 's/^@NODBD@//'; fi
@@ -542,7 +567,14 @@ configure() {
 	ensure_key jwt_hs256.key 32
 	slurm_conf "$host" >"$c/etc/slurm/slurm.conf"
 	[ "$dbd" = 0 ] || configure_dbd "$host"
-	install -m 0644 "$templates/gres.conf" "$templates/cgroup.conf" "$c/etc/slurm/"
+	install -m 0644 "$templates/cgroup.conf" "$c/etc/slurm/"
+	{
+		cat "$templates/gres.conf"
+		for n in "${nodes[@]}"; do
+			echo "NodeName=$n Name=gpu File=/var/lib/fakegpu/$n/nvidia[0-7]"
+		done
+	} >"$c/etc/slurm/gres.conf"
+	chmod 0644 "$c/etc/slurm/gres.conf"
 	install -m 0755 "$templates/apptainer" "$c/usr/local/bin/apptainer"
 	# Where Debian's apptainer lives too: found with a job's minimal PATH.
 	ln -sfn /usr/local/bin/apptainer "$c/usr/bin/apptainer"
@@ -688,14 +720,15 @@ api_ping_ok() {
 	rest_get ping 2>/dev/null | jq -e '(.pings | length > 0) and all(.pings[]; .responding == true)' >/dev/null
 }
 
-# Both nodes usable: IDLE, MIXED or ALLOCATED, and neither DOWN, DRAIN nor unreachable.
+# Every node usable: IDLE, MIXED or ALLOCATED, and none DOWN, DRAIN nor unreachable.
 nodes_ok() {
-	rest_get nodes 2>/dev/null | jq -e --arg a "${nodes[0]}" --arg b "${nodes[1]}" '
-		[.nodes[] | select(.name == $a or .name == $b)
+	rest_get nodes 2>/dev/null | jq -e --arg names "${nodes[*]}" '
+		($names | split(" ")) as $want
+		| [.nodes[] | select(.name as $n | $want | index($n))
 			| select(any(.state[]; . == "IDLE" or . == "MIXED" or . == "ALLOCATED"))
 			| select(all(.state[]; . != "DOWN" and . != "DRAIN" and . != "NOT_RESPONDING"
 				and . != "FAIL" and . != "INVALID" and . != "INVALID_REG"))]
-		| length == 2' >/dev/null
+		| length == ($want | length)' >/dev/null
 }
 
 drained_nodes() {
@@ -797,7 +830,7 @@ wait_ready() {
 		sleep 0.5
 	done
 	log_tails
-	die "not ready after ${secs}s: GET $rest_url/slurm/$api/ping must show responding and both nodes usable"
+	die "not ready after ${secs}s: GET $rest_url/slurm/$api/ping must show responding and every node (${nodes[*]}) usable"
 }
 
 # --- one daemon's readiness ------------------------------------------------
@@ -865,10 +898,26 @@ wait_daemon_ready() {
 
 # --- verbs ----------------------------------------------------------------
 
+# A daemon of this cluster runs, and the slurm.conf it was started with is
+# not the one this script writes now.
+config_changed() {
+	local d running=0
+	for d in "${daemons[@]}"; do daemon_pid "$d" >/dev/null && running=1; done
+	[ "$running" = 1 ] && [ -s "$chroot_dir/etc/slurm/slurm.conf" ] || return 1
+	[ -s "$FORGE_STACK_RUN/kafka.env" ] || [ "$dbd" = 0 ] || return 1
+	! cmp -s <(slurm_conf "$(hostname)") "$chroot_dir/etc/slurm/slurm.conf"
+}
+
 # Starts what is down; a daemon that runs (and every job) is left alone.
 up() {
 	prepare
 	mkdir -p "$run"
+	# A cluster started from another slurm.conf (another node set) cannot
+	# take this one's slurmd: it is stopped first, and started as written.
+	if config_changed; then
+		stack_log "slurm: slurm.conf changed (nodes or partitions); restarting the cluster"
+		stop_all
+	fi
 	# Up means the daemons and the API; node states are the tests' business.
 	if all_daemons_up && api_ping_ok; then
 		ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash

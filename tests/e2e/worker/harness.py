@@ -74,9 +74,40 @@ def wait_until(what, predicate, timeout, step=0.2):
         time.sleep(step)
 
 
+# The daemons of the stack that only some scenarios use, by the resource
+# they make up (conftest.py: @pytest.mark.uses): the `faults` partition's
+# nodes (tests/e2e/slurm/slurm.conf.in), which the node-fault scenarios
+# kill while others run beside them. Every other daemon is shared.
+OWN_DAEMONS = {"slurmd-h200-f": "fault-nodes", "slurmd-a100-f": "fault-nodes"}
+# A worker's environment that submits to the `faults` partition.
+FAULT_NODES_ENV = {"FORGE_SLURM_PARTITION": "faults"}
+# What the running scenario may stop, kill or deny: its
+# @pytest.mark.disrupts (conftest.py fills it for each scenario).
+ALLOWED_FAULTS = set()
+
+
+def check_disrupts(what, verb="disrupts"):
+    """Fails loudly, before any harm, when the running scenario would stop,
+    kill or deny `what` without saying so, or while others run beside it
+    (scripts/e2e sets FORGE_E2E_SIDE_BY_SIDE for those) on something they
+    share."""
+    if what not in ALLOWED_FAULTS:
+        raise AssertionError(
+            f"this scenario {verb} {what} but is not marked "
+            f"@pytest.mark.disrupts({what!r}) (docs/DEVELOPING.md, "
+            f"\"Adding a scenario\")")
+    if what not in OWN_DAEMONS and os.environ.get("FORGE_E2E_SIDE_BY_SIDE") == "1":
+        raise AssertionError(
+            f"this scenario {verb} {what}, which the scenarios beside it "
+            f"share, in a side-by-side group: scripts/e2e runs the "
+            f"scenarios that disrupt shared things alone")
+
+
 def stack_verb(verb, daemon):
     """tests/e2e/stack VERB DAEMON (stop, start, restart, fail); it returns
-    once the daemon is ready (start) or gone (stop, fail)."""
+    once the daemon is ready (start) or gone (stop, fail). Only from a
+    scenario marked @pytest.mark.disrupts(DAEMON) (check_disrupts)."""
+    check_disrupts(daemon, verb)
     r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
@@ -141,6 +172,9 @@ def acl_lines(role=None):
 # scenario: Slurm's jobcomp/kafka writes the records of every job to
 # forge.jobcomp, whichever scenario's worker submitted it.
 SHARED_ACL_VARS = ("FORGE_KAFKA_JOBCOMP_TOPIC",)
+# The ${VAR}s of acls.tsv that name a scenario's own topics or group: a line
+# naming none of them is every worker's (check_disrupts "kafka-acls").
+SCENARIO_ACL_VARS = ("${FORGE_KAFKA_TOPIC_", "${FORGE_KAFKA_GROUP_ID}")
 
 
 def acl_values(topics=None, group=None):
@@ -287,6 +321,9 @@ class Stack:
         """Deletes exactly the ACLs of these acls.tsv lines (a line: one
         ACL) for these topics and group; grant(topics, group, lines) puts
         them back."""
+        for line in lines:
+            if not any(v in line.name for v in SCENARIO_ACL_VARS):
+                check_disrupts("kafka-acls", f"revokes {line} (every worker's)")
         filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type,
                                     b.principal, b.host, b.operation,
                                     b.permission_type)
@@ -387,6 +424,15 @@ def delete_topic_names(stack, names, wait_s=60):
             future.result(wait_s)
         except Exception:  # noqa: BLE001 - gone already, or the next run's
             pass
+
+
+def delete_leftover_topics(stack):
+    """Every scenario topic (E2E_PREFIX) an earlier run left behind: only
+    while no scenario runs (a session of its own, or scripts/e2e before its
+    groups start)."""
+    left = [t for t in stack.admin().list_topics(timeout=30).topics
+            if t.startswith(E2E_PREFIX)]
+    delete_topic_names(stack, left, wait_s=120)
 
 
 class Topics:

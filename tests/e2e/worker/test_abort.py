@@ -16,6 +16,9 @@ import pytest
 from harness import (PARTITIONS, StatusReader, Topics, Worker,
                      assert_contiguous, launch, unique_id)
 
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
+
 
 def test_read_committed_reader_sees_no_aborted_event(stack, slurm, logdir):
     topics = Topics(stack, "abort")
@@ -66,7 +69,7 @@ def test_each_aborted_transaction_of_a_launch_is_redone_once(stack, slurm,
         worker.wait_ready()
         lid = unique_id("abort-" + state.lower())
         topics.send(lid, launch(lid, ["/bin/sh", "-c", "sleep 4"]))
-        # Well inside MinJobAge (60 s): an answer from the job's end, not
+        # Well inside MinJobAge (30 s): an answer from the job's end, not
         # from its disappearance.
         done = committed.wait_terminal(lid, timeout=60)
         assert worker.logged(f"aborting the transaction carrying a {state}")

@@ -194,6 +194,7 @@ def send_batch(topics, tag):
     return want
 
 
+@pytest.mark.disrupts("slurmdbd")
 def test_jobs_that_ended_while_no_worker_ran_end_as_accounting_says(
         stack, slurm, logdir):
     """Two deployments (own topics and group): each has its launches RUNNING,

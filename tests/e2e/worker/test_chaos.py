@@ -30,8 +30,10 @@ found. CI runs the short mode (about 220 launches in all, a few minutes);
 FORGE_CHAOS_LONG=1 runs more launches and more faults per scenario plus the
 combined one (about 15 minutes). FORGE_CHAOS_SEED repeats a run's choices.
 
-These scenarios stop and restart the shared stack's daemons: on a machine
-where other e2e runs share the stack, run them under the exclusive lock
+The kill9 and aborts scenarios run beside other scenarios (scripts/e2e);
+the others stop and restart the shared stack's daemons
+(@pytest.mark.disrupts): scripts/e2e runs them alone. On a machine where
+other e2e runs share the stack, run those under the exclusive lock
 (flock -x /tmp/forge-e2e.lock ...).
 """
 
@@ -171,13 +173,14 @@ def test_kill9_workers(stack, slurm, logdir):
 # machines): the workers keep their partitions and watch their jobs through
 # it. With the 6 s session the other scenarios use, every partition is lost
 # at once, nobody watches a job that ends meanwhile, and slurmctld forgets it
-# after MinJobAge (60 s here): such a launch ends as accounting has it, or
+# after MinJobAge (30 s here): such a launch ends as accounting has it, or
 # LOST where there is none (docs/OPERATING.md, Polling). A site sizes its
 # session the same way.
 BROKER_SESSION = {"FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "120000",
                   "FORGE_KAFKA_PROP_MAX_POLL_INTERVAL_MS": "120000"}
 
 
+@pytest.mark.disrupts("kafka")
 def test_broker_restart(stack, slurm, logdir):
     kafka = (lambda fleet, faults: restart_daemon(fleet, faults, "kafka"))
     steps = [(0.2, kafka), (0.6, kafka)] if LONG else [(0.3, kafka)]
@@ -185,12 +188,14 @@ def test_broker_restart(stack, slurm, logdir):
         extra_env=lambda span: BROKER_SESSION)
 
 
+@pytest.mark.disrupts("slurmctld")
 def test_slurmctld_stopped_20s(stack, slurm, logdir):
     steps = ([(0.15, stop_slurmctld_20s), (0.6, stop_slurmctld_20s)] if LONG
              else [(0.2, stop_slurmctld_20s)])
     run("slurmctld", stack, slurm, logdir, timeline(*steps))
 
 
+@pytest.mark.disrupts("slurmrestd")
 def test_slurmrestd_restart(stack, slurm, logdir):
     rest = (lambda fleet, faults: restart_daemon(fleet, faults, "slurmrestd"))
     steps = ([(f / 10, rest) for f in range(1, 10, 2)] if LONG
@@ -208,6 +213,7 @@ def test_random_aborts(stack, slurm, logdir):
 
 
 @pytest.mark.skipif(not LONG, reason="long mode only (FORGE_CHAOS_LONG=1)")
+@pytest.mark.disrupts("kafka", "slurmctld", "slurmrestd")
 def test_combined(stack, slurm, logdir):
     stack_faults = timeline(
         (0.2, lambda fleet, faults: restart_daemon(fleet, faults, "kafka")),
@@ -228,6 +234,7 @@ def test_combined(stack, slurm, logdir):
     run("combined", stack, slurm, logdir, faults_during, aborts_until(20))
 
 
+@pytest.mark.disrupts("kafka")
 def test_worker_started_while_the_broker_is_down(stack, slurm, logdir):
     """A worker (re)started while the broker restarts waits for it: before,
     its first init_transactions gave up after 60 s and it exited 78, the
@@ -275,10 +282,11 @@ def slurm_knows(stack, launch_id):
     return any(j.get("comment") == tag for j in jobs)
 
 
+@pytest.mark.disrupts("kafka")
 def test_a_broker_outage_longer_than_slurm_remembers_an_end(stack, slurm,
                                                             logdir):
     """The broker is away for longer than slurmctld keeps an ended job
-    (MinJobAge, 60 s in the stack) and than the transaction may stay open
+    (MinJobAge, 30 s in the stack) and than the transaction may stay open
     (transaction.timeout.ms, 20 s here), but within the group's session
     (300 s here: the worker keeps its partitions): the job ends meanwhile.
     The worker must live through it (its commit gives up, the producer that

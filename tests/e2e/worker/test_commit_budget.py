@@ -27,8 +27,13 @@ and the launch completes exactly once.
 import re
 from datetime import datetime
 
+import pytest
+
 from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
                      unique_id)
+
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
 
 MAX_POLL_MS = 20000
 

@@ -47,6 +47,7 @@ def named(line, values, worker_id):
     return f"{line.operation} on {KINDS[line.resource]} {name}"
 
 
+@pytest.mark.disrupts("kafka-acls")
 def test_each_missing_acl_stops_the_start_naming_it(secured, slurm, logdir):
     stack = secured
     topics = Topics(stack, "acl")

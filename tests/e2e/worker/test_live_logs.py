@@ -28,6 +28,9 @@ import pytest
 from harness import (StatusReader, Topics, Worker, launch, unique_id,
                      wait_until)
 
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
+
 LINES = 24
 BUDGET = 262144
 CHUNK = 65536

@@ -36,6 +36,9 @@ import pytest
 from harness import (TERMINAL, StatusReader, Topics, Worker, het_launch,
                      launch, unique_id, wait_until)
 
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
+
 ROUNDS = 2
 PER_ROUND = int(os.environ.get("FORGE_MUTATIONS_PER_ROUND", "260"))
 SEED = int(os.environ.get("FORGE_MUTATION_SEED", "11"))

@@ -14,6 +14,9 @@ import pytest
 from harness import (assert_contiguous, cancel, het_launch, launch, one_worker,
                      unique_id, wait_until)
 
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
+
 
 @pytest.fixture(scope="module")
 def one(stack, logdir):

@@ -18,8 +18,9 @@ listeners on FORGE_HTTP_LISTEN take launches while both are scraped.
 - systemd's notifications (a datagram socket bound here as NOTIFY_SOCKET):
   READY=1 once, WATCHDOG=1 from the loop, STOPPING=1 on SIGTERM.
 
-It stops a daemon of the shared stack: where other runs share it, run this
-file alone (flock -x /tmp/forge-e2e.lock ...), as the chaos scenarios.
+It stops a daemon of the shared stack (@pytest.mark.disrupts): scripts/e2e
+runs it alone; where other runs share the stack, run this file under the
+exclusive lock (flock -x /tmp/forge-e2e.lock ...), as the chaos scenarios.
 """
 
 import os
@@ -30,6 +31,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+
+import pytest
 
 from harness import (TOP, StatusReader, Topics, Worker, free_port, http_get,
                      launch, stack_verb, unique_id, wait_until)
@@ -142,6 +145,7 @@ def owning_ready(port):
     return status == 200 and '"owned": 0,' not in body
 
 
+@pytest.mark.disrupts("slurmrestd")
 def test_probes_metrics_and_notifications_of_two_workers(stack, slurm, logdir):
     topics = Topics(stack, "ops")
     reader = StatusReader(stack, topics.status)

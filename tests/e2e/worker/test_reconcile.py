@@ -122,6 +122,7 @@ def scenario(stack, logdir):
     shutil.rmtree(storage["FORGE_STORAGE_ROOT"], ignore_errors=True)
 
 
+@pytest.mark.sanitized
 def test_usage_and_configuration_errors_are_json(stack):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
     rc, _, err = reconcile(dict(env, **stack.env), "--bogus")
@@ -215,6 +216,7 @@ def test_state_topic_lost_with_live_launches(scenario, slurm, logdir):
         assert w.terminate() == 0
 
 
+@pytest.mark.sanitized
 def test_record_behind_slurm_and_an_ended_launchs_job_back(scenario, slurm,
                                                            logdir):
     """Records left live while their jobs ended (the workers were down):

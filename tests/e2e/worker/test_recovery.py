@@ -27,6 +27,9 @@ from confluent_kafka.admin import AdminClient
 from harness import (PARTITIONS, TOP, StatusReader, Topics, Worker, cancel,
                      launch, unique_id, wait_until)
 
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
+
 BINARY = os.environ.get("FORGE_WORKER_BIN",
                         os.path.join(TOP, "build", "forge-worker"))
 

@@ -15,6 +15,11 @@ checkpoint signal (USR1): with PreemptParameters=send_user_signal its
 first run gets it when the preemption begins, before the requeue. And (c)
 by a node failure: the node's slurmd and the job's processes killed at
 once, the job requeued by slurmctld, run again once the node is back.
+
+Its launches run in the `faults` partition (h200-f and a100-f, with
+`preempt` and `urgent` on them): one h200 node that only this file and
+test_retry.py use, one at a time (@pytest.mark.uses), while the other
+scenarios run beside them on the shared nodes.
 """
 
 import hashlib
@@ -24,16 +29,19 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, launch, one_worker,
-                     stack_verb, unique_id, wait_until)
+from harness import (FAULT_NODES_ENV, StatusReader, Topics, Worker, launch,
+                     one_worker, stack_verb, unique_id, wait_until)
 from held_jobs import slurm_call
 
 TICKS = 12  # the command's seconds: its second run must finish them
+pytestmark = pytest.mark.uses("fault-nodes")
 
 
 @pytest.fixture(scope="module")
 def requeue(stack, logdir):
-    with one_worker(stack, logdir, "requeue", {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "60"}) as setup:
+    with one_worker(stack, logdir, "requeue",
+                    {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "60",
+                     **FAULT_NODES_ENV}) as setup:
         yield setup
 
 
@@ -176,6 +184,7 @@ def test_scontrol_requeue_runs_again_with_its_credentials(stack, slurm,
     check_requeued(stack, slurm, requeue, lid, values, t0)
 
 
+@pytest.mark.disrupts("slurmd-h200-f")
 def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
     """The launch's node dies while it runs (tests/e2e/stack fail: its
     slurmd, slurmstepd and the job's processes KILLed at once, a power
@@ -183,19 +192,19 @@ def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
     requeues the job (JobRequeue=1); the platform sees PENDING (requeued),
     the worker stages the restart's credentials, and once the node is back
     the same job runs again from the start and SUCCEEDS. The launch needs
-    an h200, which only that node has: it waits for it."""
+    an h200, which only that node has in its partition: it waits for it."""
     topics, _, status, _ = requeue
     t0 = time.time()
     lid, values = send_launch(topics, None)
     running_job(status, lid)
     time.sleep(3)
     try:
-        stack_verb("fail", "slurmd-h200-1")
+        stack_verb("fail", "slurmd-h200-f")
         wait_until(f"{lid} requeued after its node failed",
                    lambda: any(e["data"].get("reason") == "requeued"
                                for e in status.of(lid)), 90)
     finally:
-        stack_verb("start", "slurmd-h200-1")
+        stack_verb("start", "slurmd-h200-f")
     check_requeued(stack, slurm, requeue, lid, values, t0)
 
 
@@ -210,7 +219,8 @@ def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
     group = unique_id("g")
     crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
                       {"FORGE_TEST_CRASH_POINT": "restage.before",
-                       "FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+                       "FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90",
+                       **FAULT_NODES_ENV})
     status = StatusReader(stack, topics.status)
     logs = StatusReader(stack, topics.logs)
     try:
@@ -220,7 +230,8 @@ def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
         scontrol_requeue(stack, running_job(status, lid))
         assert crashing.wait_exit(60) == -9, crashing.tail()
         heir = Worker(stack, topics, unique_id("wb"), group, logdir,
-                      {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90"})
+                      {"FORGE_REQUEUE_CREDENTIALS_WAIT_S": "90",
+                       **FAULT_NODES_ENV})
         check_requeued(stack, slurm, (topics, heir, status, logs), lid, values,
                        t0, timeout=120, pending_unseen_ok=True)
         assert heir.terminate() == 0, heir.tail()

@@ -18,8 +18,13 @@ must stay paused meanwhile, so no request they hold is skipped.
 
 import re
 
+import pytest
+
 from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
                      unique_id)
+
+# The ASan+UBSan build (scripts/e2e): a leak or a sanitizer report fails it.
+pytestmark = pytest.mark.sanitized
 
 MAX_POLL_MS = 20000
 LAUNCHES = 12

@@ -22,6 +22,10 @@ retrying, `try`, `retry`) in place of the end.
       before the next try's POST (test point retry.before): the heir
       submits try 2 exactly once (its tag finds nothing), SUCCEEDED, one
       terminal event, the archive holding both tries' output.
+
+Its launches run in the `faults` partition (h200-f and a100-f): the nodes
+that only this file and test_requeue.py use, one at a time
+(@pytest.mark.uses), while the other scenarios run beside them.
 """
 
 import json
@@ -31,11 +35,14 @@ import time
 
 import pytest
 
-from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
-                     one_worker, stack_verb, unique_id, wait_until)
+from harness import (FAULT_NODES_ENV, StatusReader, Topics, Worker,
+                     assert_contiguous, launch, one_worker, stack_verb,
+                     unique_id, wait_until)
 
-# A series either node has (the stack's catalogue pins h200 and a100 to one
-# node each): a retry that excludes the failed node can run on the other.
+pytestmark = pytest.mark.uses("fault-nodes")
+FAULT_NODES = ("h200-f", "a100-f")
+# A series either node has (the `faults` partition has one node of each of
+# h200 and a100): a retry that excludes the failed node can run on the other.
 SERIES = {"series": {
     "h200": {"slurm_constraint": "h200", "gpus_per_node": 8},
     "a100": {"slurm_constraint": "a100", "gpus_per_node": 8},
@@ -52,7 +59,8 @@ def retries(stack, logdir):
     with open(series, "w") as f:
         json.dump(SERIES, f)
     with one_worker(stack, logdir, "retry",
-                    {"FORGE_GPU_SERIES_FILE": series}) as setup:
+                    {"FORGE_GPU_SERIES_FILE": series,
+                     **FAULT_NODES_ENV}) as setup:
         yield setup
 
 
@@ -133,6 +141,7 @@ def check_exhausted(slurm, status, lid, t0):
                for s in states), jobs
 
 
+@pytest.mark.disrupts(*(f"slurmd-{n}" for n in FAULT_NODES))
 def test_node_failure_retries_a_launch_and_ends_one_without_tries(
         stack, slurm, retries):
     topics, worker, status, logs = retries
@@ -141,7 +150,7 @@ def test_node_failure_retries_a_launch_and_ends_one_without_tries(
              {"max_tries": 2, "on": ["node_fail"], "backoff_s": 2,
               "exclude_failed_nodes": True})
     node = node_of(status.wait_state(a, "RUNNING", timeout=90))
-    assert node in ("h200-1", "a100-1"), node
+    assert node in FAULT_NODES, node
     # B on the same node (its series is that node's only): no try left
     b = send(topics, 'echo "b runs"; sleep 240', node.split("-")[0],
              {"max_tries": 1, "on": ["node_fail"],
@@ -181,7 +190,8 @@ def test_kill_9_between_a_retry_and_its_post(stack, slurm, logdir):
     topics = Topics(stack, "retry-crash")
     group = unique_id("g")
     crashing = Worker(stack, topics, unique_id("wa"), group, logdir,
-                      {"FORGE_TEST_CRASH_POINT": "retry.before"})
+                      {"FORGE_TEST_CRASH_POINT": "retry.before",
+                       **FAULT_NODES_ENV})
     status = StatusReader(stack, topics.status)
     logs = StatusReader(stack, topics.logs)
     try:
@@ -201,7 +211,8 @@ def test_kill_9_between_a_retry_and_its_post(stack, slurm, logdir):
                    30)  # the reader's lag
         assert len(slurm.leaders(lid)) == 1, slurm.tries(lid)
 
-        heir = Worker(stack, topics, unique_id("wb"), group, logdir)
+        heir = Worker(stack, topics, unique_id("wb"), group, logdir,
+                      FAULT_NODES_ENV)
         end = status.wait_terminal(lid, timeout=120)
         events = status.of(lid)
         print(f"{lid}: {seen(events, t0)}; Slurm jobs {slurm.tries(lid)}")

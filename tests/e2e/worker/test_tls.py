@@ -38,8 +38,10 @@ import socket
 import ssl
 import subprocess
 
-from harness import (STACK, TOP, StatusReader, Topics, Worker, command_env,
-                     launch, own_storage, unique_id, wait_until)
+import pytest
+
+from harness import (STACK, TOP, StatusReader, Topics, Worker, check_disrupts,
+                     command_env, launch, own_storage, unique_id, wait_until)
 
 BINARY = os.environ.get("FORGE_WORKER_BIN",
                         os.path.join(TOP, "build", "forge-worker"))
@@ -88,6 +90,9 @@ def served_pem(stack):
 
 
 def rotate(*args):
+    """The front's certificate replaced: every worker of the stack talks
+    through it (@pytest.mark.disrupts("tls-front"))."""
+    check_disrupts("tls-front", "rotates the certificate of")
     r = subprocess.run(["bash", FRONT, "rotate", *args], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -148,6 +153,7 @@ def test_submit_wait_over_https(stack, tmp_path):
     assert states[-1] == "SUCCEEDED", states
 
 
+@pytest.mark.disrupts("tls-front")
 def test_rotation_while_a_worker_runs(stack, logdir, tmp_path):
     ca = str(tmp_path / "ca.pem")  # the worker's CA file, changed in place
     shutil.copyfile(stack.env["FORGE_SLURM_TLS_CA_FILE"], ca)

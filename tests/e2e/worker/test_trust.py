@@ -13,7 +13,9 @@ batch scripts Slurm stores.
 
 The attacker runs as the storage root's owner (the stack's `forge`, uid
 2001, team-a), the worst case of a real site: it may rename `staging` and
-`artifacts` away and put its own folders or links in their place.
+`artifacts` away and put its own folders or links in their place. So the
+scenario has a storage root of its own (harness.own_storage): what its
+attacks rename and plant never reaches the scenarios running beside it.
 """
 
 import hashlib
@@ -26,9 +28,15 @@ import uuid
 
 import pytest
 
-from harness import (launch, one_worker, unique_id, wait_until)
+from harness import (launch, one_worker, own_storage, unique_id, wait_until)
 
-CLUSTER_STORAGE = "/shared/forge"  # FORGE_SLURM_STORAGE_ROOT of the stack
+# The scenario's storage root (fleet): FORGE_STORAGE_ROOT, the worker's
+# path, and FORGE_SLURM_STORAGE_ROOT, the same folder as the jobs see it.
+ROOT = {}
+
+
+def cluster_storage():
+    return ROOT["FORGE_SLURM_STORAGE_ROOT"]
 
 
 def snapshot(path):
@@ -66,17 +74,21 @@ def target():
 @pytest.fixture(scope="module")
 def fleet(stack, logdir):
     """One worker with the stack's tenants: team-a (forge, 2001, the
-    default) and team-b (forge2, 2003); it submits as SlurmUser for them."""
+    default) and team-b (forge2, 2003); it submits as SlurmUser for them,
+    in a storage root of the scenario's own."""
+    ROOT.update(own_storage(stack, unique_id("trust")))
     env = {"FORGE_SLURM_REST_USER": "slurm",
            "FORGE_SLURM_JWT_FILE": stack.env["FORGE_STACK_SLURM_PROXY_JWT_FILE"],
-           "FORGE_TENANTS_FILE": stack.env["FORGE_STACK_TENANTS_FILE"]}
+           "FORGE_TENANTS_FILE": stack.env["FORGE_STACK_TENANTS_FILE"],
+           **ROOT}
     with one_worker(stack, logdir, "trust", env,
                     before_stop=lambda: repair_storage(stack)) as setup:
         yield setup
 
 
 def storage(stack, *parts):
-    return os.path.join(stack.env["FORGE_STORAGE_ROOT"], *parts)
+    """A path in the scenario's storage root, as the worker sees it."""
+    return os.path.join(ROOT["FORGE_STORAGE_ROOT"], *parts)
 
 
 def repair_storage(stack):
@@ -127,7 +139,7 @@ def assert_alive(worker):
 def swap_area(area):
     """sh: move `area` away (the attacker owns the storage root) and put a
     folder of the attacker's in its place."""
-    s = CLUSTER_STORAGE
+    s = cluster_storage()
     return (f'mv {s}/{area} {s}/{area}.moved-$$ 2>/dev/null; '
             f'mkdir -p {s}/{area}; ')
 
@@ -135,15 +147,15 @@ def swap_area(area):
 PLANTS = {
     # staging/<victim>/1 -> the root-only folder: was chowned, written into
     "staging-attempt": lambda v, t: swap_area("staging") +
-    f"mkdir -p {CLUSTER_STORAGE}/staging/{v} && "
-    f"ln -s {t} {CLUSTER_STORAGE}/staging/{v}/1",
+    f"mkdir -p {cluster_storage()}/staging/{v} && "
+    f"ln -s {t} {cluster_storage()}/staging/{v}/1",
     # staging/<victim> -> the folder: link in a middle component
     "staging-launch": lambda v, t: swap_area("staging") +
-    f"ln -s {t} {CLUSTER_STORAGE}/staging/{v}",
+    f"ln -s {t} {cluster_storage()}/staging/{v}",
     # staging itself -> a folder holding <victim>/1 -> the target
     "staging-root": lambda v, t:
-    f"mv {CLUSTER_STORAGE}/staging {CLUSTER_STORAGE}/staging.moved-$$; "
-    f"ln -s {t} {CLUSTER_STORAGE}/staging",
+    f"mv {cluster_storage()}/staging {cluster_storage()}/staging.moved-$$; "
+    f"ln -s {t} {cluster_storage()}/staging",
 }
 
 
@@ -174,7 +186,7 @@ def test_link_planted_while_the_victim_runs(stack, fleet, target):
                                gpus=0))
     status.wait_state(victim, "RUNNING", timeout=60)
     run_attacker(fleet, swap_area("staging") +
-                 f"ln -s {target} {CLUSTER_STORAGE}/staging/{victim}")
+                 f"ln -s {target} {cluster_storage()}/staging/{victim}")
     end = status.wait_terminal(victim, timeout=120)
     assert end["data"]["state"] == "SUCCEEDED", end
     event = wait_until(f"{victim}'s logs event", lambda: logs.of(victim), 120)[0]
@@ -190,7 +202,7 @@ def test_planted_artifacts_link_is_never_followed(stack, fleet, target):
     topics, worker, status, logs = fleet
     victim = unique_id("victim")
     run_attacker(fleet, swap_area("artifacts") +
-                 f"ln -s {target} {CLUSTER_STORAGE}/artifacts/{victim}")
+                 f"ln -s {target} {cluster_storage()}/artifacts/{victim}")
     topics.send(victim, launch(victim, ["/bin/sh", "-c", "echo v"], gpus=0))
     assert status.wait_terminal(victim)["data"]["state"] == "SUCCEEDED"
     event = wait_until(f"{victim}'s logs event", lambda: logs.of(victim), 120)[0]
@@ -278,7 +290,7 @@ def test_other_tenant_cannot_read_staging(stack, fleet):
     status.wait_state(a, "RUNNING", timeout=60)
     st = os.stat(storage(stack, "staging", a, "1"))
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (2003, 2003, 0o700)
-    d = f"{CLUSTER_STORAGE}/staging/{a}/1"
+    d = f"{cluster_storage()}/staging/{a}/1"
     log = run_attacker(fleet, f"""
 for f in {d}/credentials {d}/job.sh {d}/main.out; do
   if cat "$f" >/dev/null 2>&1; then echo "READ $f"; else echo "DENIED $f"; fi
@@ -309,7 +321,7 @@ def test_one_shared_user_sees_what_the_readme_says(stack, fleet):
                      "token": f"tok-{mark}"}
     topics.send(a, req)
     status.wait_state(a, "RUNNING", timeout=60)
-    d = f"{CLUSTER_STORAGE}/staging/{a}/1"
+    d = f"{cluster_storage()}/staging/{a}/1"
     log = run_attacker(fleet, f"""
 for f in credentials job.sh main.out; do
   if [ ! -e {d}/$f ]; then echo "MISSING $f"
