@@ -203,9 +203,9 @@ def read_junit(group):
             res["skipped"] += 1
         else:
             res["passed"] += 1
-    res["complete"] = res["rc"] in (0, 1) and not (
-        res["rc"] == 0 and res["failed"])
-    if res["rc"] not in (0, 1) and not res["failed"]:
+    # pytest ran to its end: 0 (all passed) or 1 (some failed)
+    res["complete"] = res["rc"] in (0, 1)
+    if not res["complete"] and not res["failed"]:
         res["failed"] = 1  # pytest itself failed (an internal error, a kill)
     return res
 
