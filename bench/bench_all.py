@@ -35,11 +35,16 @@ speed (a target missed is said in the table).
                against live logs off and the bytes the launches printed;
                poll-tick lateness, CPU and RSS while 100 launches print as
                fast as they can, against live logs off
+  container    bench_container.py: starting a task in its container
+               (apptainer exec --cleanenv of the stack's python image),
+               warm and with the image's pages dropped from the page
+               cache, against a bare exec of the same /bin/true in the
+               same cluster root, per task
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
       [--restore-sizes 1000,10000,100000] [--poll-sizes 1000,10000,100000]
-      [--skip submits,render,archive,restore,poll,live] [--merge]
+      [--skip submits,render,archive,restore,poll,live,container] [--merge]
 
 --merge keeps the rows of the benchmarks skipped: this run's rows and
 notes go into the existing --out (merge_into says how), with a paragraph
@@ -491,8 +496,35 @@ def live(args):
     return rows, ". ".join(notes)
 
 
+def container(args):
+    out = run([sys.executable, os.path.join(HERE, "bench_container.py"),
+               "--rounds", str(args.rounds * 7)])
+    r = json.loads(out.strip().splitlines()[-1])
+    rows = []
+    for kind, what in (("warm", "warm (its pages cached)"),
+                       ("cold", "cold (its pages dropped first)")):
+        c = statistics.median(r[kind]["container"]) * 1000
+        b = statistics.median(r[kind]["bare"]) * 1000
+        rows.append((f"a task's start in its container, {what}: apptainer "
+                     f"exec --cleanenv of {r['image']} "
+                     f"({r['bytes'] / (1 << 20):.0f} MiB), /bin/true, median",
+                     f"{c:.0f} ms", f"a bare exec of /bin/true in the same "
+                     f"root: {b:.1f} ms", c / b, "-"))
+    note = (f"container starts: {len(r['warm']['container'])} of each, in "
+            "the stack's cluster root entered as its jobs are (pivot_root, "
+            "the job user: tests/e2e/stack.d/slurm.sh as-job), timed by "
+            "bash's EPOCHREALTIME around each exec; cold: "
+            "posix_fadvise(DONTNEED) on the image file before each start. "
+            "Max warm "
+            f"{max(r['warm']['container']) * 1000:.0f} ms, max cold "
+            f"{max(r['cold']['container']) * 1000:.0f} ms: a task pays "
+            "this once, at its start")
+    return rows, note
+
+
 BENCHES = {"submits": submits, "render": render, "archive": archive,
-           "restore": restore, "poll": poll, "live": live}
+           "restore": restore, "poll": poll, "live": live,
+           "container": container}
 UNLOCKED = {"poll"}  # takes the lock itself, exclusively
 
 

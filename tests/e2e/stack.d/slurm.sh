@@ -10,8 +10,20 @@
 # (Debian's, 127.0.0.1:16823), and jobcomp/kafka, which sends a start and an
 # end record of every job to the stack's Kafka (topic forge.jobcomp, as the
 # principal slurm-jobcomp over SASL_SSL: kafka.env names them, so kafka.sh up
-# comes first). Only `apptainer` is fake (tests/e2e/slurm/apptainer):
-# containers cannot run in this sandbox.
+# comes first). Jobs run in real containers: Debian sid's apptainer (with
+# squashfuse, fuse3 and its optional fuse2fs and gocryptfs; the trixie cluster takes sid's, and sid's libc with
+# it, since trixie ships none) starts each task in a SIF image that the
+# stack builds from local material (images.sh). For that the daemons enter
+# the chroot with pivot_root in a mount namespace of their own, not chroot
+# (apptainer refuses a "weak chrooted environment"), and /dev/fuse is made
+# usable by the job users (0666, as Debian ships it). Still not real, and
+# why: the GPUs (character devices with NVIDIA's major and no driver behind
+# them: there is no GPU here; apptainer's --nv finds no driver files and
+# says so), cgroups (CgroupPlugin=disabled: this sandbox offers no cgroup
+# delegation), and Enroot+Pyxis (no registry here carries them: the render
+# tests cover that profile). Jobs never run as root (apptainer cannot here:
+# the sandbox's capability bounding set lacks one it asks for; sites run
+# jobs as tenant users anyway).
 #
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
 #   slurm.sh up        mount, configure, start the daemons that are down (the
@@ -26,6 +38,9 @@
 #   slurm.sh restart DAEMON  stop, then start
 #   slurm.sh fail slurmd-NODE  the node dies: KILL its slurmd, its slurmstepd
 #                      and their jobs at once (start brings it back)
+#   slurm.sh as-job CMD...   CMD in the cluster's root as a job's task sees
+#                      it (pivot_root, the job user, a clean environment):
+#                      what scripts/bench times containers with
 #
 # DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd or slurmd-NODE (NODE one
 # of the nodes above; sid starts them in this order: slurmctld registers with
@@ -76,6 +91,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$here/common.sh"
 templates=$(cd "$here/../slurm" && pwd)
+# shellcheck source-path=SCRIPTDIR source=images.sh
+. "$here/images.sh"
 
 suite=${FORGE_STACK_SLURM_SUITE:-sid}
 packages=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin
@@ -98,9 +115,13 @@ sid)
 	# build about 25 s longer; nothing here uses them).
 	dbd=1 dbd_port=16819 db_port=16823
 	packages+=,slurmdbd,mariadb-server-core,mariadb-client-core,slurm-wlm-kafka-plugin
+	# apptainer, what it mounts images with, and the optional tools it
+	# looks for at every start (without them each task's stderr begins
+	# with "INFO: fuse2fs not found", "gocryptfs not found").
+	packages+=,apptainer,squashfuse,fuse3,fuse2fs,gocryptfs
 	# Bump when the chroot's recipe changes: a cached chroot of another
-	# recipe is rebuilt. 2: slurmdbd, MariaDB and jobcomp/kafka.
-	recipe=2
+	# recipe is rebuilt. 2: slurmdbd, MariaDB and jobcomp/kafka. 3: apptainer.
+	recipe=3
 	;;
 trixie)
 	# 24.11's slurmrestd dies at start without accounting storage unless
@@ -117,7 +138,8 @@ trixie)
 	# No slurmdbd, no jobcomp/kafka (trixie ships no slurm-wlm-kafka-plugin):
 	# slurmctld alone knows the jobs, until MinJobAge.
 	dbd=0 dbd_port='' db_port=''
-	recipe=1
+	# 3: sid's apptainer (prepare's runtime_from_sid).
+	recipe=3
 	;;
 *)
 	echo "FORGE_STACK_SLURM_SUITE=$suite: only sid or trixie" >&2
@@ -233,6 +255,24 @@ remove_tree() {
 
 # --- prepare --------------------------------------------------------------
 
+# Trixie ships no apptainer: sid's, with what it needs from sid (its libc
+# among them, which trixie's Slurm 24.11 runs on), sid pinned below trixie
+# for everything else. /proc and /dev are mounted for the packages' scripts
+# while it runs.
+runtime_from_sid() {
+	local root=$1 log=$2 rc=0
+	sed 's/ trixie / sid /' "$root/etc/apt/sources.list" >"$root/etc/apt/sources.list.d/sid.list"
+	printf 'Package: *\nPin: release n=sid\nPin-Priority: 100\n' >"$root/etc/apt/preferences.d/sid"
+	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	mount -t proc proc "$root/proc"
+	mount --bind /dev "$root/dev"
+	chroot "$root" sh -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends -t sid apptainer squashfuse fuse3 fuse2fs gocryptfs' >>"$log" 2>&1 || rc=$?
+	unmount_path "$root/dev"
+	unmount_path "$root/proc"
+	[ "$rc" = 0 ] || die "installing sid's apptainer into the trixie chroot failed (log: $log)"
+}
+
 prepare() {
 	if [ -f "$marker" ] && grep -qx "recipe=$recipe" "$marker"; then
 		stack_log "slurm: chroot cached: $(grep -E '^(suite|slurm)=' "$marker" | paste -sd' ')"
@@ -259,6 +299,7 @@ prepare() {
 	while read -r m; do
 		[ -n "$m" ] && unmount_path "$m"
 	done < <(mounts_below "$(readlink -f "$tmp")")
+	[ "$suite" != trixie ] || runtime_from_sid "$tmp" "$log"
 	# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 	version=$(chroot "$tmp" dpkg-query -W -f='${Version}' slurmctld)
 	printf 'suite=%s\nslurm=%s\nrecipe=%s\npackages=%s\nbuilt=%s\n' \
@@ -288,14 +329,20 @@ has_comm() {
 	[ "$comm" = "$2" ] || [ "$comm" = "$2-wlm" ]
 }
 
+# The chroot's identity (device:inode): a process entered with pivot_root
+# shows "/" as its root to readlink, so its root is compared by identity.
+chroot_id() { stat -Lc %d:%i "$chroot_dir" 2>/dev/null; }
+
+# Process $1's root is the chroot (identity $2: chroot_id).
+rooted_here() { [ "$(stat -Lc %d:%i "/proc/$1/root/" 2>/dev/null)" = "$2" ]; }
+
 # The pid in $1's pid file, if it is a live $1 process rooted in our chroot.
 daemon_pid() {
-	local name=$1 f="$run/$1.pid" pid root
+	local name=$1 f="$run/$1.pid" pid
 	[ -s "$f" ] || return 1
 	pid=$(cat "$f")
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	root=$(readlink "/proc/$pid/root" 2>/dev/null) || return 1
-	[ "$root" = "$(readlink -f "$chroot_dir")" ] || return 1
+	rooted_here "$pid" "$(chroot_id)" || return 1
 	has_comm "$pid" "$(daemon_comm "$name")" || return 1
 	echo "$pid"
 }
@@ -310,12 +357,14 @@ daemon_alive() {
 	[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
 }
 
-# Every process whose root is our chroot: the daemons, slurmstepd, job steps.
+# Every process whose root is our chroot: the daemons, slurmstepd, job
+# steps (a task inside its container has the image's root: slurmstepd
+# kills it with its job).
 chroot_pids() {
-	local real p
-	real=$(readlink -f "$chroot_dir")
+	local id p
+	id=$(chroot_id) || return 0
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] && echo "${p#/proc/}"
+		rooted_here "${p#/proc/}" "$id" && echo "${p#/proc/}"
 	done
 	return 0
 }
@@ -363,9 +412,21 @@ stop_all() {
 	for d in "${daemons[@]}"; do rm -f "$run/$d.pid"; done
 }
 
-# Start "$@" in the chroot in its own session, logging to $run/$name.log,
-# with none of our descriptors ($! is the daemon's pid: each exec replaces
-# the subshell).
+# "${in_root[@]}" CMD...: runs CMD in the chroot entered with pivot_root,
+# in a mount namespace of its own (the host's mounts below the chroot come
+# along: proc, dev, the cluster and storage folders; later changes to them
+# propagate in, none out): what apptainer needs to start a container in a
+# job step. A command line, not a function, so that env and setsid can run
+# it; no fork: CMD keeps the caller's pid.
+# shellcheck disable=SC2016 # the inner script's own expansions
+in_root=(unshare -m --propagation slave /bin/sh -c
+	'set -e; root=$1; shift; mount --rbind "$root" "$root"; cd "$root"
+	pivot_root . mnt; cd /; umount -l /mnt; exec "$@"'
+	in_root "$(readlink -m "$chroot_dir")")
+
+# Start "$@" in the chroot (in_root) in its own session, logging to
+# $run/$name.log, with none of our descriptors ($! is the daemon's pid:
+# each exec replaces the subshell).
 start_daemon() {
 	local name=$1
 	shift
@@ -381,12 +442,12 @@ start_daemon() {
 # Start one of $daemons by name.
 launch_daemon() {
 	case "$1" in
-	mariadb) start_daemon mariadb chroot "$chroot_dir" mariadbd "--defaults-file=$db_cnf" ;;
-	slurmdbd) start_daemon slurmdbd chroot "$chroot_dir" slurmdbd -D ;;
-	slurmctld) start_daemon slurmctld chroot "$chroot_dir" slurmctld -D ;;
-	slurmd-*) start_daemon "$1" chroot "$chroot_dir" slurmd -D -N "${1#slurmd-}" ;;
+	mariadb) start_daemon mariadb "${in_root[@]}" mariadbd "--defaults-file=$db_cnf" ;;
+	slurmdbd) start_daemon slurmdbd "${in_root[@]}" slurmdbd -D ;;
+	slurmctld) start_daemon slurmctld "${in_root[@]}" slurmctld -D ;;
+	slurmd-*) start_daemon "$1" "${in_root[@]}" slurmd -D -N "${1#slurmd-}" ;;
 	slurmrestd)
-		start_daemon slurmrestd env SLURM_JWT=daemon chroot "$chroot_dir" slurmrestd \
+		start_daemon slurmrestd env SLURM_JWT=daemon "${in_root[@]}" slurmrestd \
 			-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
 			"127.0.0.1:$rest_port"
 		;;
@@ -396,15 +457,15 @@ launch_daemon() {
 # Processes in our chroot that are daemon $1 but not the one its pid file
 # names (a run whose pid files were lost): they would hold its port.
 stray_pids() {
-	local name=$1 comm node='' tracked real p
+	local name=$1 comm node='' tracked id p
 	comm=$(daemon_comm "$name")
 	[ "$comm" != slurmd ] || node=${name#slurmd-}
 	tracked=$(daemon_pid "$name") || tracked=
-	real=$(readlink -f "$chroot_dir")
+	id=$(chroot_id) || return 0
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" != "$tracked" ] || continue
 		has_comm "${p#/proc/}" "$comm" || continue
-		[ "$(readlink "$p/root" 2>/dev/null)" = "$real" ] || continue
+		rooted_here "${p#/proc/}" "$id" || continue
 		if [ -n "$node" ]; then
 			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -N $node " || continue
 		fi
@@ -575,9 +636,6 @@ configure() {
 		done
 	} >"$c/etc/slurm/gres.conf"
 	chmod 0644 "$c/etc/slurm/gres.conf"
-	install -m 0755 "$templates/apptainer" "$c/usr/local/bin/apptainer"
-	# Where Debian's apptainer lives too: found with a job's minimal PATH.
-	ln -sfn /usr/local/bin/apptainer "$c/usr/bin/apptainer"
 	# Fake GPUs: character devices with NVIDIA's major and no driver behind
 	# them (opening one fails with ENXIO). Plain files work as well, but make
 	# slurmd log "is not a valid character or block device" for each.
@@ -590,6 +648,16 @@ configure() {
 		done
 	done
 	in_chroot chown slurm:slurm "$in_chroot_cluster/state"
+}
+
+# apptainer mounts an image through squashfuse as the job's user: /dev/fuse
+# must be open to users (0666, as Debian ships it; some sandboxes make it
+# 0600). The chroot's /dev is the host's.
+fuse_for_users() {
+	[ -c /dev/fuse ] || die "no /dev/fuse: apptainer cannot mount images for the jobs"
+	[ "$(stat -c %a /dev/fuse)" = 666 ] && return 0
+	stack_log "slurm: /dev/fuse was $(stat -c %a /dev/fuse); making it 0666 for the job users"
+	chmod 0666 /dev/fuse
 }
 
 # The storage root belongs to the job user; a default ACL gives the job user
@@ -910,6 +978,15 @@ config_changed() {
 
 # Starts what is down; a daemon that runs (and every job) is left alone.
 up() {
+	# A chroot of an older recipe is in use: its cluster stops, and the
+	# chroot is built again (its state, in the run folder, stays).
+	if [ -f "$marker" ] && ! grep -qx "recipe=$recipe" "$marker" &&
+		[ -n "$(mounts_below "$(readlink -m "$chroot_dir")")" ]; then
+		stack_log "slurm: the chroot's recipe changed; stopping its cluster to rebuild it"
+		mkdir -p "$run"
+		stop_all
+		unmount_all "$(readlink -f "$chroot_dir")"
+	fi
 	prepare
 	mkdir -p "$run"
 	# A cluster started from another slurm.conf (another node set) cannot
@@ -918,6 +995,14 @@ up() {
 		stack_log "slurm: slurm.conf changed (nodes or partitions); restarting the cluster"
 		stop_all
 	fi
+	stack_apt_install acl curl jq openssl
+	mkdir -p "$cluster/state" "$cluster/spool"
+	chmod 0755 "$run" "$cluster"
+	prepare_storage
+	ensure_mounts "$(readlink -f "$chroot_dir")"
+	fuse_for_users
+	images_prepare
+	images_install
 	# Up means the daemons and the API; node states are the tests' business.
 	if all_daemons_up && api_ping_ok; then
 		ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash
@@ -928,11 +1013,6 @@ up() {
 	fi
 	local t0=$SECONDS d lines strays down=()
 	for d in "${daemons[@]}"; do daemon_pid "$d" >/dev/null || down+=("$d"); done
-	mkdir -p "$cluster/state" "$cluster/spool"
-	chmod 0755 "$run" "$cluster"
-	stack_apt_install acl curl jq openssl
-	prepare_storage
-	ensure_mounts "$(readlink -f "$chroot_dir")"
 	configure
 	write_token
 	for d in "${down[@]+"${down[@]}"}"; do
@@ -966,6 +1046,13 @@ up() {
 stop() {
 	mkdir -p "$run"
 	stop_daemon "$1"
+}
+
+# CMD in the cluster's root as the job user, as a task starts there.
+as_job() {
+	[ -f "$marker" ] || die "no chroot: run 'slurm.sh up' first"
+	exec "${in_root[@]}" setpriv --reuid "$job_uid" --regid "$job_uid" --clear-groups \
+		env -i PATH=/usr/bin:/bin HOME="/home/$job_user" LANG=C.UTF-8 "$@"
 }
 
 start() {
@@ -1101,7 +1188,7 @@ status() {
 
 usage() {
 	local IFS='|'
-	echo "usage: $0 prepare|up|down|status | stop|start|restart|fail ${daemons[*]}" >&2
+	echo "usage: $0 prepare|up|down|status | stop|start|restart|fail ${daemons[*]} | as-job CMD..." >&2
 	exit 2
 }
 
@@ -1121,6 +1208,11 @@ stop | start | restart | fail)
 	exec 9>"$FORGE_CACHE_DIR/slurm-$suite.lock"
 	flock 9
 	"$verb" "$2"
+	;;
+as-job)
+	[ $# -ge 2 ] || usage
+	shift
+	as_job "$@"
 	;;
 status) status ;;
 *) usage ;;

@@ -29,9 +29,10 @@ processes through Kafka only, against the real stack (tests/e2e/stack up):
                 duplicates are counted even after a job ended
 
 The requests are built here too (launch(), het_launch(), cancel()), in the
-contract's bare JSON form; the image file they name is created under the
-stack's runtime root (the stack's apptainer is a stand-in that checks the
-image exists and runs the command: this sandbox cannot run containers).
+contract's bare JSON form; the image they name, images/e2e.sif, is the
+stack's python image (a real SIF under its runtime root: every command
+runs inside it, through the cluster's apptainer;
+tests/e2e/stack.d/images.sh).
 """
 
 import contextlib
@@ -73,6 +74,11 @@ def wait_until(what, predicate, timeout, step=0.2):
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(step)
 
+
+# The images of the stack's runtime root (tests/e2e/stack.d/images.sh):
+# e2e.sif, the one launch() names, and demo.sif, the samples', are its
+# python image; shell.sif holds busybox alone.
+IMAGES = ("e2e.sif", "demo.sif", "python.sif", "shell.sif")
 
 # The daemons of the stack that only some scenarios use, by the resource
 # they make up (conftest.py: @pytest.mark.uses): the `faults` partition's
@@ -217,9 +223,11 @@ class Stack:
         self.runtime_root = self.env.get(
             "FORGE_RUNTIME_ROOT",
             os.path.join(self.env["FORGE_STORAGE_ROOT"], "runtimes"))
-        image_dir = os.path.join(self.runtime_root, "images")
-        os.makedirs(image_dir, exist_ok=True)
-        open(os.path.join(image_dir, "e2e.sif"), "a").close()
+        # the images tests/e2e/stack up installs (stack.d/images.sh)
+        self.image_dir = os.path.join(self.runtime_root, "images")
+        for name in IMAGES:
+            path = os.path.join(self.image_dir, name)
+            assert os.path.getsize(path) > 0, f"{path}: tests/e2e/stack up installs it"
         # the URL the workers are given (the TLS front), and slurmrestd's
         # own plain one behind it, for the proxies that inject faults
         self.slurm_url = self.env["FORGE_SLURM_REST_URL"]
@@ -375,7 +383,10 @@ def own_storage(stack, tag):
     host = os.path.join(root, tag)
     images = os.path.join(host, "runtimes", "images")
     os.makedirs(images, exist_ok=True)
-    open(os.path.join(images, "e2e.sif"), "a").close()
+    for name in IMAGES:  # the stack's own, linked
+        with contextlib.suppress(FileExistsError):
+            os.link(os.path.join(stack.image_dir, name),
+                    os.path.join(images, name))
     owner = os.stat(root)  # the job user's, as the stack makes its own
     for path in (host, os.path.join(host, "runtimes")):
         os.chown(path, owner.st_uid, owner.st_gid)

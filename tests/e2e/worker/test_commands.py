@@ -87,10 +87,7 @@ SCENARIO = {"run", "validate", "render", "submit", "ping", "launches",
 
 @pytest.fixture(scope="module")
 def storage(stack):
-    own = own_storage(stack, unique_id("commands"))
-    open(os.path.join(own["FORGE_RUNTIME_ROOT"], "images", "demo.sif"),
-         "a").close()
-    return own
+    return own_storage(stack, unique_id("commands"))
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,7 @@ def send_launch(topics, partition, checkpoint=False):
     # ends, the trap prints at once, and the ticks go on until the requeue's
     # SIGTERM (GraceTime 2 s later)
     trap = "trap 'echo checkpoint signal USR1' USR1; " if checkpoint else ""
-    cmd = (trap +
+    cmd = (trap + 'echo "image $(cat /etc/forge-image)"; '
            'echo "token $(printf %s "$FORGE_INGEST_TOKEN" | sha256sum)"; '
            'echo "secret $(printf %s "$API_KEY" | sha256sum)"; '
            'echo "plain $(printf %s "$PLAIN" | sha256sum)"; '
@@ -125,6 +125,8 @@ def check_requeued(stack, slurm, requeue, lid, values, t0, timeout=80,
         for name, value in values.items():
             assert f"{name} {sha(value)}  -" in run, (name, out)
         assert "tick 0" in run, out
+        # each run inside the stack's image (tests/e2e/stack.d/images.sh)
+        assert "image forge-python-image" in run, out
     assert f"tick {TICKS - 1}" in runs[1], out
     assert "== forge: restart 1 ==" in err
     for value in values.values():
@@ -170,7 +172,8 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
     assert answer.get("job_id"), answer.get("errors")
     runs = check_requeued(stack, slurm, requeue, lid, values, t0)
     # the checkpoint signal came when the preemption began, to the first
-    # run only (the second ran to its end, far from its time limit)
+    # run only (the second ran to its end, far from its time limit): to
+    # the command inside its container, whose trap printed it
     assert "checkpoint signal USR1" in runs[0], runs[0]
     assert "checkpoint signal USR1" not in runs[1], runs[1]
 
