@@ -18,6 +18,7 @@
 # demo.sif (the python image under the names the scenarios and the samples
 # use). Each image carries /etc/forge-image (its name), which the
 # scenarios read to tell the image's root from the node's.
+# shellcheck disable=SC2154 # in_root, chroot_dir, storage: slurm.sh's
 
 images_recipe=1
 images_cache="$FORGE_CACHE_DIR/images"

@@ -11,19 +11,19 @@
 # end record of every job to the stack's Kafka (topic forge.jobcomp, as the
 # principal slurm-jobcomp over SASL_SSL: kafka.env names them, so kafka.sh up
 # comes first). Jobs run in real containers: Debian sid's apptainer (with
-# squashfuse, fuse3 and its optional fuse2fs and gocryptfs; the trixie cluster takes sid's, and sid's libc with
-# it, since trixie ships none) starts each task in a SIF image that the
-# stack builds from local material (images.sh). For that the daemons enter
-# the chroot with pivot_root in a mount namespace of their own, not chroot
-# (apptainer refuses a "weak chrooted environment"), and /dev/fuse is made
-# usable by the job users (0666, as Debian ships it). Still not real, and
-# why: the GPUs (character devices with NVIDIA's major and no driver behind
-# them: there is no GPU here; apptainer's --nv finds no driver files and
-# says so), cgroups (CgroupPlugin=disabled: this sandbox offers no cgroup
-# delegation), and Enroot+Pyxis (no registry here carries them: the render
-# tests cover that profile). Jobs never run as root (apptainer cannot here:
-# the sandbox's capability bounding set lacks one it asks for; sites run
-# jobs as tenant users anyway).
+# squashfuse, fuse3 and its optional fuse2fs and gocryptfs; the trixie
+# cluster takes sid's, and sid's libc with it, since trixie ships none)
+# starts each task in a SIF image that the stack builds from local material
+# (images.sh). For that the daemons enter the chroot with pivot_root in a
+# mount namespace of their own, not chroot (apptainer refuses a "weak
+# chrooted environment"), and /dev/fuse is made usable by the job users
+# (0666, as Debian ships it). Still not real, and why: the GPUs (character
+# devices with NVIDIA's major and no driver behind them: there is no GPU
+# here, so apptainer's --nv has no driver to bind), cgroups
+# (CgroupPlugin=disabled: this sandbox delegates none), and Enroot+Pyxis
+# (no registry here carries them: the render tests cover that profile).
+# Jobs never run as root (apptainer cannot here: the sandbox's capability
+# bounding set lacks one it asks for; sites run jobs as tenant users).
 #
 #   slurm.sh prepare   build the chroot into $FORGE_CACHE_DIR/slurm-<suite> (cached)
 #   slurm.sh up        mount, configure, start the daemons that are down (the
