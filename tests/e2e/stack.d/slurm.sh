@@ -660,6 +660,17 @@ fuse_for_users() {
 	chmod 0666 /dev/fuse
 }
 
+# Every container sees the shared storage at the path the cluster does, as
+# sites bind their shared file systems (/scratch, /home) into every
+# container through apptainer.conf: a tenant's job reaches the storage
+# root there, which the worker's trust scenarios attack through
+# (test_trust.py). A request's own mounts come on top.
+apptainer_binds_storage() {
+	local conf="$chroot_dir/etc/apptainer/apptainer.conf" line="bind path = $in_chroot_storage"
+	[ -f "$conf" ] || die "no $conf: the chroot has no apptainer"
+	grep -qxF "$line" "$conf" || echo "$line" >>"$conf"
+}
+
 # The storage root belongs to the job user; a default ACL gives the job user
 # rwx on whatever the worker (root) creates below it later.
 prepare_storage() {
@@ -1001,6 +1012,7 @@ up() {
 	prepare_storage
 	ensure_mounts "$(readlink -f "$chroot_dir")"
 	fuse_for_users
+	apptainer_binds_storage
 	images_prepare
 	images_install
 	# Up means the daemons and the API; node states are the tests' business.

@@ -322,8 +322,24 @@ class Stack:
         if todo:
             for f in self.admin().create_acls(todo).values():
                 f.result(30)
+            self._wait_acls_visible(todo)
         if lines is None:
             self._granted.add(key)
+
+    def _wait_acls_visible(self, bindings, timeout=30):
+        """Until the broker shows every binding: the controller commits an
+        ACL before the broker's authorizer has it, and a worker that starts
+        in between is denied and exits 78 (seen under load, with several
+        scenarios starting at once)."""
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type,
+                                    b.principal, b.host, b.operation,
+                                    b.permission_type) for b in bindings]
+
+        def visible():
+            return all(self.admin().describe_acls(f).result(30)
+                       for f in filters)
+        wait_until("the granted ACLs to reach the broker", visible, timeout,
+                   step=0.1)
 
     def revoke(self, lines, topics=None, group=None):
         """Deletes exactly the ACLs of these acls.tsv lines (a line: one

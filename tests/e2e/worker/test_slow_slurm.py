@@ -77,7 +77,11 @@ def test_ten_second_answers_cost_no_heartbeat(stack, logdir):
         lateness = [int(line["msg"].split(", ")[1].split()[0])
                     for line in worker.lines()
                     if line.get("msg", "").startswith("poll tick:")]
-        assert lateness and max(lateness) < 1000, lateness
+        # A tick that waited on a 10 s answer would be ~10,000 ms late; a
+        # loaded 2-core machine (CI, several scenarios side by side) makes a
+        # tick up to ~1.5 s late on its own: half the answer's time tells
+        # the two apart without timing the machine.
+        assert lateness and max(lateness) < 5000, lateness
         assert worker.terminate() == 0, worker.tail()
     finally:
         reader.close()
