@@ -25,7 +25,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "worker"))
+
+from harness import TOP, Stack  # noqa: E402
+
 AS_JOB = ["bash", os.path.join(TOP, "tests", "e2e", "stack.d", "slurm.sh"),
           "as-job"]
 
@@ -38,18 +41,6 @@ for i in $(seq 1 "$n"); do
     echo "$t0 $t1 $t2 $t3"
 done
 '''
-
-
-def stack_env():
-    env = {}
-    with open(os.environ.get("FORGE_STACK_ENV",
-                             "/var/tmp/forge-stack/stack.env")) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("export "):
-                key, _, value = line[len("export "):].partition("=")
-                env[key] = value.strip("'\"")
-    return env
 
 
 def drop_pages(path):
@@ -76,10 +67,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--image", default="python")
     args = ap.parse_args()
-    env = stack_env()
+    stack = Stack()
     name = f"images/{args.image}.sif"
-    host = os.path.join(env["FORGE_STORAGE_ROOT"], "runtimes", name)
-    cluster = f"{env['FORGE_SLURM_STORAGE_ROOT']}/runtimes/{name}"
+    host = os.path.join(stack.runtime_root, name)
+    cluster = f"{stack.env['FORGE_SLURM_STORAGE_ROOT']}/runtimes/{name}"
     starts(2, cluster)  # the first start of all pays for the root's files
     warm = starts(args.rounds, cluster)
     cold = []

@@ -103,7 +103,7 @@ static void load_env_file(const char *path)
 
 /* The jobs run in the stack's python image (a real SIF that tests/e2e/stack
  * up builds and installs under the runtime root). */
-static void ensure_image(void)
+static void require_image(void)
 {
     char path[4096];
     struct stat st;
@@ -134,7 +134,7 @@ void sl_setup(void)
                  "the stack runs the apptainer profile");
     cr_assert_eq(forge_series_load(cfg->gpu_series_file, &catalog, &err),
                  FORGE_OK, "%s", err.message);
-    ensure_image();
+    require_image();
 }
 
 void sl_teardown(void)
