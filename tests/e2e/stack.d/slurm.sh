@@ -1104,7 +1104,11 @@ node_stepds() {
 	local node=$1 p fd link inodes
 	inodes=" $(awk -v d="/spool/$node/" 'index($8, d) { printf "%s ", $7 }' /proc/net/unix)"
 	[ "$inodes" != " " ] || return 0
-	for p in $(chroot_pids); do
+	# Every slurmstepd of the machine: a socket inode names the node's own
+	# (no root check: it forked a stat per process, and a stepd whose root
+	# it misread would have outlived its node).
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] || continue
 		for fd in "/proc/$p/fd/"*; do
 			link=$(readlink "$fd" 2>/dev/null) || continue
