@@ -325,7 +325,7 @@ daemon_comm() {
 # behind /usr/sbin/slurmctld's alternative).
 has_comm() {
 	local comm
-	comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+	{ read -r comm <"/proc/$1/comm"; } 2>/dev/null || return 1
 	[ "$comm" = "$2" ] || [ "$comm" = "$2-wlm" ]
 }
 
@@ -1099,63 +1099,75 @@ restart() {
 }
 
 # The slurmstepd processes of node $1: each listens on a socket in the
-# node's spool folder (SlurmdSpoolDir=.../spool/%n).
+# node's spool folder (SlurmdSpoolDir=.../spool/%n). One find over every
+# process's descriptors (a fork per process took seconds on a loaded
+# machine, long enough for a "failed" node's job to run to its end).
 node_stepds() {
-	local node=$1 p fd link inodes
-	inodes=" $(awk -v d="/spool/$node/" 'index($8, d) { printf "%s ", $7 }' /proc/net/unix)"
-	[ "$inodes" != " " ] || return 0
-	# Every slurmstepd of the machine: a socket inode names the node's own
-	# (no root check: it forked a stat per process, and a stepd whose root
-	# it misread would have outlived its node).
+	local node=$1 inode match=() p comm
+	while read -r inode; do
+		match+=(${match[0]+-o} -lname "socket:\[$inode\]")
+	done < <(awk -v d="/spool/$node/" 'index($8, d) { print $7 }' /proc/net/unix)
+	[ ${#match[@]} -gt 0 ] || return 0
+	find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "${match[@]}" \) -print 2>/dev/null |
+		cut -d/ -f3 | sort -u | while read -r p; do
+		{ read -r comm <"/proc/$p/comm"; } 2>/dev/null || continue
+		[ "$comm" != slurmstepd ] || echo "$p"
+	done
+}
+
+# "pid ppid" of every process, read without a fork per process.
+process_parents() {
+	local p stat
 	for p in /proc/[0-9]*; do
-		p=${p#/proc/}
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] || continue
-		for fd in "/proc/$p/fd/"*; do
-			link=$(readlink "$fd" 2>/dev/null) || continue
-			[[ "$link" == socket:\[*\] ]] || continue
-			link=${link#socket:[}
-			if [[ "$inodes" == *" ${link%]} "* ]]; then
-				echo "$p"
-				break
-			fi
-		done
+		{ read -r stat <"$p/stat"; } 2>/dev/null || continue
+		stat=${stat##*) }
+		stat=${stat#* }
+		echo "${p#/proc/} ${stat%% *}"
 	done
-	return 0
 }
 
-# Pids $@ and every process below them.
+# Pids $@ and every process below them, by one table of parents.
 with_descendants() {
-	local frontier=("$@") next p stat
-	while [ ${#frontier[@]} -gt 0 ]; do
-		printf '%s\n' "${frontier[@]}"
-		next=()
-		for p in /proc/[0-9]*/stat; do
-			stat=$(cat "$p" 2>/dev/null) || continue
-			stat=${stat##*) }
-			read -r _ ppid _ <<<"$stat"
-			[[ " ${frontier[*]} " == *" $ppid "* ]] && next+=("$(basename "$(dirname "$p")")")
-		done
-		frontier=("${next[@]}")
-	done
+	process_parents | awk -v roots="$*" '
+		{ parent[$1] = $2 }
+		END {
+			n = split(roots, r, " ")
+			for (i = 1; i <= n; i++) keep[r[i]] = 1
+			do {
+				added = 0
+				for (p in parent)
+					if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; added = 1 }
+			} while (added)
+			for (p in keep) print p
+		}'
 }
 
-# Node $1 (slurmd-<node>) dies as a power loss would: KILL its slurmd, its
-# slurmstepd and the jobs' processes under them, all at once. slurmctld
-# finds out only when the node stops answering (SlurmdTimeout): the node
-# goes DOWN and its jobs are requeued (JobRequeue=1) or end NODE_FAIL.
-# `start slurmd-<node>` brings the node back (ReturnToService=2).
+# Node $1 (slurmd-<node>) dies as a power loss would: its slurmd, its
+# slurmstepd and the jobs' processes under them stop at once, all of them,
+# before any is killed: STOP what is found, look again (a child forked
+# meanwhile is found under its stopped parent) until nothing new appears,
+# then KILL the lot. slurmctld finds out only when the node stops
+# answering (SlurmdTimeout): the node goes DOWN and its jobs are requeued
+# (JobRequeue=1) or end NODE_FAIL. `start slurmd-<node>` brings the node
+# back (ReturnToService=2).
 fail() {
-	local name=$1 pid pids=()
+	local name=$1 pid pids=() found=() round
 	[[ "$name" == slurmd-* ]] || die "fail: only a node's slurmd fails (slurmd-<node>), not $name"
 	if pid=$(daemon_pid "$name"); then pids+=("$pid"); fi
 	mapfile -t -O "${#pids[@]}" pids < <(stray_pids "$name")
+	[ ${#pids[@]} -eq 0 ] || kill -STOP "${pids[@]}" 2>/dev/null || true
 	mapfile -t -O "${#pids[@]}" pids < <(node_stepds "${name#slurmd-}")
 	[ ${#pids[@]} -gt 0 ] || {
 		stack_log "slurm: $name is not running"
 		return 0
 	}
-	mapfile -t pids < <(with_descendants "${pids[@]}" | sort -u)
-	stack_log "slurm: failing ${name#slurmd-}: KILL ${pids[*]}"
+	for round in 1 2 3 4 5 6 7 8 9 10; do
+		kill -STOP "${pids[@]}" 2>/dev/null || true
+		mapfile -t found < <(with_descendants "${pids[@]}" | sort -u)
+		[ ${#found[@]} -ne ${#pids[@]} ] || break
+		pids=("${found[@]}")
+	done
+	stack_log "slurm: failing ${name#slurmd-}: KILL ${pids[*]} (stopped, $round rounds)"
 	kill -KILL "${pids[@]}" 2>/dev/null || true
 	wait_gone 10 "${pids[@]}" || die "fail: ${pids[*]} still alive"
 	rm -f "$run/$name.pid"

@@ -64,14 +64,16 @@ TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "LOST", "REJECTED"}
 
 
 def wait_until(what, predicate, timeout, step=0.2):
-    """Polls predicate until it returns a true value; fails naming what."""
+    """Polls predicate until it returns a true value; fails naming what
+    (a callable: what it says at the deadline)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said}")
         time.sleep(step)
 
 
@@ -116,6 +118,7 @@ def stack_verb(verb, daemon):
     check_disrupts(daemon, verb)
     r = subprocess.run(["bash", STACK, verb, daemon], capture_output=True,
                        text=True, timeout=300)
+    print(r.stderr[-2000:], end="")  # the stack's log lines, on failure
     assert r.returncode == 0, f"stack {verb} {daemon}: {r.stderr[-2000:]}"
 
 

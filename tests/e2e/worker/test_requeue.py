@@ -203,7 +203,9 @@ def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
     time.sleep(3)
     try:
         stack_verb("fail", "slurmd-h200-f")
-        wait_until(f"{lid} requeued after its node failed",
+        wait_until(lambda: f"{lid} requeued after its node failed (events "
+                   f"{seconds(status.of(lid), t0)}, Slurm "
+                   f"{[(j, slurm.jobs[j]['states']) for j in slurm.leaders(lid)]})",
                    lambda: any(e["data"].get("reason") == "requeued"
                                for e in status.of(lid)), 90)
     finally:
