@@ -28,6 +28,7 @@ static const char *const rc_names[FORGE_RC__COUNT] = {
     [FORGE_ETENANT_UNKNOWN] = "tenant_unknown",
     [FORGE_EUNSAFE_PATH] = "unsafe_storage",
     [FORGE_EARCHIVE] = "archive_failed",
+    [FORGE_EIMAGE_INVALID] = "image_invalid",
 };
 
 const char *forge_rc_name(forge_rc_t rc)

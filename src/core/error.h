@@ -46,6 +46,9 @@ typedef enum forge_rc {
     /* A finished launch's logs could not be archived (archive/archive.h): the
      * archive is tried again later. Never in an event. */
     FORGE_EARCHIVE,
+    /* The job's image did not open where the job ran (the batch script's
+     * check: render.h): a FAILED event's error, never a refusal. */
+    FORGE_EIMAGE_INVALID,
     FORGE_RC__COUNT
 } forge_rc_t;
 

@@ -8,7 +8,8 @@
  * empty archive that says why (archive/archive.h), a cleanup refused is
  * final (FORGE_EUNSAFE_PATH); any other failure is retried later by the
  * loop (finish.c). A RESTAGE writes a requeued job's next run's
- * credentials (restage.c).
+ * credentials (restage.c); an IMAGE_NOTE reads what a job's image check
+ * left (image_note.c).
  *
  * Threads and ownership: the pool's threads (FORGE_ARCHIVE_THREADS) share
  * a context that is read-only (configuration, tenants); each runs one
@@ -20,6 +21,7 @@
 #include "core/log.h"
 #include "core/testpoint.h"
 #include "core/util.h"
+#include "render/render.h"
 #include "render/staging.h"
 #include "loop/work.h"
 
@@ -98,6 +100,21 @@ static void do_restage(files_t *fs, forge_work_t *w)
     forge_buf_clear(&b);
 }
 
+/* The note of a job whose image check refused its image (render.h), if
+ * the job left one (loop/image_note.c). */
+static void do_image_note(files_t *fs, forge_work_t *w)
+{
+    forge_error_t err = {0};
+
+    if (forge_staging_read_note(fs->cfg, w->launch_id, w->attempt,
+                                FORGE_RENDER_IMAGE_NOTE,
+                                FORGE_RENDER_IMAGE_NOTE_MAX, &w->image.note,
+                                &w->image.found, &err)) {
+        w->code = err.code ? err.code : FORGE_EIO;
+        forge_work_say(w, "%s", err.message);
+    }
+}
+
 static void run(void *ctx, void *item)
 {
     forge_work_t *w = item;
@@ -109,6 +126,8 @@ static void run(void *ctx, void *item)
         do_cleanup(ctx, w);
     } else if (w->kind == FORGE_WORK_RESTAGE) {
         do_restage(ctx, w);
+    } else if (w->kind == FORGE_WORK_IMAGE_NOTE) {
+        do_image_note(ctx, w);
     } else { /* not the file threads': a bug */
         w->code = FORGE_EINVAL;
         forge_work_say(w, "work of kind %d posted to the file threads",

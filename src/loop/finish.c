@@ -119,6 +119,10 @@ void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work)
         w->archives_out--;
     if (!e) /* the partition moved: its next owner finishes the launch */
         return;
+    if (work->kind == FORGE_WORK_IMAGE_NOTE) { /* not a finish: an end */
+        forge_loop_on_image_note(w, e, work);
+        return;
+    }
     e->busy = false;
     if (work->kind == FORGE_WORK_RESTAGE) {
         forge_loop_on_restaged(w, e, work);

@@ -291,8 +291,7 @@ static void on_terminal(forge_loop_t *w, forge_entry_t *e, push_t *p,
     e->rec->missing_since_ms = 0;
     forge_ended_put(w->ended, e->rec->job_id, d->state, d->reason, slurm, usage,
                     forge_clock_ms());
-    if (!forge_loop_retry_instead(w, e, &c)) /* tries.c */
-        forge_loop_publish_event(w, e, &c, true);
+    forge_loop_job_moved(w, e, &c); /* tries.c */
     if (forge_state_is_terminal(e->rec->state)) {
         p->completing = true; /* the archive waits for COMPLETING */
         gate_add(w, e);

@@ -391,7 +391,8 @@ static void post_deferred(forge_loop_t *w)
         w->pool_ops->post(w->pools,
                           work->kind == FORGE_WORK_ARCHIVE ||
                                   work->kind == FORGE_WORK_CLEANUP ||
-                                  work->kind == FORGE_WORK_RESTAGE
+                                  work->kind == FORGE_WORK_RESTAGE ||
+                                  work->kind == FORGE_WORK_IMAGE_NOTE
                               ? FORGE_LANE_FILES
                               : FORGE_LANE_SLURM,
                           work);

@@ -133,6 +133,21 @@ int forge_loop_publish_retry(forge_loop_t *w, forge_entry_t *e,
 bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
                               const change_t *c);
 
+/* A move c of e's job that a poll, a push or accounting saw: published,
+ * unless its end first waits for the image check's note
+ * (forge_loop_image_note_first) or a retry goes instead
+ * (forge_loop_retry_instead). tries.c. */
+void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c);
+
+/* image_note.c: c, e's end, waits for its image check's note when its
+ * exit says the check refused the image (render.h), or while such a note
+ * is out for e; true then. The note's result: the end published as it
+ * says. */
+bool forge_loop_image_note_first(forge_loop_t *w, forge_entry_t *e,
+                                 const change_t *c);
+void forge_loop_on_image_note(forge_loop_t *w, forge_entry_t *e,
+                              forge_work_t *work);
+
 /* REJECTED for an attempt that conflicts with a live one: an event, but no
  * record (the live attempt's record stays the launch's). */
 void forge_loop_publish_unstored(forge_loop_t *w, const char *launch_id,

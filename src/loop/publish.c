@@ -188,7 +188,9 @@ void forge_loop_discard(forge_loop_t *w, forge_work_t *work)
 
     if (work->kind == FORGE_WORK_ARCHIVE)
         w->archives_out--;
-    if (e)
+    if (e && work->kind == FORGE_WORK_IMAGE_NOTE)
+        e->image_note_out = false; /* dropped: the worker stops */
+    else if (e)
         e->busy = false;
     forge_work_free(work);
 }

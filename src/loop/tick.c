@@ -136,8 +136,8 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     if (ends)
         forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm, usage,
                         forge_clock_ms());
-    if (m.moves && !forge_loop_retry_instead(w, e, &c)) /* tries.c */
-        forge_loop_publish_event(w, e, &c, true);
+    if (m.moves)
+        forge_loop_job_moved(w, e, &c); /* tries.c */
     json_decref(slurm);
     json_decref(usage);
 }
@@ -157,8 +157,7 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
                    "the records rewound: %s",
                    (unsigned)job_id, forge_state_name(end->state));
     e->rec->missing_since_ms = 0;
-    if (!forge_loop_retry_instead(w, e, &c)) /* tries.c */
-        forge_loop_publish_event(w, e, &c, true);
+    forge_loop_job_moved(w, e, &c); /* tries.c */
     return true;
 }
 

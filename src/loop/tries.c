@@ -135,3 +135,11 @@ bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
                         "the next try");
     return d.retry && r->request && retry(w, e, c, &d);
 }
+
+void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c)
+{
+    if (forge_loop_image_note_first(w, e, c) || /* image_note.c */
+        forge_loop_retry_instead(w, e, c))
+        return;
+    forge_loop_publish_event(w, e, c, true);
+}

@@ -101,6 +101,14 @@ static void free_live(forge_work_t *w)
     free(w->live.items);
 }
 
+static void free_image_note(forge_work_t *w)
+{
+    free(w->image.reason);
+    json_decref(w->image.slurm);
+    json_decref(w->image.usage);
+    forge_buf_clear(&w->image.note);
+}
+
 /* What each kind's payload holds (NULL: nothing). */
 static void (*const payload_free[FORGE_WORK__COUNT])(forge_work_t *) = {
     [FORGE_WORK_SUBMIT] = free_submit,
@@ -111,6 +119,7 @@ static void (*const payload_free[FORGE_WORK__COUNT])(forge_work_t *) = {
     [FORGE_WORK_CLEANUP] = free_files,
     [FORGE_WORK_RESTAGE] = free_files,
     [FORGE_WORK_LIVE] = free_live,
+    [FORGE_WORK_IMAGE_NOTE] = free_image_note,
 };
 
 void forge_work_free(forge_work_t *w)

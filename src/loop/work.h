@@ -51,10 +51,12 @@ typedef enum forge_work_kind {
                          jobs its tag finds but the launch's own (late
                          POSTs, held: submit.c) */
     FORGE_WORK_POLL,
-    FORGE_WORK_ARCHIVE, /* a finished launch's logs into logs.tar.gz */
-    FORGE_WORK_CLEANUP, /* delete the staging folder (and its logs) */
-    FORGE_WORK_RESTAGE, /* a requeued job's next run's credentials */
-    FORGE_WORK_LIVE,    /* running launches' new output (live_work.h) */
+    FORGE_WORK_ARCHIVE,    /* a finished launch's logs into logs.tar.gz */
+    FORGE_WORK_CLEANUP,    /* delete the staging folder (and its logs) */
+    FORGE_WORK_RESTAGE,    /* a requeued job's next run's credentials */
+    FORGE_WORK_LIVE,       /* running launches' new output (live_work.h) */
+    FORGE_WORK_IMAGE_NOTE, /* a job's end waits for its image check's
+                              note (image_note.c) */
     FORGE_WORK__COUNT
 } forge_work_kind_t;
 
@@ -177,6 +179,17 @@ typedef struct forge_work_files {
     forge_archive_t archive; /* the result */
 } forge_work_files_t;
 
+/* IMAGE_NOTE: a FAILED end whose exit says the image check refused the
+ * image (render.h), waiting for the check's note (loop/image_note.c). */
+typedef struct forge_work_image_note {
+    uint32_t job_id;  /* the job that ended */
+    char *reason;     /* the end as Slurm said it: reason (copied), */
+    json_t *slurm;    /* its slurm object and */
+    json_t *usage;    /* what it used (references; NULL: unknown) */
+    bool found;       /* result: the job left a note */
+    forge_buf_t note; /* result: its first bytes (render.h's limit) */
+} forge_work_image_note_t;
+
 /* One launch of a LIVE read (loop/live.c makes it, live_work.c reads it
  * and makes its chunk's event): everything copied, so the launch may go
  * meanwhile. */
@@ -231,11 +244,12 @@ typedef struct forge_work {
     forge_rc_t code;
     char message[512];
     union {
-        forge_work_submit_t submit; /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL */
-        forge_work_cancel_t cancel; /* CANCEL; SWEEP: the job kept */
-        forge_work_poll_t poll;     /* POLL */
-        forge_work_files_t files;   /* ARCHIVE, CLEANUP, RESTAGE */
-        forge_work_live_t live;     /* LIVE */
+        forge_work_submit_t submit;    /* SUBMIT, CLEAN_SUBMIT, CLEAN_CANCEL */
+        forge_work_cancel_t cancel;    /* CANCEL; SWEEP: the job kept */
+        forge_work_poll_t poll;        /* POLL */
+        forge_work_files_t files;      /* ARCHIVE, CLEANUP, RESTAGE */
+        forge_work_live_t live;        /* LIVE */
+        forge_work_image_note_t image; /* IMAGE_NOTE */
     };
     struct forge_work *next; /* the loop's lists (never the pool's) */
 } forge_work_t;

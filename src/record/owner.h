@@ -40,6 +40,9 @@ typedef struct forge_entry {
     int32_t partition;
     uint64_t generation; /* the partition's when the entry was made */
     bool busy;           /* a submit/cancel for it is in flight */
+    /* Memory only: its job's end waits for the image check's note
+     * (loop/image_note.c), read on the file threads. */
+    bool image_note_out;
     /* A submit of this attempt may have reached Slurm without its job id
      * being known here: the intent was restored (a crash, an aborted
      * transaction, another owner before), or a submit was posted. A cancel

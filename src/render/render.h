@@ -29,6 +29,21 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+/*
+ * The apptainer profile's image check, before anything else of the job
+ * runs (no credentials read, no task started): the image must open as a
+ * SIF (`apptainer sif list`: a file of zeros, a SquashFS under a .sif
+ * name, a file gone since the submit fail there, in apptainer's own
+ * words) and hold every byte its descriptors name (a file cut short lists
+ * fine, and would fail only once a task mounted it). A refused image ends
+ * the job with FORGE_RENDER_IMAGE_EXIT, apptainer's word in the staging
+ * folder's FORGE_RENDER_IMAGE_NOTE and on the job's stderr; the worker
+ * reads the note into the FAILED event (loop/image_note.c).
+ */
+#define FORGE_RENDER_IMAGE_EXIT     66 /* sysexits.h's EX_NOINPUT */
+#define FORGE_RENDER_IMAGE_NOTE     "image.error"
+#define FORGE_RENDER_IMAGE_NOTE_MAX 2048 /* bytes of it the worker reads */
+
 /* Name of the credentials file in the staging folder. */
 #define FORGE_CREDENTIALS_FILE "credentials"
 

@@ -5,7 +5,8 @@
  * reached beneath it without following links, owners and modes are set on
  * descriptors, files are written to a temporary and renamed (a link
  * planted at job.sh or credentials is replaced, never written through; a
- * reader never sees a half-written file).
+ * reader never sees a half-written file). A note a job left there is
+ * read the same way (forge_staging_read_note).
  */
 #include "render/staging.h"
 #include "core/buf.h"
@@ -250,5 +251,39 @@ out:
         close(sfd);
     if (root >= 0)
         close(root);
+    return rc;
+}
+
+forge_rc_t forge_staging_read_note(const forge_config_t *cfg,
+                                   const char *launch_id, int attempt,
+                                   const char *name, size_t max,
+                                   forge_buf_t *out, bool *found,
+                                   forge_error_t *err)
+{
+    char *folder = forge_staging_rel(launch_id, attempt);
+    char rel[512], chunk[1024];
+    int root = -1, fd = -1;
+    ssize_t n = 0;
+    forge_rc_t rc;
+
+    *found = false;
+    snprintf(rel, sizeof(rel), "%s/%s", folder, name);
+    if ((rc = forge_fs_open_root(cfg->storage_root, &root, err)) ||
+        (rc = forge_fs_open_file(root, "", rel, &fd, NULL, err)) || fd < 0)
+        goto out;
+    *found = true;
+    while (out->len < max && (n = read(fd, chunk, sizeof(chunk))) > 0)
+        forge_buf_append(out, chunk,
+                         (size_t)n < max - out->len ? (size_t)n
+                                                    : max - out->len);
+    if (n < 0)
+        rc = forge_error_set(err, FORGE_EIO, "staging", "read %s: %s", rel,
+                             strerror(errno));
+out:
+    if (fd >= 0)
+        close(fd);
+    if (root >= 0)
+        close(root);
+    free(folder);
     return rc;
 }

@@ -25,10 +25,13 @@
 #ifndef FORGE_STAGING_H
 #define FORGE_STAGING_H
 
+#include "core/buf.h"
 #include "core/config.h"
 #include "request/request.h"
 #include "core/safe_fs.h"
 #include "request/tenants.h"
+
+#include <stdbool.h>
 
 #define FORGE_STAGING_SCRIPT "job.sh"
 
@@ -102,6 +105,18 @@ forge_rc_t forge_staging_prepare(const forge_config_t *cfg,
 forge_rc_t forge_staging_remove(const forge_config_t *cfg,
                                 const char *launch_id, int attempt,
                                 forge_error_t *err) FORGE_WARN_UNUSED;
+
+/* The first max bytes of the file `name` a job left in the staging folder
+ * of (launch_id, attempt) (render.h: FORGE_RENDER_IMAGE_NOTE), appended to
+ * out; *found false when there is none. Reached as everything here is: a
+ * link on the way, or a file that is not a regular one with one link (a
+ * hard link to a file the job cannot read itself), is
+ * FORGE_EUNSAFE_PATH, and nothing of it is read. */
+forge_rc_t forge_staging_read_note(const forge_config_t *cfg,
+                                   const char *launch_id, int attempt,
+                                   const char *name, size_t max,
+                                   forge_buf_t *out, bool *found,
+                                   forge_error_t *err) FORGE_WARN_UNUSED;
 
 /* "staging/<launch_id>/<attempt>": the staging folder below the storage
  * root (what the worker opens beneath the root's descriptor; new). */

@@ -60,6 +60,28 @@ static const char fake_srun[] =
     "if [ -e \"$FORGE_STAGING/credentials\" ]; then touch \"$REC/leaked\"; "
     "fi\n";
 
+/* The stand-in apptainer: only the image check's `sif list` (render.h),
+ * as the real one answers it: an image that is missing, or whose first
+ * line is "zeros" (not a SIF), is refused with the real one's first line;
+ * one whose first line is "end N" lists a descriptor ending at byte N;
+ * any other lists none. */
+static const char fake_apptainer[] =
+    "#!/bin/bash\n"
+    "[ \"$1 $2\" = 'sif list' ] || exit 255\n"
+    "usage() { printf '\\nUsage:\\n  apptainer sif list <sif_path>\\n'; "
+    "exit 255; }\n"
+    "if [ ! -e \"$3\" ]; then\n"
+    "    echo \"Error for command \\\"list\\\": open $3: no such file or "
+    "directory\"; usage\n"
+    "fi\n"
+    "first=$(head -n 1 -- \"$3\")\n"
+    "[ \"$first\" != zeros ] || { echo 'Error for command \"list\": invalid "
+    "SIF magic'; usage; }\n"
+    "echo 'ID   |GROUP   |LINK    |SIF POSITION (start-end)  |TYPE'\n"
+    "case $first in\n"
+    "'end '*) echo \"3    |1       |NONE    |36864-${first#end }     |FS\" ;;\n"
+    "esac\n";
+
 typedef struct fx {
     char root[64];
     char storage[96];
@@ -169,6 +191,9 @@ static void fx_init(forge_runtime_profile_t profile)
     spitn(sqsh, "", 0, 0644);
     char *srun = xasprintf("%s/srun", fx.bin);
     spitn(srun, fake_srun, strlen(fake_srun), 0755);
+    char *apptainer = xasprintf("%s/apptainer", fx.bin);
+    spitn(apptainer, fake_apptainer, strlen(fake_apptainer), 0755);
+    free(apptainer);
     char *host = xasprintf("%s/hostname", fx.bin);
     spitn(host, "#!/bin/sh\necho node1\n", 21, 0755);
 
@@ -1263,6 +1288,96 @@ Test(credentials, the_request_has_eleven_pairs, .fini = fx_fini)
     cr_assert_eq(nuls, 22);
     cr_assert(strstr(p->script, "-ne 11 ]"));
     forge_buf_clear(&b);
+    forge_prepared_destroy(p);
+    json_decref(req);
+}
+
+/* ---- the image check (apptainer: render.h) ----------------------------- */
+
+/* The image x.sif holding `content` (NULL: removed after the render), the
+ * script run: the check's exit, its note and the job's stderr. */
+static int image_run(const char *content, char **note, char **err)
+{
+    fx_init(FORGE_PROFILE_APPTAINER);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+    char *image = xasprintf("%s/runtimes/images/x.sif", fx.storage);
+    char *path = xasprintf("%s/%s", fx.staging, FORGE_RENDER_IMAGE_NOTE);
+
+    if (content)
+        spitn(image, content, strlen(content), 0644);
+    else
+        cr_assert_eq(unlink(image), 0);
+    spitn(path, "a note left by an earlier try\n", 30, 0644);
+    int rc = run_script(p->script, err);
+    *note = exists(path) ? slurp(path, NULL) : NULL;
+    free(image);
+    free(path);
+    forge_prepared_destroy(p);
+    json_decref(req);
+    return rc;
+}
+
+static void refused(const char *content, const char *why)
+{
+    char *note, *err;
+    int rc = image_run(content, &note, &err);
+    char *argv = xasprintf("%s/argv", fx.rec);
+
+    cr_assert_eq(rc, FORGE_RENDER_IMAGE_EXIT, "exit %d: %s", rc, err);
+    cr_assert_not_null(note, "no note");
+    cr_assert(strstr(note, why) && !strstr(note, "earlier try"), "%s", note);
+    cr_assert_eq(strchr(note, '\n') - note, (long)strlen(note) - 1,
+                 "one line: %s", note);
+    cr_assert(strstr(err, "forge: image ") && strstr(err, " refused: ") &&
+                  strstr(err, why),
+              "%s", err);
+    cr_assert_not(exists(argv), "srun ran");
+    assert_nothing_ran();
+    free(argv);
+    free(note);
+    free(err);
+}
+
+Test(image_check, a_file_that_is_not_a_sif_stops_the_job, .fini = fx_fini)
+{
+    refused("zeros\n", "invalid SIF magic");
+}
+
+Test(image_check, a_file_cut_short_stops_the_job, .fini = fx_fini)
+{
+    refused("end 999999\n", "cut short: the file has 11 bytes, its SIF "
+                            "descriptors reach byte 999999");
+}
+
+Test(image_check, an_image_gone_since_the_submit_stops_the_job, .fini = fx_fini)
+{
+    refused(NULL, "x.sif: no such file or directory");
+}
+
+/* A whole image passes, and an earlier try's note goes: the script goes
+ * on (to its credentials, none here). */
+Test(image_check, a_whole_image_passes, .fini = fx_fini)
+{
+    char *note, *err;
+    int rc = image_run("end 9\nxxx\n", &note, &err); /* 10 bytes */
+
+    cr_assert_neq(rc, FORGE_RENDER_IMAGE_EXIT, "%s", err);
+    cr_assert_null(note, "the earlier note was left: %s", note);
+    cr_assert(strstr(err, "is missing"), "it went on: %s", err);
+    cr_assert_not(strstr(err, "refused"), "%s", err);
+    free(err);
+}
+
+/* enroot-pyxis checks its image itself (Pyxis): no check in the script. */
+Test(image_check, only_apptainer_scripts_check, .fini = fx_fini)
+{
+    fx_init(FORGE_PROFILE_ENROOT_PYXIS);
+    json_t *req = request();
+    forge_prepared_t *p = prepare(req);
+
+    cr_assert_null(strstr(p->script, "sif list"));
+    cr_assert_null(strstr(p->script, FORGE_RENDER_IMAGE_NOTE));
     forge_prepared_destroy(p);
     json_decref(req);
 }

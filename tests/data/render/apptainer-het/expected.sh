@@ -38,6 +38,31 @@ if [ "$forge_try" -gt 1 ] && [ "$forge_restart" -eq 0 ]; then
     echo "== forge: try $forge_try ==" >&2
 fi
 
+# The image, checked before anything of the job runs: one apptainer cannot
+# open as a SIF, or one cut short, ends the job here (exit 66), its reason
+# in $FORGE_STAGING/image.error for the worker.
+forge_image='/cluster/forge/runtimes/images/pytorch-24.01.sif'
+rm -f -- "$FORGE_STAGING/image.error"
+forge_why=
+if ! forge_list=$(apptainer sif list "$forge_image" 2>&1); then
+    forge_why=${forge_list%%$'\n'*}
+    forge_why=${forge_why#'Error for command "list": '}
+    forge_why=${forge_why:-apptainer sif list failed}
+elif ! forge_size=$(stat -L -c %s -- "$forge_image" 2>&1); then
+    forge_why=$forge_size
+else
+    forge_end=$(printf '%s\n' "$forge_list" | awk -F'|' 'NF >= 5 { p = $4; gsub(/ /, "", p); if (split(p, r, "-") == 2 && r[2] + 0 > m) m = r[2] + 0 } END { print m + 0 }')
+    if [ "$forge_end" -gt "$forge_size" ]; then
+        forge_why="cut short: the file has $forge_size bytes, its SIF descriptors reach byte $forge_end"
+    fi
+fi
+if [ -n "$forge_why" ]; then
+    printf '%s\n' "$forge_why" >"$FORGE_STAGING/image.error"
+    echo "forge: image $forge_image refused: $forge_why" >&2
+    exit 66
+fi
+unset forge_image forge_list forge_why forge_size forge_end
+
 # Credentials: the ingest token and the request's environment are in the 0600
 # file the worker wrote (NUL-separated NAME, VALUE pairs), never in this script,
 # which Slurm keeps. Each name is checked before use; the file is removed before
