@@ -23,15 +23,21 @@ LOOP_FIXTURE(image_note, "forge-image-note",
              "FORGE_SLURM_RUNTIME_PROFILE=apptainer",
              "FORGE_POLL_INTERVAL_MS=3600000");
 
-/* A launch of id accepted and submitted as job `job`. */
-static void submitted(const char *id, uint32_t job)
+/* A launch of id with retry ("": none) accepted and submitted as job
+ * `job`. */
+static void submitted_with(const char *id, const char *retry, uint32_t job)
 {
-    fake_kafka_send(kafka, 0, id, loop_launch_request(id, 1, ""));
+    fake_kafka_send(kafka, 0, id, loop_launch_request(id, 1, retry));
     step();
     submit_answered(next_work(FORGE_LANE_SLURM, FORGE_WORK_SUBMIT, id), job, 1,
                     FORGE_SLURM_OK);
     step();
     expect_states(id, "ACCEPTED SUBMITTED");
+}
+
+static void submitted(const char *id, uint32_t job)
+{
+    submitted_with(id, "", job);
 }
 
 /* The next poll tick's answer: job_id FAILED with exit_code. */
@@ -185,4 +191,27 @@ Test(image_note, another_exit_never_waits)
     json_decref(data);
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES),
                    "the end of exit 3 read a note");
+}
+
+/* A broken image is never retried, even by a policy that retries the
+ * job's own failures: FAILED image_invalid at try 1. */
+Test(image_note, a_refused_image_is_not_retried)
+{
+    json_t *data;
+
+    assign(0);
+    submitted_with("I6",
+                   "{\"max_tries\": 3, \"on\": [\"failed\"], "
+                   "\"backoff_s\": 0}",
+                   86);
+    tick_step();
+    job_failed(86, FORGE_RENDER_IMAGE_EXIT);
+    step();
+    note_read(next_work(FORGE_LANE_FILES, FORGE_WORK_IMAGE_NOTE, "I6"),
+              "invalid SIF magic\n");
+    step();
+    expect_states("I6", "ACCEPTED SUBMITTED FAILED");
+    data = last_event("I6");
+    cr_assert_str_eq(str_at(data, "reason", NULL), "image_invalid");
+    json_decref(data);
 }
