@@ -101,6 +101,7 @@ static void publish_end(forge_loop_t *w, forge_entry_t *e,
     forge_error_t error = {0};
     char shown[NOTE_SHOWN_MAX];
     change_t c = {FORGE_STATE_FAILED, im->reason, im->slurm, NULL, im->usage};
+    forge_log_field_t f[] = {{"launch_id", e->rec->launch_id}};
 
     if (im->found && im->note.len) {
         note_text(&im->note, shown, sizeof(shown));
@@ -108,8 +109,8 @@ static void publish_end(forge_loop_t *w, forge_entry_t *e,
                         "the image did not open where the job ran: %s", shown);
         c.reason = forge_rc_name(FORGE_EIMAGE_INVALID);
         c.error = &error;
-        forge_log_warn("%s: job %u refused its image: %s", e->rec->launch_id,
-                       (unsigned)im->job_id, shown);
+        forge_log_fields(FORGE_LOG_WARN, f, 1, "job %u refused its image: %s",
+                         (unsigned)im->job_id, shown);
     }
     if (!forge_loop_retry_instead(w, e, &c)) /* tries.c */
         forge_loop_publish_event(w, e, &c, true);
@@ -118,14 +119,17 @@ static void publish_end(forge_loop_t *w, forge_entry_t *e,
 void forge_loop_on_image_note(forge_loop_t *w, forge_entry_t *e,
                               forge_work_t *work)
 {
+    forge_log_field_t f[] = {{"launch_id", e->rec->launch_id},
+                             {"error", forge_rc_name(work->code)}};
+
     e->image_note_out = false;
     if (e->rec->job_id != work->image.job_id ||
         forge_state_is_terminal(e->rec->state))
         return; /* moved on meanwhile (a retry's next try, a cancel) */
     if (work->code != FORGE_OK)
-        forge_log_warn("%s: the image check's note of job %u is not read "
-                       "(%s): %s; its end goes out as Slurm said it",
-                       e->rec->launch_id, (unsigned)work->image.job_id,
-                       forge_rc_name(work->code), work->message);
+        forge_log_fields(FORGE_LOG_WARN, f, 2,
+                         "the image check's note of job %u is not read: %s; "
+                         "its end goes out as Slurm said it",
+                         (unsigned)work->image.job_id, work->message);
     publish_end(w, e, work);
 }

@@ -123,14 +123,16 @@ static const char pyxis_task_wrapper[] =
 
 /* The image check (render.h), a constant after `forge_image=<path>`. The
  * first line apptainer prints is its reason ("Error for command "list":
- * invalid SIF magic", "open ...: no such file or directory"); the
- * descriptors' last byte is the listing's `SIF POSITION (start-end)`. */
+ * invalid SIF magic", "open <path>: no such file or directory"); the
+ * descriptors' last byte is the listing's `SIF POSITION (start-end)`. The
+ * note names the image once: "<path>: <reason>". */
 static const char image_check[] =
     "rm -f -- \"$FORGE_STAGING/" FORGE_RENDER_IMAGE_NOTE "\"\n"
     "forge_why=\n"
     "if ! forge_list=$(apptainer sif list \"$forge_image\" 2>&1); then\n"
     "    forge_why=${forge_list%%$'\\n'*}\n"
     "    forge_why=${forge_why#'Error for command \"list\": '}\n"
+    "    forge_why=${forge_why#\"open $forge_image: \"}\n"
     "    forge_why=${forge_why:-apptainer sif list failed}\n"
     "elif ! forge_size=$(stat -L -c %s -- \"$forge_image\" 2>&1); then\n"
     "    forge_why=$forge_size\n"
@@ -145,9 +147,9 @@ static const char image_check[] =
     "    fi\n"
     "fi\n"
     "if [ -n \"$forge_why\" ]; then\n"
-    "    printf '%s\\n' \"$forge_why\" "
+    "    printf '%s: %s\\n' \"$forge_image\" \"$forge_why\" "
     ">\"$FORGE_STAGING/" FORGE_RENDER_IMAGE_NOTE "\"\n"
-    "    echo \"forge: image $forge_image refused: $forge_why\" >&2\n"
+    "    echo \"forge: image refused: $forge_image: $forge_why\" >&2\n"
     "    exit " IMAGE_EXIT "\n"
     "fi\n"
     "unset forge_image forge_list forge_why forge_size forge_end\n\n";

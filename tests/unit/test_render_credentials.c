@@ -1329,9 +1329,8 @@ static void refused(const char *content, const char *why)
     cr_assert(strstr(note, why) && !strstr(note, "earlier try"), "%s", note);
     cr_assert_eq(strchr(note, '\n') - note, (long)strlen(note) - 1,
                  "one line: %s", note);
-    cr_assert(strstr(err, "forge: image ") && strstr(err, " refused: ") &&
-                  strstr(err, why),
-              "%s", err);
+    cr_assert(strstr(err, "forge: image refused: ") && strstr(err, why), "%s",
+              err);
     cr_assert_not(exists(argv), "srun ran");
     assert_nothing_ran();
     free(argv);

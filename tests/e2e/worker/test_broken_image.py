@@ -23,12 +23,13 @@ import tarfile
 
 import pytest
 
-from harness import (FAULT_NODES_ENV, STACK, launch, one_worker, unique_id,
+from harness import (FAULT_NODES_ENV, TOP, launch, one_worker, unique_id,
                      wait_until)
 from held_jobs import slurm_call
 
 pytestmark = pytest.mark.uses("fault-nodes")
 COMMAND = ["/bin/sh", "-c", "echo COMMAND RAN"]
+SLURM_STACK = os.path.join(TOP, "tests", "e2e", "stack.d", "slurm.sh")
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,8 @@ def image_dir(stack):
 
 def as_job(*argv):
     """argv as a job runs (the cluster's root, the job user); its stdout."""
-    r = subprocess.run(["bash", STACK, "as-job", *argv], capture_output=True,
-                       timeout=120)
+    r = subprocess.run(["bash", SLURM_STACK, "as-job", *argv],
+                       capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     return r.stdout
 
@@ -96,7 +97,8 @@ def check_refused(broken, lid, why):
         files = {m.name: t.extractfile(m).read().decode()
                  for m in t.getmembers()}
     assert "COMMAND RAN" not in files.get("main.out", ""), files
-    assert f"refused: {why}" in files["main.err"], files["main.err"]
+    assert "forge: image refused: " in files["main.err"], files["main.err"]
+    assert why in files["main.err"], files["main.err"]
     assert why in files["image.error"], files
     return data
 

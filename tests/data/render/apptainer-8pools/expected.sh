@@ -47,6 +47,7 @@ forge_why=
 if ! forge_list=$(apptainer sif list "$forge_image" 2>&1); then
     forge_why=${forge_list%%$'\n'*}
     forge_why=${forge_why#'Error for command "list": '}
+    forge_why=${forge_why#"open $forge_image: "}
     forge_why=${forge_why:-apptainer sif list failed}
 elif ! forge_size=$(stat -L -c %s -- "$forge_image" 2>&1); then
     forge_why=$forge_size
@@ -57,8 +58,8 @@ else
     fi
 fi
 if [ -n "$forge_why" ]; then
-    printf '%s\n' "$forge_why" >"$FORGE_STAGING/image.error"
-    echo "forge: image $forge_image refused: $forge_why" >&2
+    printf '%s: %s\n' "$forge_image" "$forge_why" >"$FORGE_STAGING/image.error"
+    echo "forge: image refused: $forge_image: $forge_why" >&2
     exit 66
 fi
 unset forge_image forge_list forge_why forge_size forge_end
