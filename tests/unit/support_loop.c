@@ -620,6 +620,15 @@ json_t *last_of(const char *topic, const char *id)
     return fake_kafka_last_of(kafka, topic, id);
 }
 
+json_t *last_event_data(const char *id)
+{
+    json_t *ev = last_of(cfg->topic_status, id);
+    json_t *data = json_incref(json_object_get(ev, "data"));
+
+    json_decref(ev);
+    return data;
+}
+
 long long record_int(const char *id, const char *field)
 {
     json_t *r = last_of(cfg->topic_state, id);

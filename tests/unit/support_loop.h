@@ -237,6 +237,8 @@ void expect_states(const char *id, const char *want);
 /* The last committed record of topic keyed id (new). */
 json_t *last_of(const char *topic, const char *id);
 
+/* The data of id's last committed status event (new). */
+json_t *last_event_data(const char *id);
 /* A whole number in id's last committed state record. */
 long long record_int(const char *id, const char *field);
 

@@ -52,16 +52,6 @@ static void job_failed(uint32_t job_id, int exit_code)
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
 }
 
-/* id's last committed status event's data (new). */
-static json_t *last_event(const char *id)
-{
-    json_t *ev = last_of(cfg->topic_status, id);
-    json_t *data = json_incref(json_object_get(ev, "data"));
-
-    json_decref(ev);
-    return data;
-}
-
 static const char *str_at(const json_t *o, const char *a, const char *b)
 {
     const json_t *v = json_object_get(o, a);
@@ -97,7 +87,7 @@ Test(image_note, a_refused_image_fails_with_the_note)
     note_read(w, "invalid SIF magic\nsecond\x01line\n");
     step();
     expect_states("I1", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("I1");
+    data = last_event_data("I1");
     cr_assert_str_eq(str_at(data, "reason", NULL), "image_invalid");
     cr_assert_str_eq(str_at(data, "error", "code"), "image_invalid");
     cr_assert_str_eq(str_at(data, "error", "field"), "$.image.path");
@@ -123,7 +113,7 @@ Test(image_note, no_note_is_the_command_own_exit)
     note_read(next_work(FORGE_LANE_FILES, FORGE_WORK_IMAGE_NOTE, "I2"), NULL);
     step();
     expect_states("I2", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("I2");
+    data = last_event_data("I2");
     cr_assert_str_eq(str_at(data, "reason", NULL), "failed");
     cr_assert_null(json_object_get(data, "error"));
     json_decref(data);
@@ -147,7 +137,7 @@ Test(image_note, an_unreadable_note_still_ends_the_launch)
     note_read(w, NULL);
     step();
     expect_states("I3", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("I3");
+    data = last_event_data("I3");
     cr_assert_str_eq(str_at(data, "reason", NULL), "failed");
     json_decref(data);
 }
@@ -186,7 +176,7 @@ Test(image_note, another_exit_never_waits)
     job_failed(85, 3);
     step();
     expect_states("I5", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("I5");
+    data = last_event_data("I5");
     cr_assert_str_eq(str_at(data, "reason", NULL), "failed");
     json_decref(data);
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES),
@@ -211,7 +201,7 @@ Test(image_note, a_refused_image_is_not_retried)
               "invalid SIF magic\n");
     step();
     expect_states("I6", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("I6");
+    data = last_event_data("I6");
     cr_assert_str_eq(str_at(data, "reason", NULL), "image_invalid");
     json_decref(data);
 }

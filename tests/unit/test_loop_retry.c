@@ -70,16 +70,6 @@ static void job_ended(uint32_t job_id, const char *slurm_state,
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
 }
 
-/* id's last committed status event's data (new). */
-static json_t *last_event(const char *id)
-{
-    json_t *ev = last_of(cfg->topic_status, id);
-    json_t *data = json_incref(json_object_get(ev, "data"));
-
-    json_decref(ev);
-    return data;
-}
-
 /* A launch of id with retry, accepted and submitted as job `job`. */
 static void submitted(const char *id, const char *retry, uint32_t job)
 {
@@ -115,7 +105,7 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
     job_ended(71, "NODE_FAIL", "h200-1", -1);
     step();
     expect_states("R1", "ACCEPTED SUBMITTED PENDING");
-    data = last_event("R1");
+    data = last_event_data("R1");
     cr_assert_str_eq(json_string_value(json_object_get(data, "reason")),
                      "retrying");
     cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
@@ -148,7 +138,7 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
     answer(w, 72, FORGE_SLURM_OK);
     step();
     expect_states("R1", "ACCEPTED SUBMITTED PENDING SUBMITTED");
-    data = last_event("R1");
+    data = last_event_data("R1");
     cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
     json_decref(data);
     r = last_record("R1");
@@ -162,7 +152,7 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
     job_ended(72, "NODE_FAIL", "a100-1", -1);
     step();
     expect_states("R1", "ACCEPTED SUBMITTED PENDING SUBMITTED FAILED");
-    data = last_event("R1");
+    data = last_event_data("R1");
     cr_assert_str_eq(json_string_value(json_object_get(data, "reason")),
                      "node_fail");
     cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
@@ -206,7 +196,7 @@ Test(tries, one_try_is_the_default)
     job_ended(91, "NODE_FAIL", "h200-1", -1);
     step();
     expect_states("D1", "ACCEPTED SUBMITTED FAILED");
-    data = last_event("D1");
+    data = last_event_data("D1");
     cr_assert_eq(json_integer_value(json_object_get(data, "try")), 1);
     json_decref(data);
 }
@@ -284,7 +274,7 @@ Test(tries, a_later_try_refused_fails)
     answer(w, 0, FORGE_SLURM_REJECTED);
     step();
     expect_states("F1", "FAILED");
-    data = last_event("F1");
+    data = last_event_data("F1");
     cr_assert_str_eq(json_string_value(json_object_get(data, "reason")),
                      "slurm_refused");
     cr_assert_str_eq(json_string_value(json_object_get(data, "previous_state")),

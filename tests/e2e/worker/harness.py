@@ -43,6 +43,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import tarfile
 import threading
 import time
 import urllib.parse
@@ -889,6 +890,17 @@ def one_worker(stack, logdir, tag, extra_env=None, logs=True, before_stop=None):
         if logs_reader:
             logs_reader.close()
         worker.stop_quietly()
+
+
+def archived_files(logs, launch_id, timeout=120):
+    """The files of launch_id's logs archive, {name: text}, once its
+    logs_archived event is on the logs topic (logs: its StatusReader)."""
+    event = wait_until(f"the logs of {launch_id}", lambda: next(
+        (e for e in logs.of(launch_id)
+         if e["type"] == "forge.launch.logs_archived"), None), timeout)
+    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
+        return {m.name: t.extractfile(m).read().decode(errors="replace")
+                for m in t.getmembers()}
 
 
 def free_port():

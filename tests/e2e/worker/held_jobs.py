@@ -61,6 +61,22 @@ def submit_held(stack, n, tag):
     return ids
 
 
+def take_node(stack, name, partition, seconds, minutes):
+    """A plain job (not a launch) wanting every GPU of the partition's h200
+    node, sleeping `seconds` within a limit of `minutes`: what holds a node
+    from a launch, or preempts one there; its id."""
+    answer = slurm_call(stack, "POST", "job/submit", {
+        "script": f"#!/bin/sh\nsleep {seconds}\n",
+        "job": {"name": name, "partition": partition,
+                "constraints": "h200", "tres_per_node": "gres/gpu:8",
+                "current_working_directory": "/tmp",
+                "standard_output": "/dev/null",
+                "environment": ["PATH=/bin:/usr/bin"],
+                "time_limit": {"set": True, "number": minutes}}})
+    assert answer.get("job_id"), answer.get("errors")
+    return int(answer["job_id"])
+
+
 def cancel(stack, ids, chunk=500):
     for at in range(0, len(ids), chunk):
         slurm_call(stack, "DELETE", "jobs",

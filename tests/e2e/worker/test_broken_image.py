@@ -19,13 +19,12 @@ never at the same time).
 import os
 import shutil
 import subprocess
-import tarfile
 
 import pytest
 
-from harness import (FAULT_NODES_ENV, TOP, launch, one_worker, unique_id,
-                     wait_until)
-from held_jobs import slurm_call
+from harness import (FAULT_NODES_ENV, TOP, archived_files, launch,
+                     one_worker, unique_id, wait_until)
+from held_jobs import slurm_call, take_node
 
 pytestmark = pytest.mark.uses("fault-nodes")
 COMMAND = ["/bin/sh", "-c", "echo COMMAND RAN"]
@@ -90,12 +89,7 @@ def check_refused(broken, lid, why):
     assert data["error"]["field"] == "$.image.path", data
     assert why in data["error"]["message"], data["error"]
     assert data["slurm"]["exit_code"] == 66, data["slurm"]
-    event = wait_until(f"the logs of {lid}", lambda: next(
-        (e for e in logs.of(lid)
-         if e["type"] == "forge.launch.logs_archived"), None), 120)
-    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
-        files = {m.name: t.extractfile(m).read().decode()
-                 for m in t.getmembers()}
+    files = archived_files(logs, lid)
     assert "COMMAND RAN" not in files.get("main.out", ""), files
     assert "forge: image refused: " in files["main.err"], files["main.err"]
     assert why in files["main.err"], files["main.err"]
@@ -134,16 +128,7 @@ def test_an_image_deleted_after_the_submit_fails_naming_it(stack, broken,
     shutil.copyfile(os.path.join(stack.image_dir, "shell.sif"), host)
     os.chmod(host, 0o644)
     # every GPU of the partition's h200 node, taken until the image is gone
-    answer = slurm_call(stack, "POST", "job/submit", {
-        "script": "#!/bin/sh\nsleep 300\n",
-        "job": {"name": "e2e-blocker", "partition": "faults",
-                "constraints": "h200", "tres_per_node": "gres/gpu:8",
-                "current_working_directory": "/tmp",
-                "standard_output": "/dev/null",
-                "environment": ["PATH=/bin:/usr/bin"],
-                "time_limit": {"set": True, "number": 5}}})
-    blocker = answer.get("job_id")
-    assert blocker, answer.get("errors")
+    blocker = take_node(stack, "e2e-blocker", "faults", 300, 5)
     try:
         wait_until("the blocker running", lambda: "RUNNING" in slurm_call(
             stack, "GET", f"job/{blocker}")["jobs"][0]["job_state"], 60)

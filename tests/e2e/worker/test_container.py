@@ -15,12 +15,11 @@ FAILED with exit code 3.
 
 import json
 import os
-import tarfile
 import uuid
 
 import pytest
 
-from harness import (het_launch, launch, one_worker, unique_id, wait_until)
+from harness import archived_files, het_launch, launch, one_worker, unique_id
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +59,7 @@ def finished(one, req, state="SUCCEEDED"):
     topics.send(lid, req)
     done = status.wait_terminal(lid, timeout=180)
     assert done["data"]["state"] == state, (status.states(lid), done)
-    event = wait_until(f"the logs of {lid}", lambda: next(
-        (e for e in logs.of(lid)
-         if e["type"] == "forge.launch.logs_archived"), None), 120)
-    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
-        files = {m.name: t.extractfile(m).read().decode()
-                 for m in t.getmembers()}
-    return done, files
+    return done, archived_files(logs, lid)
 
 
 def test_the_command_sees_its_image_and_not_the_node(one):

@@ -31,7 +31,7 @@ import pytest
 
 from harness import (FAULT_NODES_ENV, StatusReader, Topics, Worker, launch,
                      one_worker, stack_verb, unique_id, wait_until)
-from held_jobs import slurm_call
+from held_jobs import take_node
 
 TICKS = 12  # the command's seconds: its second run must finish them
 pytestmark = pytest.mark.uses("fault-nodes")
@@ -161,15 +161,7 @@ def test_preempted_launch_runs_again_with_its_credentials(stack, slurm,
     running_job(status, lid)
     time.sleep(3)  # its first run prints a few ticks
     # a plain job of the higher tier wants every GPU of the launch's node
-    answer = slurm_call(stack, "POST", "job/submit", {
-        "script": "#!/bin/sh\nsleep 5\n",
-        "job": {"name": "e2e-urgent", "partition": "urgent",
-                "constraints": "h200", "tres_per_node": "gres/gpu:8",
-                "current_working_directory": "/tmp",
-                "standard_output": "/dev/null",
-                "environment": ["PATH=/bin:/usr/bin"],
-                "time_limit": {"set": True, "number": 1}}})
-    assert answer.get("job_id"), answer.get("errors")
+    take_node(stack, "e2e-urgent", "urgent", 5, 1)
     runs = check_requeued(stack, slurm, requeue, lid, values, t0)
     # the checkpoint signal came when the preemption began, to the first
     # run only (the second ran to its end, far from its time limit): to
