@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/paths.h"
 #include "core/shell.h"
+#include "render/image_check.h"
 #include "render/staging.h"
 #include "render/try.h"
 #include "request/request_paths.h"
@@ -116,43 +117,6 @@ static const char pyxis_task_wrapper[] =
     "export FORGE_POOL=\"$1\" FORGE_ROLES=\"$2\"\n"
     "shift 2\n"
     "exec \"$@\"\n";
-
-#define TEXT_OF(n)     #n
-#define IMAGE_EXIT_(n) TEXT_OF(n)
-#define IMAGE_EXIT     IMAGE_EXIT_(FORGE_RENDER_IMAGE_EXIT)
-
-/* The image check (render.h), a constant after `forge_image=<path>`. The
- * first line apptainer prints is its reason ("Error for command "list":
- * invalid SIF magic", "open <path>: no such file or directory"); the
- * descriptors' last byte is the listing's `SIF POSITION (start-end)`. The
- * note names the image once: "<path>: <reason>". */
-static const char image_check[] =
-    "rm -f -- \"$FORGE_STAGING/" FORGE_RENDER_IMAGE_NOTE "\"\n"
-    "forge_why=\n"
-    "if ! forge_list=$(apptainer sif list \"$forge_image\" 2>&1); then\n"
-    "    forge_why=${forge_list%%$'\\n'*}\n"
-    "    forge_why=${forge_why#'Error for command \"list\": '}\n"
-    "    forge_why=${forge_why#\"open $forge_image: \"}\n"
-    "    forge_why=${forge_why:-apptainer sif list failed}\n"
-    "elif ! forge_size=$(stat -L -c %s -- \"$forge_image\" 2>&1); then\n"
-    "    forge_why=$forge_size\n"
-    "else\n"
-    "    forge_end=$(printf '%s\\n' \"$forge_list\" | awk -F'|' "
-    "'NF >= 5 { p = $4; gsub(/ /, \"\", p); "
-    "if (split(p, r, \"-\") == 2 && r[2] + 0 > m) m = r[2] + 0 } "
-    "END { print m + 0 }')\n"
-    "    if [ \"$forge_end\" -gt \"$forge_size\" ]; then\n"
-    "        forge_why=\"cut short: the file has $forge_size bytes, its SIF "
-    "descriptors reach byte $forge_end\"\n"
-    "    fi\n"
-    "fi\n"
-    "if [ -n \"$forge_why\" ]; then\n"
-    "    printf '%s: %s\\n' \"$forge_image\" \"$forge_why\" "
-    ">\"$FORGE_STAGING/" FORGE_RENDER_IMAGE_NOTE "\"\n"
-    "    echo \"forge: image refused: $forge_image: $forge_why\" >&2\n"
-    "    exit " IMAGE_EXIT "\n"
-    "fi\n"
-    "unset forge_image forge_list forge_why forge_size forge_end\n\n";
 
 /* Host-side variables the job's tasks also see. */
 static const char *const shared_vars[] = {
@@ -467,20 +431,6 @@ static void put_ingest(forge_buf_t *s, const forge_launch_t *l)
     forge_buf_puts(s, "\n\n");
 }
 
-/* apptainer: the image checked before anything else runs (render.h). */
-static void put_image_check(forge_buf_t *s, const char *image)
-{
-    forge_buf_puts(s, "# The image, checked before anything of the job runs: "
-                      "one apptainer cannot\n# open as a SIF, or one cut "
-                      "short, ends the job here (exit " IMAGE_EXIT
-                      "), its reason\n# in "
-                      "$FORGE_STAGING/" FORGE_RENDER_IMAGE_NOTE " for the "
-                      "worker.\nforge_image=");
-    forge_shell_quote(s, image);
-    forge_buf_putc(s, '\n');
-    forge_buf_puts(s, image_check);
-}
-
 /* apptainer: everything the tasks must see goes in as APPTAINERENV_*; the
  * credentials' pairs last, so a request's env wins over the defaults above
  * (MASTER_PORT, say), as it does with enroot-pyxis. */
@@ -711,7 +661,7 @@ char *forge_render_script(const forge_launch_t *launch,
     put_restart(&s);
     forge_try_put_marker(&s); /* a later try's first run (try.h) */
     if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
-        put_image_check(&s, sp.image);
+        forge_render_put_image_check(&s, sp.image);
     put_credentials(&s, cfg, pairs);
     put_ingest(&s, launch);
     if (cfg->runtime_profile == FORGE_PROFILE_APPTAINER)
