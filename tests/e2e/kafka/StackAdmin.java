@@ -8,6 +8,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 
@@ -59,8 +60,9 @@ import org.apache.kafka.common.resource.ResourceType;
  * ready:  wait until the broker answers a metadata request that lists at least
  *         one (unfenced) broker; print "CLUSTER_ID BROKERS".
  * ensure: ready, then create the missing topics (PARTITIONS partitions, or
- *         the topic's own partitions=N, which is no topic config; replication
- *         factor 1), check the partition count of existing ones,
+ *         the topic's own partitions=N, which is no topic config; the
+ *         brokers' default.replication.factor: kafka.sh sets it to its node
+ *         count, retried until that many brokers are registered), check the partition count of existing ones,
  *         set the given topic configs where they differ, and wait until every
  *         partition has a leader; then the SCRAM users and the ACLs
  *         (creating an ACL that exists is a no-op).
@@ -153,7 +155,7 @@ public final class StackAdmin {
         while (!pending.isEmpty()) {
             List<NewTopic> create = new ArrayList<>();
             for (String name : pending) {
-                create.add(new NewTopic(name, want.get(name), (short) 1).configs(topics.get(name)));
+                create.add(new NewTopic(name, Optional.of(want.get(name)), Optional.empty()).configs(topics.get(name)));
             }
             CreateTopicsResult r = admin.createTopics(create, new CreateTopicsOptions().timeoutMs(left()));
             List<String> retry = new ArrayList<>();

@@ -423,6 +423,18 @@ in_root=(unshare -m --propagation slave /bin/sh -c
 	'set -e; root=$1; shift; mount --rbind "$root" "$root"; cd "$root"
 	pivot_root . mnt; cd /; umount -l /mnt; exec "$@"'
 	in_root "$(readlink -m "$chroot_dir")")
+# The same for a node's slurmd, with a /run/slurm of its own (a tmpfs in
+# its namespace, which its jobs inherit): there it serves the node's
+# sack.socket (auth/slurm), through which the srun of each job on the node
+# gets its credentials, as on a machine of its own. Shared by every slurmd
+# of the chroot, the socket was the last started one's: a node failed
+# (`fail`) took every node's srun with it.
+# shellcheck disable=SC2016 # the inner script's own expansions
+in_node_root=(unshare -m --propagation slave /bin/sh -c
+	'set -e; root=$1; shift; mount --rbind "$root" "$root"; cd "$root"
+	pivot_root . mnt; cd /; umount -l /mnt
+	mount -t tmpfs -o mode=0755,size=1m forge-node-run /run/slurm; exec "$@"'
+	in_node_root "$(readlink -m "$chroot_dir")")
 
 # Start "$@" in the chroot (in_root) in its own session, logging to
 # $run/$name.log, with none of our descriptors ($! is the daemon's pid:
@@ -445,7 +457,7 @@ launch_daemon() {
 	mariadb) start_daemon mariadb "${in_root[@]}" mariadbd "--defaults-file=$db_cnf" ;;
 	slurmdbd) start_daemon slurmdbd "${in_root[@]}" slurmdbd -D ;;
 	slurmctld) start_daemon slurmctld "${in_root[@]}" slurmctld -D ;;
-	slurmd-*) start_daemon "$1" "${in_root[@]}" slurmd -D -N "${1#slurmd-}" ;;
+	slurmd-*) start_daemon "$1" "${in_node_root[@]}" slurmd -D -N "${1#slurmd-}" ;;
 	slurmrestd)
 		start_daemon slurmrestd env SLURM_JWT=daemon "${in_root[@]}" slurmrestd \
 			-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
@@ -501,10 +513,11 @@ stop_daemon() {
 	rm -f "$run/$name.pid"
 }
 
-# 24.11's slurmds of one chroot share /run/slurm/sack.socket: each removes
-# and re-binds it, and two starting at once can collide ("init_sack_conmgr:
-# [unix:/run/slurm/sack.socket] Unable to bind UNIX socket: Address already
-# in use", fatal; seen once on a first start). Start them one at a time.
+# The slurmd of one chroot once shared /run/slurm/sack.socket (each has its
+# own now: in_node_root), and two starting at once could collide
+# ("init_sack_conmgr: [unix:/run/slurm/sack.socket] Unable to bind UNIX
+# socket: Address already in use", fatal; seen once on a first start).
+# They still start one at a time: a first start's burst stays small.
 # $2: the log's line count before this start.
 wait_slurmd_started() {
 	local log="$run/slurmd-$1.log" i

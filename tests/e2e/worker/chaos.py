@@ -34,8 +34,8 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from harness import (TERMINAL, TOP, StatusReader, Worker, het_launch, launch,
-                     stack_verb, unique_id)
+from harness import (TERMINAL, TOP, StatusReader, Topics, Worker, het_launch,
+                     launch, stack_verb, unique_id)
 
 SUMMARY = []  # one line per scenario run, for conftest's terminal summary
 # The test's own Kafka clients say nothing below critical: a broker restart
@@ -365,6 +365,7 @@ class Verdict:
         self.problems = []  # "<check>: <launch>: <detail>"
         self.notes = []  # what was seen and is no fault of the worker
         self.settle_s = None
+        self.stall_s = None  # the longest time no status event came
 
     def bad(self, check, lid, detail):
         self.n[check] += 1
@@ -381,6 +382,7 @@ class Verdict:
                 f" / commands run twice {n['ran_twice']}"
                 f" / false LOST/FAILED {n['false_lost']}"
                 f" / last fault to all terminal {settle}"
+                f" / longest stall {self.stall_s or 0:.1f} s"
                 f" | faults {n['faults']}, seq breaks {n['seq']},"
                 f" wrong end {n['wrong_end']},"
                 f" failed by the slurmctld outage {n['outage_failed']},"
@@ -456,6 +458,7 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
             v.bad("jobs_left", p.lid, f"{end}, yet Slurm jobs {alive} still "
                   f"live: {jobs}")
     v.n["reached_slurm"] = len(reached)
+    v.stall_s = longest_stall(reader, planned)
 
     for lid, jobs in reached.items():
         got = logs.of(lid)
@@ -479,6 +482,14 @@ def verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
     v.n["aborts"] = sum(1 for line in fleet.lines()
                         if "transaction aborted" in line.get("msg", ""))
     return v
+
+
+def longest_stall(reader, planned):
+    """The longest time between two status events of the scenario's
+    launches, from the first to the last: how long the pipeline published
+    nothing while launches were on their way."""
+    times = sorted(e["_received"] for p in planned for e in reader.of(p.lid))
+    return max((b - a for a, b in zip(times, times[1:])), default=0.0)
 
 
 def settle_and_verify(kind, stack, slurm, fleet, reader, logs, planned,
@@ -555,3 +566,67 @@ def new_rng(kind):
     seed = int(os.environ.get("FORGE_CHAOS_SEED") or random.randrange(1 << 30))
     print(f"chaos {kind}: seed {seed} (FORGE_CHAOS_SEED repeats it)")
     return random.Random(seed)
+
+
+# ---- one scenario ----------------------------------------------------------
+
+SETTLE_TIMEOUT = 300
+# A late POST's job (held, never started) is swept this long after the
+# clean that preceded it: inside the settle wait, which waits for every
+# tagged job to end.
+LATE_JOB_SWEEP_S = 20
+
+
+def run_scenario(kind, size, stack, slurm, logdir, faults_during,
+                 extra_env=None):
+    """size = (launches, seconds over which they are sent) through three
+    workers of one group on fresh topics, faults_during(fleet, faults, rng,
+    t0, span) doing the scenario's faults meanwhile; then the verdict,
+    which must find no problem, and each worker must exit 0 on SIGTERM."""
+    count, span = size
+    rng = new_rng(kind)
+    topics = Topics(stack, f"chaos-{kind}")
+    reader, logs = readers(stack, topics)
+    env = dict(extra_env(span) if extra_env else {})
+    env.setdefault("FORGE_LATE_JOB_SWEEP_S", str(LATE_JOB_SWEEP_S))
+    fleet = Fleet(stack, topics, logdir, 3, env)
+    planned = plan(kind, count, rng)
+    faults = Faults()
+    try:
+        fleet.wait_ready()
+        driver = Driver(stack, topics, planned, span)
+        t0 = time.monotonic()
+        driver.start()
+        faults_during(fleet, faults, rng, t0, span)
+        driver.join(600)
+        verdict = settle_and_verify(kind, stack, slurm, fleet, reader, logs,
+                                    planned, faults, logdir, SETTLE_TIMEOUT)
+        rcs = fleet.stop()
+        assert not verdict.problems, (
+            f"{verdict.line()}\n" + "\n".join(verdict.problems[:40]))
+        assert all(rc == 0 for rc in rcs.values()), rcs
+    finally:
+        reader.close()
+        logs.close()
+        fleet.stop_quietly()
+        delete_topics(stack, topics)
+
+
+def at(fleet, t0, offset):
+    """Sleeps until offset seconds after t0, watching the workers."""
+    sleep_watching(fleet, max(0.0, t0 + offset - time.monotonic()))
+
+
+def timeline(*steps, gap=40):
+    """Faults at offsets (a fraction of the span): [(fraction, fn(fleet,
+    faults))], each at least gap seconds after the one before ended (one
+    outage at a time: two back to back would be one outage longer than
+    slurmctld keeps a finished job); returns once the span is over."""
+    def faults_during(fleet, faults, rng, t0, span):
+        ready = 0.0
+        for fraction, fn in steps:
+            at(fleet, t0, max(fraction * span, ready))
+            fn(fleet, faults)
+            ready = time.monotonic() - t0 + gap
+        at(fleet, t0, span)
+    return faults_during

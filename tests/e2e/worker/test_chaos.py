@@ -42,9 +42,8 @@ import time
 
 import pytest
 
-from chaos import (Driver, Faults, Fleet, delete_topics, long_mode, new_rng,
-                   plan, readers, settle_and_verify, sleep_watching,
-                   stack_verb)
+from chaos import (at, long_mode, run_scenario, sleep_watching, stack_verb,
+                   timeline)
 from harness import StatusReader, Topics, Worker, _epoch, launch, unique_id
 
 LONG = long_mode()
@@ -58,47 +57,11 @@ SIZE = {
     "combined": (250, 180),
 }
 ABORT_PER_MILLE = 50
-GAP = 40  # seconds between the end of a stack fault and the next one
-SETTLE_TIMEOUT = 300
-# A late POST's job (held, never started) is swept this long after the
-# clean that preceded it: inside the settle wait, which waits for every
-# tagged job to end.
-LATE_JOB_SWEEP_S = 20
 
 
 def run(kind, stack_, slurm, logdir, faults_during, extra_env=None):
-    count, span = SIZE[kind]
-    rng = new_rng(kind)
-    topics = Topics(stack_, f"chaos-{kind}")
-    reader, logs = readers(stack_, topics)
-    env = dict(extra_env(span) if extra_env else {})
-    env.setdefault("FORGE_LATE_JOB_SWEEP_S", str(LATE_JOB_SWEEP_S))
-    fleet = Fleet(stack_, topics, logdir, 3, env)
-    planned = plan(kind, count, rng)
-    faults = Faults()
-    try:
-        fleet.wait_ready()
-        driver = Driver(stack_, topics, planned, span)
-        t0 = time.monotonic()
-        driver.start()
-        faults_during(fleet, faults, rng, t0, span)
-        driver.join(600)
-        verdict = settle_and_verify(kind, stack_, slurm, fleet, reader, logs,
-                                    planned, faults, logdir, SETTLE_TIMEOUT)
-        rcs = fleet.stop()
-        assert not verdict.problems, (
-            f"{verdict.line()}\n" + "\n".join(verdict.problems[:40]))
-        assert all(rc == 0 for rc in rcs.values()), rcs
-    finally:
-        reader.close()
-        logs.close()
-        fleet.stop_quietly()
-        delete_topics(stack_, topics)
-
-
-def at(fleet, t0, offset):
-    """Sleeps until offset seconds after t0, watching the workers."""
-    sleep_watching(fleet, max(0.0, t0 + offset - time.monotonic()))
+    run_scenario(kind, SIZE[kind], stack_, slurm, logdir, faults_during,
+                 extra_env)
 
 
 def kill_every_15s(fleet, faults, rng, t0, span, stop=None):
@@ -125,21 +88,6 @@ def stop_slurmctld_20s(fleet, faults):
     finally:
         stack_verb("start", "slurmctld")
     faults.record("slurmctld stopped 20 s", start)
-
-
-def timeline(*steps, gap=GAP):
-    """Faults at offsets (a fraction of the span): [(fraction, fn(fleet,
-    faults))], each at least gap seconds after the one before ended (one
-    outage at a time: two back to back would be one outage longer than
-    slurmctld keeps a finished job); returns once the span is over."""
-    def faults_during(fleet, faults, rng, t0, span):
-        ready = 0.0
-        for fraction, fn in steps:
-            at(fleet, t0, max(fraction * span, ready))
-            fn(fleet, faults)
-            ready = time.monotonic() - t0 + gap
-        at(fleet, t0, span)
-    return faults_during
 
 
 def aborts_until(per_mille):
