@@ -57,7 +57,8 @@
 #
 # Environment: FORGE_STACK_PARTITIONS (default 6) partitions per topic of
 # the worker's (forge.jobcomp has 3, whatever it says);
-# FORGE_STACK_KAFKA_NODES (1 or 3, default 1); FORGE_STACK_KAFKA_HEAP each
+# FORGE_STACK_KAFKA_NODES (1 or 3; unset: the count the cluster was made
+# with, at first one); FORGE_STACK_KAFKA_HEAP each
 # node's -Xmx (default 512m, 384m with three nodes).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,7 +73,9 @@ libs=$cache/libs
 tools=$cache/tools
 m2=$FORGE_CACHE_DIR/m2
 run=$FORGE_STACK_RUN/kafka
-nodes=${FORGE_STACK_KAFKA_NODES:-1}
+# The node count: FORGE_STACK_KAFKA_NODES, else the running cluster's
+# (the count `up` made it with), else one.
+nodes=${FORGE_STACK_KAFKA_NODES:-$(cat "$run/nodes" 2>/dev/null || echo 1)}
 case "$nodes" in
 1 | 3) ;;
 *)
