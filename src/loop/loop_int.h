@@ -4,7 +4,8 @@
  * requests, partitions; publish.c: events and records into the
  * transaction; tick.c: a poll tick's items, and its answer onto the
  * records; finish.c: archive and cleanup after a terminal state;
- * restore.c: partitions read back from the state topic). All of
+ * restore.c: partitions read back from the state topic; tries.c and
+ * image_note.c: what a job's end becomes). All of
  * it runs on the consume loop's thread (see loop.c).
  */
 #ifndef FORGE_LOOP_INT_H

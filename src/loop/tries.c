@@ -19,8 +19,10 @@
  * same staging folder (logs appended after `== forge: try N ==`). So a
  * kill -9 anywhere leaves either the try that ended (whose end the next
  * owner's poll sees again, and decides the same) or the next try's intent
- * (submitted once, by its tag): one live job, one terminal event. Loop
- * thread only.
+ * (submitted once, by its tag): one live job, one terminal event.
+ * forge_loop_job_moved is every seen move's way out: a poll's, a push's,
+ * accounting's (an image check's end reads its note first: image_note.c).
+ * Loop thread only.
  */
 #include "core/buf.h"
 #include "core/clock.h"

@@ -433,7 +433,8 @@ in_root=(unshare -m --propagation slave /bin/sh -c
 in_node_root=(unshare -m --propagation slave /bin/sh -c
 	'set -e; root=$1; shift; mount --rbind "$root" "$root"; cd "$root"
 	pivot_root . mnt; cd /; umount -l /mnt
-	mount -t tmpfs -o mode=0755,size=1m forge-node-run /run/slurm; exec "$@"'
+	mkdir -p /run/slurm; mount -t tmpfs -o mode=0755,size=1m forge-node-run /run/slurm
+	exec "$@"'
 	in_node_root "$(readlink -m "$chroot_dir")")
 
 # Start "$@" in the chroot (in_root) in its own session, logging to
