@@ -40,6 +40,9 @@ def pytest_configure(config):
         "markers", "sanitized: run by scripts/e2e with the ASan+UBSan build "
         "(build-asan/forge-worker)")
     config.addinivalue_line(
+        "markers", "replicated: needs the three-node Kafka cluster "
+        "(FORGE_STACK_KAFKA_NODES=3): scripts/e2e's replicated phase")
+    config.addinivalue_line(
         "markers", "uses(resource): runs on a resource no other group "
         "running at the same time may use (conftest.py)")
 
@@ -57,7 +60,8 @@ def pytest_collection_finish(session):
              "name": item.name,
              "disrupts": marker_args(item, "disrupts"),
              "uses": marker_args(item, "uses"),
-             "sanitized": item.get_closest_marker("sanitized") is not None}
+             "sanitized": item.get_closest_marker("sanitized") is not None,
+             "replicated": item.get_closest_marker("replicated") is not None}
             for item in session.items]
     with open(path, "w") as f:
         json.dump(plan, f)

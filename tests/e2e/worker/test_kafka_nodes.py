@@ -6,12 +6,12 @@ replication factor 3 and min.insync.replicas=2, the offsets and
 transaction state topics too, producers with acks=all), three workers of
 one group taking a steady stream of launches (chaos.py's mix) while
 
-  leader        the node leading the most requests partitions is killed
-                (SIGKILL) and started again 15 s later: the workers' fetches,
-                produces and commits move to the new leaders
-  coordinators  the node that coordinates a worker's transactional id is
-                killed, started again, then the node that coordinates the
-                group: its transactions and the group's offsets move
+  leaders       the node leading the most requests partitions is killed
+                (SIGKILL) and started again 10 s later (the workers'
+                fetches, produces and commits move to the new leaders),
+                then the node coordinating a worker's transactional id,
+                then the one coordinating the group (its transactions and
+                the group's offsets move)
   rolling       every node in turn stopped (a clean shutdown, as an upgrade
                 does it), started again, and the next one only once every
                 partition has its three replicas in sync
@@ -21,10 +21,14 @@ must end; no command run twice, never two live Slurm jobs of a launch,
 every archive once; plus the longest stall (no status event published)
 in the figures line.
 
-These scenarios need the three nodes: on a one-node stack they are skipped
-(scripts/test brings the stack to three nodes for the phase that runs
-them). They stop and kill nodes (@pytest.mark.disrupts): scripts/e2e runs
-them alone.
+These scenarios need the three nodes (@pytest.mark.replicated): scripts/e2e
+runs them in its replicated phase, alone, on a stack with three nodes
+(FORGE_STACK_KAFKA_NODES=3 tests/e2e/stack up; scripts/e2e --phase
+replicated); run by hand on one node, they are skipped. Not in
+scripts/test yet (issue 38): the leaders scenario finds a launch run
+twice when a transaction carrying its job id is lost for longer than
+slurmctld keeps the ended job (MinJobAge), which the worker's clean of an
+interrupted submit does not yet look up in accounting.
 """
 
 import time
@@ -34,11 +38,12 @@ import pytest
 from chaos import at, run_scenario, sleep_watching, stack_verb, timeline
 from confluent_kafka.admin import AdminClient
 
-SIZE = (40, 60)  # launches, seconds over which they are sent
 # The session outlasts a node's absence by far: a partition's owner
 # keeps it while its fetches move to the new leader.
 SESSION = {"FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS": "45000"}
 
+
+pytestmark = pytest.mark.replicated
 
 
 def nodes(stack):
@@ -119,38 +124,37 @@ def busiest_leader(stack):
 
 
 @pytest.mark.disrupts("kafka-1", "kafka-2", "kafka-3")
-def test_the_requests_leader_killed(replicated, slurm, logdir):
+def test_leaders_and_coordinators_killed(replicated, slurm, logdir):
+    """kill -9 of the node leading the most requests partitions, then of
+    the one coordinating a worker's transactional id, then of the one
+    coordinating the group: each down 10 s, started again, and the next
+    only once every replica is back in sync."""
     stack = replicated
-    kill = (lambda fleet, faults: down_for(fleet, faults, stack,
-                                           busiest_leader(stack), 15))
-    run_scenario("leader", SIZE, stack, slurm, logdir,
-                 timeline((0.3, kill)), lambda span: SESSION)
 
-
-@pytest.mark.disrupts("kafka-1", "kafka-2", "kafka-3")
-def test_the_coordinators_killed(replicated, slurm, logdir):
-    stack = replicated
     def faults_during(fleet, faults, rng, t0, span):
-        at(fleet, t0, 0.2 * span)
+        at(fleet, t0, 0.1 * span)
+        down_for(fleet, faults, stack, busiest_leader(stack), 10)
         wid = sorted(fleet.workers)[0]
-        txn = coordinator_of(stack, f"forge-worker-{wid}",
-                             "__transaction_state")
-        down_for(fleet, faults, stack, txn, 10)
-        at(fleet, t0, 0.6 * span)
-        group = coordinator_of(stack, fleet.group, "__consumer_offsets")
-        down_for(fleet, faults, stack, group, 10)
+        down_for(fleet, faults, stack,
+                 coordinator_of(stack, f"forge-worker-{wid}",
+                                "__transaction_state"), 10)
+        down_for(fleet, faults, stack,
+                 coordinator_of(stack, fleet.group, "__consumer_offsets"), 10)
         at(fleet, t0, span)
-    run_scenario("coordinators", SIZE, stack, slurm, logdir, faults_during,
+    run_scenario("leaders", (36, 60), stack, slurm, logdir, faults_during,
                  lambda span: SESSION)
 
 
 @pytest.mark.disrupts("kafka-1", "kafka-2", "kafka-3")
 def test_a_rolling_restart(replicated, slurm, logdir):
+    """Every node in turn stopped as an upgrade stops it, started again,
+    the next one only once every replica is back in sync."""
     stack = replicated
+
     def faults_during(fleet, faults, rng, t0, span):
         at(fleet, t0, 0.1 * span)
         for node in range(1, nodes(stack) + 1):
             down_for(fleet, faults, stack, node, 3, verb="stop")
         at(fleet, t0, span)
-    run_scenario("rolling", SIZE, stack, slurm, logdir, faults_during,
+    run_scenario("rolling", (30, 40), stack, slurm, logdir, faults_during,
                  lambda span: SESSION)

@@ -189,9 +189,14 @@ def test_wrong_ca_refused_at_start(secured, topics, logdir, tmp_path):
 
 
 def served_cert(stack):
-    host, port = stack.env["FORGE_STACK_KAFKA_SASL_SSL"].rsplit(":", 1)
-    pem = ssl.get_server_certificate((host, int(port)))
-    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest()
+    """The SHA-256 of the certificate each node's SASL_SSL listener serves
+    (one node, or each of three), in node order."""
+    out = []
+    for address in stack.env["FORGE_STACK_KAFKA_SASL_SSL"].split(","):
+        host, port = address.rsplit(":", 1)
+        pem = ssl.get_server_certificate((host, int(port)))
+        out.append(hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest())
+    return out
 
 
 def test_renewed_broker_certificate_while_a_launch_runs(secured, topics,
@@ -209,8 +214,9 @@ def test_renewed_broker_certificate_while_a_launch_runs(secured, topics,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
         renewed = True
-        wait_until("the broker to serve the renewed certificate",
-                   lambda: served_cert(secured) != before, 30, 0.5)
+        wait_until("every node to serve the renewed certificate",
+                   lambda: all(now != then for now, then in
+                               zip(served_cert(secured), before)), 30, 0.5)
         # new connections (a new producer and reader) verify the new one
         fresh = Topics.__new__(Topics)
         fresh.__dict__.update(topics.__dict__)
