@@ -7,7 +7,8 @@
  * Besides what AddressSanitizer and UBSan report, it abort()s when
  *  - a rendered script does not pass `bash -n`;
  *  - running the script with stand-ins (srun that prints its argv and
- *    environment, hostname) and the credentials file the worker writes
+ *    environment, hostname, apptainer answering the image check) and the
+ *    credentials file the worker writes
  *    (forge_render_credentials) does not hand srun exactly the argv and
  *    environment the request asks for: every request value one word, byte
  *    for byte; env and secret_env values in srun's environment only, as
@@ -155,9 +156,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
              "[ -e \"$FORGE_STAGING/credentials\" ] && exit 42\n"
              "printf '%s\\0' \"$@\"\nenv -0 >&3\n",
              0755);
+    /* and apptainer answers the image check's `sif list` (render.h) for
+     * the cluster's x.sif with no descriptor: the image passes */
+    put_file("bin/apptainer",
+             "#!/bin/sh\n"
+             "[ \"$1 $2\" = 'sif list' ] && [ -f \"$3\" ] || exit 255\n"
+             "echo 'ID |GROUP |LINK |SIF POSITION (start-end) |TYPE'\n",
+             0755);
     put_file("bin/hostname", "#!/bin/sh\necho fuzzhost\n", 0755);
     snprintf(bin_path, sizeof(bin_path), "PATH=%s/bin:/usr/bin:/bin", root);
     put_dir("cluster");
+    put_dir("cluster/runtimes");
+    put_dir("cluster/runtimes/images");
+    put_file("cluster/runtimes/images/x.sif", "", 0644);
     snprintf(cluster_root, sizeof(cluster_root), "%s/cluster", root);
 
     snprintf(storage, sizeof(storage), "FORGE_STORAGE_ROOT=%s/storage", root);
