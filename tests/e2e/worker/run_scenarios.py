@@ -347,6 +347,18 @@ def report(groups, phases, t0, logs):
     return nfailed
 
 
+def run_phase(phases, name, groups, lock, exclusive, what, run):
+    """One phase of groups (none: nothing), under the e2e lock held shared
+    or exclusively; its time goes into phases."""
+    if not groups:
+        return
+    lock.hold(exclusive=exclusive)
+    log(what)
+    t = time.monotonic()
+    run()
+    phases.append((name, time.monotonic() - t, len(groups)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int,
@@ -392,24 +404,15 @@ def main():
     lock = E2eLock()
     clean_leftovers(lock)
     phases = []
-    if side:
-        lock.hold(exclusive=False)
-        log(f"{len(side)} groups side by side, {args.jobs} at a time")
-        t = time.monotonic()
-        run_side_by_side(side, args.jobs, args.logs, durations)
-        phases.append(("side by side", time.monotonic() - t, len(side)))
-    if alone:
-        lock.hold(exclusive=True)
-        log(f"{len(alone)} groups alone, one at a time")
-        t = time.monotonic()
-        run_alone(alone, args.logs)
-        phases.append(("alone", time.monotonic() - t, len(alone)))
-    if replicated:
-        lock.hold(exclusive=True)
-        log(f"{len(replicated)} groups on the three Kafka nodes, one at a time")
-        t = time.monotonic()
-        run_alone(replicated, args.logs)
-        phases.append(("replicated", time.monotonic() - t, len(replicated)))
+    run_phase(phases, "side by side", side, lock, False,
+              f"{len(side)} groups side by side, {args.jobs} at a time",
+              lambda: run_side_by_side(side, args.jobs, args.logs, durations))
+    run_phase(phases, "alone", alone, lock, True,
+              f"{len(alone)} groups alone, one at a time",
+              lambda: run_alone(alone, args.logs))
+    run_phase(phases, "replicated", replicated, lock, True,
+              f"{len(replicated)} groups on the three Kafka nodes, one at a time",
+              lambda: run_alone(replicated, args.logs))
     save_durations(groups, cache_durations_path())
     if args.save_durations:
         save_durations(groups, COMMITTED_DURATIONS)
