@@ -27,7 +27,8 @@
 #                          front, from the stack's CA (or, --other-ca, from
 #                          the unrelated one), put in place and nginx told
 #                          to reload them (SIGHUP: new connections get the
-#                          new certificate; kept ones end gracefully)
+#                          new certificate; kept ones end gracefully); it
+#                          returns once the workers of before are gone
 #
 # Run files: $FORGE_STACK_RUN/tls-front/ (nginx.conf, nginx.pid, error.log,
 # access.log, nginx's temp folders).
@@ -246,13 +247,37 @@ status() {
 	return 1
 }
 
+# The pids of $1's children.
+children_of() {
+	local p stat
+	for p in /proc/[0-9]*; do
+		{ read -r stat <"$p/stat"; } 2>/dev/null || continue
+		stat=${stat##*) }
+		stat=${stat#* }
+		[ "${stat%% *}" != "$1" ] || echo "${p#/proc/}"
+	done
+}
+
 rotate() {
-	local ca=ca pid
+	local ca=ca pid old o i alive
 	[ "${1:-}" != --other-ca ] || ca=other-ca
 	pid=$(nginx_pid) || die "rotate: nginx is not running"
 	make_server "$ca" server
+	mapfile -t old < <(children_of "$pid")
 	kill -HUP "$pid"
-	stack_log "tls-front: rotated: a new certificate from $ca (pid $pid reloads)"
+	# Returns once the workers of before are gone: they close their idle
+	# kept connections and finish the requests under way, so from then on
+	# every request comes through a connection made with the new
+	# certificate (a client's kept connection would have been served by
+	# the old one).
+	for ((i = 0; i < 300; i++)); do
+		alive=
+		for o in "${old[@]}"; do kill -0 "$o" 2>/dev/null && alive=1; done
+		[ -n "$alive" ] || break
+		sleep 0.1
+	done
+	[ -z "$alive" ] || stack_log "tls-front: workers of before still serve after 30 s"
+	stack_log "tls-front: rotated: a new certificate from $ca (pid $pid reloaded)"
 }
 
 usage() {
