@@ -85,7 +85,8 @@ typedef struct forge_change {
 void forge_loop_defer(forge_loop_t *w, forge_work_t *work);
 
 /* A new work item of `kind` for e's launch, its payload from e's record
- * (the request bytes copied, or the job id). */
+ * (the request bytes copied, or the job id; an IMAGE_NOTE's is its
+ * caller's to fill). */
 forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
                                   const forge_entry_t *e);
 

@@ -45,6 +45,8 @@ forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
     } else if (kind == FORGE_WORK_ARCHIVE || kind == FORGE_WORK_RESTAGE) {
         work->files.kept = forge_held_copy(e->held);
         work->files.restart = e->rec->restarts;
+    } else if (kind == FORGE_WORK_IMAGE_NOTE) {
+        /* its payload is the end it holds back (image_note.c fills it) */
     } else if (kind != FORGE_WORK_CLEANUP) {
         work->submit.request = request_of(e, &work->submit.request_len);
         work->submit.excluded_nodes = forge_xstrdup(e->rec->excluded_nodes);
