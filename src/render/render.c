@@ -621,7 +621,13 @@ static void step_paths_init(step_paths_t *sp, const forge_launch_t *l,
                             const forge_config_t *cfg)
 {
     char *staging = forge_staging_path(cfg, l->launch_id, l->attempt);
-    char *host_image = forge_request_image_path(cfg, l);
+    /* the file the request's check opened (request_check.c): "x.sif/" or
+     * "x.sif/." name it there, and would not to apptainer */
+    char *given = forge_request_image_path(cfg, l);
+    char *host_image = forge_path_normalize(given);
+
+    if (!host_image) /* a ".." the check refuses: never rendered */
+        host_image = forge_xstrdup(given);
 
     sp->cluster_staging = forge_path_to_cluster(cfg, staging);
     sp->image = forge_path_to_cluster(cfg, host_image);
@@ -632,6 +638,7 @@ static void step_paths_init(step_paths_t *sp, const forge_launch_t *l,
         free(host);
     }
     free(host_image);
+    free(given);
     free(staging);
 }
 

@@ -366,7 +366,9 @@ static char *mount_spec(const forge_config_t *cfg, const forge_mount_t *m)
 static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
                           words_t *w)
 {
-    char *host_image = forge_request_image_path(cfg, l);
+    /* the file the check opened: the path normalized (render.c) */
+    char *given = forge_request_image_path(cfg, l);
+    char *host_image = forge_path_normalize(given);
     char *image = forge_path_to_cluster(cfg, host_image);
 
     for (size_t i = 0; i < l->pool_count; i++) {
@@ -453,6 +455,7 @@ static void expected_argv(const forge_launch_t *l, const forge_config_t *cfg,
         free(roles);
     }
     free(host_image);
+    free(given);
     free(image);
 }
 
