@@ -50,6 +50,7 @@ forge_work_t *forge_loop_new_work(forge_work_kind_t kind,
     } else if (kind != FORGE_WORK_CLEANUP) {
         work->submit.request = request_of(e, &work->submit.request_len);
         work->submit.excluded_nodes = forge_xstrdup(e->rec->excluded_nodes);
+        work->submit.since_s = e->rec->accepted_at_ms / 1000 - 3600;
     }
     return work;
 }

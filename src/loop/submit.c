@@ -7,10 +7,11 @@
  * retried submit, prepared here; a retry's later try (tries.c) is always
  * prepared here, tagged with its try and into the staging folder of the
  * tries before it, which it never removes: render/try.h), the adoption of
- * what an interrupted submit made
- * (or, when it made nothing that may run, a clean and a fresh submit), the
- * clean of a cancelled one, the sweep for late jobs some time after
- * either, a cancel; and, before each step of
+ * what an interrupted submit made (a job slurmctld lists, or one
+ * accounting saw start after slurmctld forgot it; when it made nothing
+ * that may run, a clean and a fresh submit), the clean of a cancelled
+ * one, the sweep for late jobs some time after either, a cancel; and,
+ * before each step of
  * them that changes something outside the worker, whether the work may
  * still take it (may_act).
  *
@@ -43,6 +44,7 @@
 #include "prepare/prepare.h"
 #include "loop/listing.h"
 #include "loop/work.h"
+#include "slurm/accounting.h"
 #include "slurm/submit_held.h"
 
 #include <stdlib.h>
@@ -425,6 +427,39 @@ static void adopt(submitter_t *s, forge_work_t *w, uint32_t job_id, bool held)
     free(comment);
 }
 
+/* No job of w's tag in slurmctld's listing: one that accounting saw
+ * start is the launch's all the same, adopted as it is, ended or not.
+ * slurmctld forgets an ended job MinJobAge after its end, and a SUBMITTED
+ * can stay unrecorded longer than that (a transaction aborted after a
+ * stall on a lost coordinator: the job ran and ended meanwhile). OK:
+ * adopted (w's result a submit's); NOT_FOUND: none, a fresh submit may
+ * go; other: w's failure, retried before anything is submitted. */
+static forge_slurm_status_t adopt_accounted(submitter_t *s, forge_work_t *w)
+{
+    char *name = forge_render_job_name(w->launch_id, w->attempt);
+    char *tag = tag_of(w);
+    forge_slurm_accounted_job_t job;
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st = forge_slurm_accounting_started(
+        client_of(s, w), name, tag, w->try_num <= 1, w->submit.since_s, &job,
+        &res);
+
+    if (st == FORGE_SLURM_OK) {
+        w->submit.job_id = job.leader;
+        w->submit.component_ids = job.component_ids;
+        w->submit.component_count = job.component_count;
+        forge_log_info("adopted job %u of %s left by an interrupted submit: "
+                       "slurmctld no longer knows it, accounting saw it start",
+                       job.leader, w->launch_id);
+    } else if (st != FORGE_SLURM_NOT_FOUND) {
+        w->status = st;
+        forge_work_say(w, "%s", res.message);
+    }
+    free(name);
+    free(tag);
+    return st;
+}
+
 /* An interrupted submit (restored after a crash or an aborted
  * transaction, or one whose outcome was unknown): what its tag finds that
  * may run is adopted, every other live job of the tag cancelled (a late
@@ -458,6 +493,9 @@ static void do_clean_submit(submitter_t *s, forge_work_t *w)
         adopt(s, w, keep, held);
         return;
     }
+    if (!atomic_load(&w->submit.withdraw) &&
+        adopt_accounted(s, w) != FORGE_SLURM_NOT_FOUND)
+        return;
     if (!keeps_staging(w) && may_act(s, w, false) &&
         forge_staging_remove(s->cfg, w->launch_id, w->attempt, &err))
         forge_log_warn("%s", err.message);

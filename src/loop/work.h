@@ -95,6 +95,9 @@ typedef struct forge_work_submit {
     forge_work_prepared_t *prepared;
     /* the nodes a later try may not use (render/try.h; NULL: none) */
     char *excluded_nodes;
+    /* a clean's window in accounting: jobs eligible since (UNIX seconds;
+     * the launch's acceptance, less an hour for clocks that disagree) */
+    long long since_s;
     atomic_bool withdraw; /* set by forge_submit_withdraw */
     /* results */
     uint32_t job_id; /* the new job (the leader) */

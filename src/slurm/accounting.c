@@ -8,10 +8,12 @@
  * answer's are.
  */
 #include "slurm/accounting.h"
+#include "core/buf.h"
 #include "core/util.h"
 #include "slurm/client_int.h"
 #include "slurm/verdict.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +246,119 @@ forge_slurm_status_t forge_slurm_job_accounting(forge_slurm_client_t *c,
 
     *out = a.jobs; /* moved */
     free(a.parts);
+    return st;
+}
+
+/* s percent-encoded into b, all but RFC 3986's unreserved bytes. */
+static void put_query_value(forge_buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (isalnum(*p) || strchr("-._~", *p)) {
+            forge_buf_putc(b, (char)*p);
+            continue;
+        }
+        forge_buf_putc(b, '%');
+        forge_buf_putc(b, hex[*p >> 4]);
+        forge_buf_putc(b, hex[*p & 15]);
+    }
+}
+
+/* Whether a jobs[] record is the try's and started: its comment the tag
+ * (or none, when untagged_ok), its time.start set. */
+static bool started_of_tag(const json_t *o, const forge_slurm_job_t *j,
+                           const char *tag, bool untagged_ok)
+{
+    if (j->comment ? strcmp(j->comment, tag) != 0 : !untagged_ok)
+        return false;
+    return time_field(json_object_get(o, "time"), "start") > 0;
+}
+
+static uint32_t leader_of(const forge_slurm_job_t *j)
+{
+    return j->het_job_id && j->het_job_id != (uint32_t)-1 ? j->het_job_id
+                                                          : j->job_id;
+}
+
+/* The lowest leader among jobs[]' started records of the tag; then its
+ * components (every record of that leader, tagged or not: a component's
+ * comment is the leader's), each id once, in het_offset order. */
+static void pick_started(const json_t *jobs, const char *tag, bool untagged_ok,
+                         forge_slurm_accounted_job_t *out)
+{
+    forge_slurm_accounting_t parts = {0};
+    forge_slurm_job_t j;
+    forge_slurm_acct_part_t p = {0};
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(jobs, i, o)
+    {
+        forge_slurm_parse_job(o, &j);
+        if (started_of_tag(o, &j, tag, untagged_ok) &&
+            (!out->leader || leader_of(&j) < out->leader))
+            out->leader = leader_of(&j);
+        forge_slurm_job_clear(&j);
+    }
+    json_array_foreach(jobs, i, o)
+    {
+        forge_slurm_parse_job(o, &j);
+        j.use = parse_use(o); /* fold() compares runs by their start */
+        parse_part(o, &p);
+        if (out->leader && leader_of(&j) == out->leader)
+            fold(&parts, &j, &p); /* each id once */
+        else
+            forge_slurm_job_clear(&j);
+    }
+    sort_by_offset(&parts);
+    out->component_count = parts.jobs.count;
+    out->component_ids = forge_xcalloc(parts.jobs.count + 1, sizeof(uint32_t));
+    for (i = 0; i < parts.jobs.count; i++)
+        out->component_ids[i] = parts.jobs.jobs[i].job_id;
+    forge_slurm_accounting_clear(&parts);
+}
+
+forge_slurm_status_t forge_slurm_accounting_started(
+    forge_slurm_client_t *c, const char *name, const char *tag,
+    bool untagged_ok, long long since_s, forge_slurm_accounted_job_t *out,
+    forge_slurm_result_t *res)
+{
+    forge_buf_t rest = FORGE_BUF_INIT;
+    char *path;
+    json_t *json = NULL, *jobs;
+    forge_slurm_status_t st;
+
+    memset(out, 0, sizeof(*out));
+    forge_buf_puts(&rest, "jobs?job_name=");
+    put_query_value(&rest, name);
+    forge_buf_puts(&rest, "&start_time=");
+    forge_buf_put_long(&rest, since_s > 0 ? since_s : 1);
+    path = forge_slurm_path(c, "slurmdb", forge_buf_str(&rest));
+    forge_buf_clear(&rest);
+    st = forge_slurm_call(c, "GET", path, NULL, FORGE_SLURM_RETRY_READ, &json,
+                          res);
+    free(path);
+    if ((st == FORGE_SLURM_REJECTED && res->http_status == 404) ||
+        st == FORGE_SLURM_NOT_FOUND) {
+        json_decref(json);
+        return res->status = FORGE_SLURM_NOT_FOUND; /* no accounting here */
+    }
+    jobs = json_object_get(json, "jobs");
+    if (st == FORGE_SLURM_OK && !json_is_array(jobs)) {
+        snprintf(res->message, sizeof(res->message),
+                 "accounting's answer for %s has no jobs[] array", name);
+        st = res->status = FORGE_SLURM_PROTOCOL;
+    }
+    if (st == FORGE_SLURM_OK) {
+        pick_started(jobs, tag, untagged_ok, out);
+        if (!out->leader) {
+            snprintf(res->message, sizeof(res->message),
+                     "accounting has no started job %s tagged %s", name, tag);
+            st = res->status = FORGE_SLURM_NOT_FOUND;
+        }
+    }
+    json_decref(json);
     return st;
 }
 

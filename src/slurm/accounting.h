@@ -43,6 +43,7 @@
 #include "slurm/usage.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* What accounting adds to a component's job (forge_slurm_job_t), beside
  * what it used (the job's `use`: its allocated TRES, start, end and
@@ -87,6 +88,34 @@ forge_slurm_status_t forge_slurm_accounting_get(forge_slurm_client_t *c,
                                                 const char *tag,
                                                 forge_slurm_accounting_t *out,
                                                 forge_slurm_result_t *res);
+
+/* A job of a launch's try that accounting saw start (its command ran, or
+ * runs): the leader and its components, in het_offset order. */
+typedef struct forge_slurm_accounted_job {
+    uint32_t leader;         /* 0: none */
+    uint32_t *component_ids; /* new (free()) */
+    size_t component_count;
+} forge_slurm_accounted_job_t;
+
+/*
+ * The job named `name` and tagged `tag` that accounting saw start, among
+ * those eligible since since_s (UNIX seconds): GET /slurmdb/<version>/
+ * jobs?job_name=<name>&start_time=<since_s>. What an interrupted submit's
+ * clean asks when slurmctld's listing has no job of its tag: slurmctld
+ * forgets an ended job MinJobAge after its end, accounting does not. A job
+ * never released (cancelled on its submit hold) never becomes eligible,
+ * so it is never listed; a record whose time.start is unset never ran. A
+ * record with another comment is not the try's; one without any comment
+ * (AccountingStoreFlags without job_comment) is taken only when
+ * untagged_ok (the name alone then names the try: the first). Several:
+ * the lowest leader (the first POST). OK with one (out set); NOT_FOUND
+ * with none, or when slurmrestd serves no /slurmdb/ (404); the call's
+ * failure otherwise (res says why: the caller must not take "none").
+ */
+forge_slurm_status_t forge_slurm_accounting_started(
+    forge_slurm_client_t *c, const char *name, const char *tag,
+    bool untagged_ok, long long since_s, forge_slurm_accounted_job_t *out,
+    forge_slurm_result_t *res);
 
 /* The verdict the poll would give these components (verdict.h's
  * forge_slurm_verdict: the same tables, the same het aggregation):

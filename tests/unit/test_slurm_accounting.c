@@ -530,3 +530,125 @@ Test(slurm_accounting, a_record_without_comment_is_kept_under_a_tag)
     forge_slurm_accounting_clear(&a);
     json_decref(j);
 }
+
+/* ---- a started job of a tag: an interrupted submit's clean ------------- */
+
+/* One jobs[] record shaped as slurmdb's (het.job_id 0 when not het; a
+ * comment object only when tag; time.start 0 for a job that never ran). */
+static json_t *record(int id, int het, int offset, const char *tag, int start)
+{
+    json_t *o =
+        json_pack("{s:i, s:s, s:{s:i, s:{s:b, s:i}}, s:{s:[s]}, s:{s:i, s:i}}",
+                  "job_id", id, "name", "forge-L1-1", "het", "job_id", het,
+                  "job_offset", "set", het != 0, "number", offset, "state",
+                  "current", start ? "COMPLETED" : "CANCELLED", "time", "start",
+                  start, "eligible", start ? start : 1796000000);
+
+    if (tag)
+        json_object_set_new(o, "comment", json_pack("{s:s}", "job", tag));
+    return o;
+}
+
+/* The answer to a clean's lookup, made of records (taken), queued. */
+static void push_records(json_t *records)
+{
+    json_t *answer = json_pack("{s:o, s:[]}", "jobs", records, "errors");
+    char *body = json_dumps(answer, JSON_COMPACT);
+
+    support_http_push(http.srv, "/slurmdb/v0.0.43/jobs", 200, body, 0);
+    free(body);
+    json_decref(answer);
+}
+
+static forge_slurm_status_t started(const char *name, bool untagged_ok,
+                                    forge_slurm_accounted_job_t *out)
+{
+    forge_slurm_client_t *c = client(FORGE_API_V0_0_43);
+    forge_slurm_result_t res = {0};
+    forge_slurm_status_t st = forge_slurm_accounting_started(
+        c, name, "forge:L1:1", untagged_ok, 1796000000, out, &res);
+
+    forge_slurm_client_destroy(c);
+    return st;
+}
+
+/* Asked by name from the launch's acceptance on; of the records, one that
+ * never ran (cancelled on its hold) and one of another try's tag are not
+ * the launch's; the lowest started leader is (the first POST's). */
+Test(slurm_accounting_http, started_finds_the_tags_first_started_job,
+     .init = setup, .fini = teardown, .timeout = 30)
+{
+    forge_slurm_accounted_job_t job;
+    support_http_request_t r;
+
+    push_records(json_pack("[o, o, o, o]", record(30, 0, 0, "forge:L1:1", 0),
+                           record(31, 0, 0, "forge:L1:1:2", 1796000100),
+                           record(34, 0, 0, "forge:L1:1", 1796000300),
+                           record(32, 0, 0, "forge:L1:1", 1796000200)));
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_OK);
+    cr_assert_eq(job.leader, 32);
+    cr_assert_eq(job.component_count, 1);
+    cr_assert_eq(job.component_ids[0], 32);
+    r = support_http_request(http.srv, 0);
+    cr_assert_str_eq(r.target, "/slurmdb/v0.0.43/jobs?job_name=forge-L1-1"
+                               "&start_time=1796000000");
+    support_http_request_clear(&r);
+    free(job.component_ids);
+}
+
+/* A het job: every component, each once though a requeue gave it two
+ * records, in het_offset order. */
+Test(slurm_accounting_http, started_het_job_has_every_component, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_accounted_job_t job;
+
+    push_records(json_pack("[o, o, o]", record(41, 40, 1, "forge:L1:1", 0),
+                           record(40, 40, 0, "forge:L1:1", 1796000100),
+                           record(40, 40, 0, "forge:L1:1", 1796000500)));
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_OK);
+    cr_assert_eq(job.leader, 40);
+    cr_assert_eq(job.component_count, 2);
+    cr_assert_eq(job.component_ids[0], 40);
+    cr_assert_eq(job.component_ids[1], 41);
+    free(job.component_ids);
+}
+
+/* Without job_comment stored, a record has no comment: the name names the
+ * first try only. */
+Test(slurm_accounting_http, an_untagged_record_counts_for_the_first_try_only,
+     .init = setup, .fini = teardown, .timeout = 30)
+{
+    forge_slurm_accounted_job_t job;
+
+    push_records(json_pack("[o]", record(50, 0, 0, NULL, 1796000100)));
+    cr_assert_eq(started("forge-L1-1", false, &job), FORGE_SLURM_NOT_FOUND);
+    push_records(json_pack("[o]", record(50, 0, 0, NULL, 1796000100)));
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_OK);
+    cr_assert_eq(job.leader, 50);
+    free(job.component_ids);
+}
+
+/* None started, no accounting (404) or slurmdbd's "found nothing": none;
+ * a failure is a failure, never "none" (a fresh submit could run the
+ * command twice). */
+Test(slurm_accounting_http, started_none_and_failures, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+    forge_slurm_accounted_job_t job;
+
+    push_records(json_pack("[o]", record(30, 0, 0, "forge:L1:1", 0)));
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_NOT_FOUND);
+    support_http_push(http.srv, "/slurmdb/", 404, "Not Found", 0);
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_NOT_FOUND);
+    support_http_push(http.srv, "/slurmdb/", 200,
+                      "{\"jobs\":[],\"errors\":[],\"warnings\":[{"
+                      "\"description\":\"slurmdb_jobs_get() found nothing\"}]}",
+                      0);
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_NOT_FOUND);
+    support_http_default(http.srv, 500,
+                         "{\"errors\":[{\"error_number\":-1,"
+                         "\"error\":\"Unable to connect to database\"}]}");
+    cr_assert_eq(started("forge-L1-1", true, &job), FORGE_SLURM_SERVER);
+    cr_assert_eq(job.leader, 0);
+}

@@ -596,6 +596,36 @@ Test(ownership, an_interrupted_submit_that_left_nothing_to_run_is_resubmitted)
     free_list(done);
 }
 
+/* An aborted transaction lost SUBMITTED of a job that ran and ended more
+ * than MinJobAge ago: slurmctld lists nothing, accounting saw it start.
+ * It is the launch's; nothing is submitted again. Accounting that does
+ * not answer submits nothing either: the clean is retried. */
+Test(ownership, a_job_slurmctld_forgot_is_adopted_from_accounting)
+{
+    forge_work_t *done;
+
+    support_http_push(srv, "/slurmdb/v0.0.43/jobs", 200,
+                      "{\"jobs\": [{\"job_id\": 12, \"name\": \"forge-L1-1\", "
+                      "\"comment\": {\"job\": \"forge:L1:1\"}, \"state\": "
+                      "{\"current\": [\"COMPLETED\"]}, \"time\": {\"start\": "
+                      "1796000100}}], \"errors\": []}",
+                      0);
+    done = clean_submit_with("", NULL);
+    cr_assert_eq(done->status, FORGE_SLURM_OK, "%s", done->message);
+    cr_assert_eq(done->submit.job_id, 12);
+    cr_assert_eq(seen_at("POST", SUBMIT), 0, "nothing submitted again");
+    free_list(done);
+
+    support_http_push(srv, "/slurmdb/", 500, "{\"errors\": []}", 0);
+    support_http_push(srv, "/slurmdb/", 500, "{\"errors\": []}", 0);
+    support_http_push(srv, "/slurmdb/", 500, "{\"errors\": []}", 0);
+    support_http_push(srv, "/slurmdb/", 500, "{\"errors\": []}", 0);
+    done = clean_submit_with("", NULL);
+    cr_assert_eq(done->status, FORGE_SLURM_SERVER, "%s", done->message);
+    cr_assert_eq(seen_at("POST", SUBMIT), 0, "nothing submitted");
+    free_list(done);
+}
+
 Test(ownership, a_submit_the_loop_prepared_is_not_prepared_again)
 {
     uint64_t gen = forge_generation_begin(gens, 0);
