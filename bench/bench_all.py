@@ -40,11 +40,16 @@ speed (a target missed is said in the table).
                warm and with the image's pages dropped from the page
                cache, against a bare exec of the same /bin/true in the
                same cluster root, per task
+  group        bench_group.py: the longest time a moved partition has no
+               owner when a fourth worker joins three and when one of
+               them leaves, launches flowing, with the consumer group
+               protocol (KIP-848) against classic cooperative-sticky
 
   $FORGE_CACHE_DIR/venv/bin/python bench/bench_all.py [--launches 300]
       [--connections 4] [--rounds 3] [--archive-mib 64] [--out FILE]
       [--restore-sizes 1000,10000,100000] [--poll-sizes 1000,10000,100000]
-      [--skip submits,render,archive,restore,poll,live,container] [--merge]
+      [--skip submits,render,archive,restore,poll,live,container,group]
+      [--merge]
 
 --merge keeps the rows of the benchmarks skipped: this run's rows and
 notes go into the existing --out (merge_into says how), with a paragraph
@@ -522,9 +527,42 @@ def container(args):
     return rows, note
 
 
+def group(args):
+    out = run([sys.executable, os.path.join(HERE, "bench_group.py"),
+               "--rounds", str(args.rounds)])
+    r = json.loads(out.strip().splitlines()[-1])
+    rows = []
+    for event, what in (("join", "a fourth worker joins"),
+                        ("leave", "one of three leaves (SIGTERM)")):
+        c = statistics.median(r["consumer"][event])
+        b = statistics.median(r["classic"][event])
+        rows.append((f"the longest time a moved partition has no owner when "
+                     f"{what}, 3 workers, launches flowing: the consumer "
+                     f"group protocol (KIP-848), median of "
+                     f"{len(r['consumer'][event])} rounds",
+                     f"{c:.2f} s", f"classic, cooperative-sticky: {b:.2f} s",
+                     c / b, "-"))
+    note = ("group protocols: each round a fresh group of three workers on "
+            "fresh topics (6 partitions), launches sent 2 a second, the "
+            "protocols interleaved; ownerless = a partition's revoke on "
+            "the worker that had it to its restore on the one that takes "
+            "it (the workers' logs), the defaults for session and "
+            "heartbeat (librdkafka's 45 s / 3 s for classic, the broker's "
+            "group.consumer.heartbeat.interval.ms 5 s for consumer). Per "
+            "round, join classic "
+            + ", ".join(f"{x:.2f}" for x in r["classic"]["join"])
+            + " s, consumer "
+            + ", ".join(f"{x:.2f}" for x in r["consumer"]["join"])
+            + " s; leave classic "
+            + ", ".join(f"{x:.2f}" for x in r["classic"]["leave"])
+            + " s, consumer "
+            + ", ".join(f"{x:.2f}" for x in r["consumer"]["leave"]) + " s")
+    return rows, note
+
+
 BENCHES = {"submits": submits, "render": render, "archive": archive,
            "restore": restore, "poll": poll, "live": live,
-           "container": container}
+           "container": container, "group": group}
 UNLOCKED = {"poll"}  # takes the lock itself, exclusively
 
 

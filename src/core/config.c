@@ -443,6 +443,32 @@ static forge_rc_t scan_extras(forge_config_t *cfg, char *const *envp,
     return FORGE_OK;
 }
 
+/* With the consumer group protocol (KIP-848) the broker holds the
+ * member's session and heartbeat: librdkafka's settings of them are
+ * refused, by the variable that set one. */
+static forge_rc_t check_group_protocol(const forge_config_t *cfg,
+                                       forge_error_t *err)
+{
+    static const char *const broker_side[][2] = {
+        {"session.timeout.ms", "group.consumer.session.timeout.ms"},
+        {"heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms"},
+    };
+
+    if (cfg->kafka_group_protocol != FORGE_KAFKA_GROUP_CONSUMER)
+        return FORGE_OK;
+    for (size_t i = 0; i < cfg->kafka_prop_count; i++)
+        for (size_t b = 0; b < 2; b++)
+            if (!strcmp(cfg->kafka_props[i].name, broker_side[b][0]))
+                return forge_error_set(
+                    err, FORGE_ECONFIG, "FORGE_KAFKA_GROUP_PROTOCOL",
+                    "FORGE_KAFKA_GROUP_PROTOCOL=consumer: %s is the broker's "
+                    "(%s), not the worker's: drop "
+                    "FORGE_KAFKA_PROP_%s",
+                    broker_side[b][0], broker_side[b][1],
+                    b ? "heartbeat_interval_ms" : "session_timeout_ms");
+    return FORGE_OK;
+}
+
 /* The host name, made into a valid worker id ("forge-worker" if none). */
 static char *default_worker_id(void)
 {
@@ -486,6 +512,8 @@ static forge_rc_t finish(forge_config_t *cfg, forge_error_t *err)
     }
     if (!cfg->worker_id)
         cfg->worker_id = default_worker_id();
+    if (check_group_protocol(cfg, err))
+        return FORGE_ECONFIG;
     return forge_config_check_security(cfg, err);
 }
 

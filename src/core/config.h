@@ -57,6 +57,12 @@ typedef enum forge_log_live {
 
 /* A request's logs.live (request.h, held.h), a tri-state: absent (the
  * fleet's FORGE_LOG_LIVE decides), false, true. */
+/* FORGE_KAFKA_GROUP_PROTOCOL: the consumer group protocol (kafka.c). */
+enum {
+    FORGE_KAFKA_GROUP_CLASSIC = 0,  /* classic, cooperative-sticky */
+    FORGE_KAFKA_GROUP_CONSUMER = 1, /* KIP-848: the broker assigns */
+};
+
 enum {
     FORGE_LIVE_LOGS_UNSET = -1,
     FORGE_LIVE_LOGS_FALSE = 0,
@@ -108,6 +114,7 @@ typedef struct forge_config {
 
     char *kafka_brokers;
     char *kafka_group_id;
+    int kafka_group_protocol; /* FORGE_KAFKA_GROUP_* */
     char *topic_requests;
     char *topic_status;
     char *topic_logs;

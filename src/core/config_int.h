@@ -60,6 +60,7 @@ extern const char *const forge_config_api_names[];
 extern const char *const forge_config_profile_names[];
 extern const char *const forge_config_level_names[];
 extern const char *const forge_config_live_names[];
+extern const char *const forge_config_group_protocol_names[];
 
 /* The choices of FORGE_KAFKA_SECURITY_PROTOCOL and _SASL_MECHANISM. */
 extern const char *const forge_config_protocol_names[];

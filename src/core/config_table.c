@@ -19,6 +19,8 @@ const char *const forge_config_level_names[] = {"debug", "info", "warn",
                                                 "error", NULL};
 static const char *const format_names[] = {"json", "text", NULL};
 const char *const forge_config_live_names[] = {"off", "opt-in", "on", NULL};
+const char *const forge_config_group_protocol_names[] = {"classic", "consumer",
+                                                         NULL};
 /* As librdkafka spells security.protocol and sasl.mechanisms. */
 const char *const forge_config_protocol_names[] = {
     "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
@@ -232,6 +234,22 @@ const var_rule_t forge_config_rules[] = {
      .doc = "The workers' consumer group: every worker of one fleet has the "
             "same, and the recovery commands act on it.",
      .since = FIRST},
+    {.name = "FORGE_KAFKA_GROUP_PROTOCOL",
+     .kind = VAR_ENUM,
+     .offset = AT(kafka_group_protocol),
+     .default_value = "classic",
+     .names = forge_config_group_protocol_names,
+     .doc = "The consumer group protocol: `classic` (the workers assign the "
+            "partitions among themselves, cooperative-sticky) or `consumer` "
+            "(Kafka 4's KIP-848: the group coordinator assigns them; its "
+            "session and heartbeat are the broker's "
+            "`group.consumer.session.timeout.ms` and "
+            "`group.consumer.heartbeat.interval.ms`, so "
+            "`FORGE_KAFKA_PROP_session_timeout_ms` and "
+            "`FORGE_KAFKA_PROP_heartbeat_interval_ms` stop the worker at "
+            "start with it). Every worker of a group speaks the same "
+            "(docs/OPERATING.md: switching a fleet).",
+     .since = "issue 38"},
     {.name = "FORGE_KAFKA_SECURITY_PROTOCOL",
      .kind = VAR_CHOICE,
      .offset = AT(kafka_security_protocol),
@@ -528,19 +546,13 @@ const size_t forge_config_rule_count =
  * break partition ownership or exactly-once, so they are refused.
  */
 const char *const forge_config_owned_props[] = {
-    "bootstrap.servers",
-    "metadata.broker.list",
-    "group.id",
-    "group.instance.id",
-    "enable.auto.commit",
-    "enable.auto.offset.store",
-    "isolation.level",
-    "transactional.id",
-    "enable.idempotence",
-    "partition.assignment.strategy",
-    "partitioner",
-    "auto.offset.reset",
-    NULL,
+    "bootstrap.servers",  "metadata.broker.list",
+    "group.id",           "group.instance.id",
+    "enable.auto.commit", "enable.auto.offset.store",
+    "isolation.level",    "transactional.id",
+    "enable.idempotence", "partition.assignment.strategy",
+    "group.protocol",     "partitioner",
+    "auto.offset.reset",  NULL,
 };
 
 /* Prefixes of FORGE_* variables that belong to the test stack, not to us. */

@@ -84,6 +84,12 @@ static void denied(const char *what)
     (void)what;
 }
 
+static void commit_failing(const char *reason, const char *message)
+{
+    (void)reason;
+    (void)message;
+}
+
 static void log_chunk(unsigned long long bytes, unsigned long long skipped)
 {
     (void)bytes;
@@ -105,7 +111,8 @@ static void jwt(long long exp_s, bool minted)
         .loop_ready = loop_ready, .stopping = nothing, .jobcomp_record = kind, \
         .log_chunk = log_chunk, .partitions = partitions, .txn = txn,          \
         .rebalance = kind, .producer = usable, .lag = lag,                     \
-        .kafka_denied = denied, .slurm_request = slurm_request, .jwt = jwt,    \
+        .kafka_denied = denied, .commit_failing = commit_failing,              \
+        .slurm_request = slurm_request, .jwt = jwt,                            \
     }
 
 static const forge_hooks_t none = NO_HOOKS;
@@ -139,6 +146,7 @@ void forge_hooks_install(const forge_hooks_t *h)
     TAKE(producer);
     TAKE(lag);
     TAKE(kafka_denied);
+    TAKE(commit_failing);
     TAKE(slurm_request);
     TAKE(jwt);
     installed = true;

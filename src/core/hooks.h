@@ -86,6 +86,10 @@ typedef struct forge_hooks {
      * on KIND NAME (what for)", or the refusal's words); NULL once it
      * allows everything again. */
     void (*kafka_denied)(const char *what);
+    /* A transaction failed to commit (kafka/txn.c: an attempt of its
+     * commit, or its end): why as a short word (txn.c's reasons: metrics
+     * label it) and Kafka's words; reason NULL once one committed again. */
+    void (*commit_failing)(const char *reason, const char *message);
 
     /* ---- slurm/ (any thread) ---- */
     /* One HTTP request to slurmrestd (url: the whole URL), its HTTP

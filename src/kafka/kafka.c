@@ -94,6 +94,21 @@ static txn_budget_t budget_of(rd_kafka_t *consumer)
     return b;
 }
 
+/* The group protocol (config.h: FORGE_KAFKA_GROUP_PROTOCOL). classic:
+ * the members assign among themselves, cooperative-sticky (incremental:
+ * only moving partitions are revoked). consumer (KIP-848): the group
+ * coordinator assigns, no client-side assignor; librdkafka hands the
+ * changes to on_rebalance incrementally, as cooperative-sticky does, so
+ * the same code takes both. */
+static forge_rc_t set_group_protocol(const forge_config_t *cfg,
+                                     rd_kafka_conf_t *conf, forge_error_t *err)
+{
+    if (cfg->kafka_group_protocol == FORGE_KAFKA_GROUP_CONSUMER)
+        return forge_kafka_conf_set(conf, "group.protocol", "consumer", err);
+    return forge_kafka_conf_set(conf, "partition.assignment.strategy",
+                                "cooperative-sticky", err);
+}
+
 static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
 {
     rd_kafka_conf_t *conf = forge_kafka_conf_base(k->cfg, err);
@@ -106,8 +121,7 @@ static forge_rc_t new_consumer(forge_kafka_t *k, forge_error_t *err)
         forge_kafka_conf_set(conf, "enable.auto.offset.store", "false", err) ||
         forge_kafka_conf_set(conf, "isolation.level", "read_committed", err) ||
         forge_kafka_conf_set(conf, "auto.offset.reset", "earliest", err) ||
-        forge_kafka_conf_set(conf, "partition.assignment.strategy",
-                             "cooperative-sticky", err)) {
+        set_group_protocol(k->cfg, conf, err)) {
         if (conf)
             rd_kafka_conf_destroy(conf);
         return FORGE_ECONFIG;

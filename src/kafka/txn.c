@@ -30,6 +30,14 @@
  * a new one with the same transactional.id aborts what was left.
  *
  * What happens to a producer that cannot go on is producer.c's.
+ *
+ * A failed attempt, and a transaction that ends without committing, are
+ * told (core/hooks.h's commit_failing: /readyz and the metrics) with a
+ * short reason from Kafka's error code (commit_reasons); the next commit
+ * clears it. When no partition has min.insync.replicas in sync (two of
+ * three brokers down), nothing commits: the worker publishes nothing and
+ * acts on nothing new (loop.c posts a transaction's work only once it
+ * committed), says so, and goes on by itself when a broker returns.
  */
 #include "kafka/kafka_int.h"
 #include "core/hooks.h"
@@ -39,6 +47,49 @@
 #include "kafka/kafka_guard.h"
 
 #include <string.h>
+
+/* Why a commit failed, from Kafka's error code: the metrics' label. */
+static const struct {
+    rd_kafka_resp_err_t code;
+    const char *reason;
+} commit_reasons[] = {
+    {RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, "not_enough_replicas"},
+    {RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND, "not_enough_replicas"},
+    {RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "timed_out"},
+    {RD_KAFKA_RESP_ERR__TIMED_OUT, "timed_out"},
+    {RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE, "timed_out"},
+    {RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, "timed_out"},
+    {RD_KAFKA_RESP_ERR__TRANSPORT, "broker_unreachable"},
+    {RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "broker_unreachable"},
+    {RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, "coordinator_unavailable"},
+    {RD_KAFKA_RESP_ERR_NOT_COORDINATOR, "coordinator_unavailable"},
+    {RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS, "coordinator_unavailable"},
+    {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, "leader_unavailable"},
+    {RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, "leader_unavailable"},
+    {RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION, "group_moved"},
+    {RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID, "group_moved"},
+    {RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID, "group_moved"},
+    {RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, "denied"},
+    {RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED, "denied"},
+    {RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "denied"},
+};
+
+const char *forge_kafka_commit_reason(rd_kafka_resp_err_t code)
+{
+    for (size_t i = 0; i < sizeof(commit_reasons) / sizeof(*commit_reasons);
+         i++)
+        if (commit_reasons[i].code == code)
+            return commit_reasons[i].reason;
+    return "other";
+}
+
+/* A failed attempt or transaction told (the top comment). */
+static void tell_failure(const rd_kafka_error_t *e)
+{
+    forge_hooks()->commit_failing(
+        forge_kafka_commit_reason(rd_kafka_error_code(e)),
+        rd_kafka_error_string(e));
+}
 
 /* Aborts the open transaction, retrying a retriable failure (a timed out
  * call resumes) until budget_ms has passed. NULL once aborted. */
@@ -351,6 +402,7 @@ static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
             break;
         forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
                        rd_kafka_error_string(e), attempts, backoff);
+        tell_failure(e);
         forge_clock_sleep_ms(backoff);
         backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
     }
@@ -393,6 +445,10 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
     else if (!(e = fence_by_generation(k)))
         e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
     k->produce_failed = false;
+    if (e)
+        tell_failure(e);
+    else
+        forge_hooks()->commit_failing(NULL, NULL);
     if (e && (abandoned || forge_kafka_producer_broken(k, e)))
         out = forge_kafka_producer_replace(k, e, abandoned);
     else if (e)

@@ -38,6 +38,13 @@ static struct {
 static pthread_mutex_t denied_lock = PTHREAD_MUTEX_INITIALIZER;
 static char denied[640];
 
+/* Transactions failing to commit (under commit_lock): since when (clock.h
+ * ms, 0: the last one committed), why and Kafka's words (JSON-safe). */
+static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
+static long long commit_failing_since;
+static char commit_reason[40];
+static char commit_error[320];
+
 void forge_health_init(int stall_s, int slurm_s)
 {
     atomic_store(&h.stall_s, stall_s);
@@ -53,6 +60,7 @@ void forge_health_init(int stall_s, int slurm_s)
     atomic_store(&h.watchdog_ms, forge_notify_watchdog_ms());
     atomic_store(&h.watchdog_sent_ms, 0);
     forge_health_kafka_denied(NULL);
+    forge_health_commit_failing(NULL, NULL);
 }
 
 int forge_health_stall_s(void)
@@ -138,18 +146,53 @@ bool forge_health_producer_usable(void)
     return !atomic_load(&h.producer_down);
 }
 
-void forge_health_kafka_denied(const char *what)
+/* src into dst (size bytes, > 0), JSON-safe: quotes, backslashes and
+ * control characters replaced by '?'. NULL: "". */
+static void copy_json_safe(char *dst, size_t size, const char *src)
 {
     size_t i = 0;
 
+    for (; src && src[i] && i + 1 < size; i++)
+        dst[i] = src[i] == '"' || src[i] == '\\' || (unsigned char)src[i] < 0x20
+                     ? '?'
+                     : src[i];
+    dst[i] = '\0';
+}
+
+void forge_health_kafka_denied(const char *what)
+{
     pthread_mutex_lock(&denied_lock);
-    for (; what && what[i] && i + 1 < sizeof(denied); i++)
-        denied[i] =
-            what[i] == '"' || what[i] == '\\' || (unsigned char)what[i] < 0x20
-                ? '?'
-                : what[i];
-    denied[i] = '\0';
+    copy_json_safe(denied, sizeof(denied), what);
     pthread_mutex_unlock(&denied_lock);
+}
+
+void forge_health_commit_failing(const char *reason, const char *message)
+{
+    pthread_mutex_lock(&commit_lock);
+    if (!reason)
+        commit_failing_since = 0;
+    else if (!commit_failing_since)
+        commit_failing_since = forge_clock_ms();
+    copy_json_safe(commit_reason, sizeof(commit_reason), reason);
+    copy_json_safe(commit_error, sizeof(commit_error), message);
+    pthread_mutex_unlock(&commit_lock);
+}
+
+long long forge_health_commit_failing_ms(char *reason, size_t rsize,
+                                         char *message, size_t msize)
+{
+    long long ms;
+
+    pthread_mutex_lock(&commit_lock);
+    ms = commit_failing_since ? forge_clock_ms() - commit_failing_since : 0;
+    if (ms == 0 && commit_failing_since)
+        ms = 1; /* failing, however recently */
+    if (rsize)
+        snprintf(reason, rsize, "%s", commit_reason);
+    if (msize)
+        snprintf(message, msize, "%s", commit_error);
+    pthread_mutex_unlock(&commit_lock);
+    return ms;
 }
 
 bool forge_health_kafka_denial(char *what, size_t size)
@@ -212,6 +255,9 @@ void forge_health_ready(forge_health_verdict_t *v)
     long long slurm_age = forge_health_slurm_age_ms();
     int slurm_s = atomic_load(&h.slurm_s);
     char why[384] = "", refused[sizeof(denied)];
+    char reason[sizeof(commit_reason)], error[sizeof(commit_error)];
+    long long failing_ms = forge_health_commit_failing_ms(
+        reason, sizeof(reason), error, sizeof(error));
 
     forge_health_live(&live);
     if (atomic_load(&h.stopping))
@@ -227,6 +273,10 @@ void forge_health_ready(forge_health_verdict_t *v)
                 "the producer waits for the broker (replaced)");
     if (forge_health_kafka_denial(refused, sizeof(refused)))
         because(why, sizeof(why), "Kafka refuses the worker");
+    if (failing_ms)
+        because(why, sizeof(why),
+                "Kafka transactions fail to commit: nothing is published or "
+                "acted on until one does");
     if (slurm_age < 0)
         because(why, sizeof(why), "slurmrestd has not answered yet");
     else if (slurm_age > slurm_s * 1000LL)
@@ -238,11 +288,14 @@ void forge_health_ready(forge_health_verdict_t *v)
              "{\"ready\": %s, \"standby\": %s, \"owned\": %zu, "
              "\"restoring\": %zu, \"producer_usable\": %s, "
              "\"slurm_answer_age_s\": %.3f, \"slurm_bound_s\": %d, "
-             "\"kafka_denied\": \"%s\", \"why\": \"%s\"}\n",
+             "\"kafka_denied\": \"%s\", \"commit_failing_s\": %.3f, "
+             "\"commit_failing_reason\": \"%s\", \"commit_error\": \"%s\", "
+             "\"why\": \"%s\"}\n",
              v->ok ? "true" : "false",
              readiness != 0 && owned == 0 ? "true" : "false", owned, restoring,
              atomic_load(&h.producer_down) ? "false" : "true",
              slurm_age < 0 ? -1.0 : seconds(slurm_age), slurm_s, refused,
+             seconds(failing_ms), reason, error,
              v->ok ? (owned ? "every owned partition is restored"
                             : "standby: this worker owns no partition")
                    : why);

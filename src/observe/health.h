@@ -69,6 +69,17 @@ void forge_health_kafka_denied(const char *what);
  * bytes, may be 0). */
 bool forge_health_kafka_denial(char *what, size_t size);
 
+/* Transactions fail to commit (core/hooks.h's commit_failing): reason
+ * and Kafka's words; NULL once one committed. Not ready meanwhile: the
+ * worker publishes nothing and acts on nothing new until one commits. */
+void forge_health_commit_failing(const char *reason, const char *message);
+
+/* Milliseconds since transactions began failing (0: the last one
+ * committed); their reason and words into reason and message (sizes may
+ * be 0). */
+long long forge_health_commit_failing_ms(char *reason, size_t rsize,
+                                         char *message, size_t msize);
+
 /* The worker drains (SIGTERM): not ready, STOPPING=1 to systemd. */
 void forge_health_stopping(void);
 

@@ -50,6 +50,8 @@ enum {
     M_LIVE_OK,
     M_PRODUCER,
     M_KAFKA_DENIED,
+    M_COMMIT_FAILING,
+    M_COMMIT_FAILURES,
     M_JOBCOMP,
     M_LOG_CHUNKS,
     M_LOG_BYTES,
@@ -230,6 +232,23 @@ static const forge_metric_def_t defs[M__COUNT] = {
                         {NULL},
                         NULL,
                         0},
+    [M_COMMIT_FAILING] = {"forge_kafka_commit_failing_seconds",
+                          "Seconds since Kafka transactions began failing to "
+                          "commit (0: the last one committed); /readyz says "
+                          "why",
+                          FORGE_METRIC_GAUGE,
+                          {NULL},
+                          NULL,
+                          0},
+    [M_COMMIT_FAILURES] = {"forge_kafka_commit_failures_total",
+                           "Failed attempts to commit a Kafka transaction, by "
+                           "reason (not_enough_replicas, timed_out, "
+                           "broker_unreachable, coordinator_unavailable, "
+                           "leader_unavailable, group_moved, denied, other)",
+                           FORGE_METRIC_COUNTER,
+                           {"reason"},
+                           NULL,
+                           0},
     [M_JOBCOMP] = {"forge_jobcomp_records_total",
                    "Slurm jobcomp records read (push completion), by what "
                    "each decided: running, terminal, confirm (slurmctld "
@@ -296,6 +315,7 @@ static const forge_hooks_t hooks = {
     .producer = forge_health_producer,
     .lag = forge_observe_lag,
     .kafka_denied = forge_health_kafka_denied,
+    .commit_failing = forge_observe_commit_failing,
     .slurm_request = forge_observe_slurm,
     .jwt = forge_observe_jwt,
 };
@@ -340,6 +360,9 @@ static void refresh(forge_metrics_t *m)
     forge_metrics_set(m, M_PRODUCER, NULL, forge_health_producer_usable());
     forge_metrics_set(m, M_KAFKA_DENIED, NULL,
                       forge_health_kafka_denial(NULL, 0));
+    forge_metrics_set(m, M_COMMIT_FAILING, NULL,
+                      forge_health_commit_failing_ms(NULL, 0, NULL, 0) /
+                          1000.0);
     forge_metrics_set(m, M_SLURM_AGE, NULL, age < 0 ? -1 : age / 1000.0);
     if (exp) {
         const char *source[] = {atomic_load(&jwt_minted) ? "minted" : "file"};
@@ -421,6 +444,16 @@ void forge_observe_txn(forge_hook_txn_t outcome)
         forge_metrics_add(m, M_TXNS, aborted, 1);
     }
     memset(&pending, 0, sizeof(pending));
+}
+
+void forge_observe_commit_failing(const char *reason, const char *message)
+{
+    forge_metrics_t *m = atomic_load(&registry);
+    const char *labels[] = {reason};
+
+    forge_health_commit_failing(reason, message);
+    if (m && reason)
+        forge_metrics_add(m, M_COMMIT_FAILURES, labels, 1);
 }
 
 /* ---- the loop's other facts --------------------------------------------- */

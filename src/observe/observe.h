@@ -46,6 +46,10 @@ void forge_observe_dlq(void);
 /* loop: the open transaction ended (hooks.h says how). */
 void forge_observe_txn(forge_hook_txn_t outcome);
 
+/* A transaction failed to commit (why, Kafka's words), or one committed
+ * (NULL): counted by reason, and health.h's fact. */
+void forge_observe_commit_failing(const char *reason, const char *message);
+
 /* loop: a jobcomp record acted on, by what it decided (core/hooks.h). */
 void forge_observe_jobcomp(const char *action);
 /* A live logs chunk published: its file bytes, and those skipped. */

@@ -41,6 +41,7 @@ Test(config, defaults_when_nothing_is_set)
     cr_assert_str_eq(cfg->topic_state, "forge.launch.state");
     cr_assert_str_eq(cfg->topic_dlq, "forge.launch.dlq");
     cr_assert_str_eq(cfg->kafka_group_id, "forge-worker");
+    cr_assert_eq(cfg->kafka_group_protocol, FORGE_KAFKA_GROUP_CLASSIC);
     cr_assert_eq(cfg->poll_interval_ms, 5000);
     cr_assert_eq(cfg->lost_grace_s, 600);
     cr_assert_eq(cfg->log_level, FORGE_LOG_INFO);
@@ -83,6 +84,7 @@ Test(config, every_value_read)
         "FORGE_STATE_KEY_FILE_PREVIOUS=/run/secrets/state.key.old",
         "FORGE_KAFKA_BROKERS=k1:9092,10.0.0.2:9093,[::1]:9094",
         "FORGE_KAFKA_GROUP_ID=forge-prod",
+        "FORGE_KAFKA_GROUP_PROTOCOL=consumer",
         "FORGE_KAFKA_TOPIC_REQUESTS=a.requests",
         "FORGE_KAFKA_TOPIC_STATE=a.state",
         "FORGE_WORKER_ID=worker-7",
@@ -125,6 +127,7 @@ Test(config, every_value_read)
                      "/run/secrets/state.key.old");
     cr_assert_str_eq(cfg->kafka_brokers, "k1:9092,10.0.0.2:9093,[::1]:9094");
     cr_assert_str_eq(cfg->kafka_group_id, "forge-prod");
+    cr_assert_eq(cfg->kafka_group_protocol, FORGE_KAFKA_GROUP_CONSUMER);
     cr_assert_str_eq(cfg->topic_requests, "a.requests");
     cr_assert_str_eq(cfg->topic_state, "a.state");
     cr_assert_str_eq(cfg->worker_id, "worker-7");
@@ -403,6 +406,17 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_KAFKA_PROP_=x"}, "FORGE_KAFKA_PROP_"},
     {{"FORGE_KAFKA_PROP_a-b=x"}, "FORGE_KAFKA_PROP_a-b"},
     {{"FORGE_KAFKA_PROP_acks="}, "FORGE_KAFKA_PROP_acks"},
+    {{"FORGE_KAFKA_PROP_group_protocol=consumer"},
+     "FORGE_KAFKA_PROP_group_protocol"},
+    {{"FORGE_KAFKA_GROUP_PROTOCOL=CONSUMER"}, "FORGE_KAFKA_GROUP_PROTOCOL"},
+    {{"FORGE_KAFKA_GROUP_PROTOCOL=cooperative-sticky"},
+     "FORGE_KAFKA_GROUP_PROTOCOL"},
+    {{"FORGE_KAFKA_GROUP_PROTOCOL=consumer",
+      "FORGE_KAFKA_PROP_SESSION_TIMEOUT_MS=6000"},
+     "FORGE_KAFKA_GROUP_PROTOCOL"},
+    {{"FORGE_KAFKA_GROUP_PROTOCOL=consumer",
+      "FORGE_KAFKA_PROP_heartbeat_interval_ms=1000"},
+     "FORGE_KAFKA_GROUP_PROTOCOL"},
     {{"FORGE_WORKER_ID=worker 1"}, "FORGE_WORKER_ID"},
     {{"FORGE_POLL_INTERVAL_MS=50"}, "FORGE_POLL_INTERVAL_MS"},
     {{"FORGE_SLURM_MAX_CONNECTIONS=0"}, "FORGE_SLURM_MAX_CONNECTIONS"},

@@ -4,7 +4,8 @@
  * (src/observe/health.c), from the facts the worker publishes: live while the
  * loop's heartbeat is younger than its bound (and before the first pass,
  * and while draining); ready only when assigned, every owned partition
- * restored, the producer usable and slurmrestd answered within its bound;
+ * restored, the producer usable, transactions committing and slurmrestd
+ * answered within its bound;
  * a standby owning nothing is ready and says so.
  */
 #include "core/clock.h"
@@ -94,6 +95,25 @@ Test(health, ready_needs_every_fact)
     forge_health_ready(&v);
     cr_assert(v.ok, "%s", v.body);
     assert_says(v, "\"kafka_denied\": \"\"");
+
+    /* transactions failing (two of three brokers down): not ready, the
+     * reason and Kafka's words, for as long as none commits */
+    forge_health_commit_failing("timed_out", "Local: Message timed out");
+    forge_clock_sleep_ms(20);
+    forge_health_commit_failing("broker_unreachable", "Broker transport "
+                                                      "failure");
+    forge_health_ready(&v);
+    cr_assert_not(v.ok);
+    assert_says(v, "Kafka transactions fail to commit");
+    assert_says(v, "\"commit_failing_reason\": \"broker_unreachable\"");
+    assert_says(v, "\"commit_error\": \"Broker transport failure\"");
+    cr_assert_geq(forge_health_commit_failing_ms(NULL, 0, NULL, 0), 20,
+                  "since the first failure");
+    forge_health_commit_failing(NULL, NULL);
+    forge_health_ready(&v);
+    cr_assert(v.ok, "%s", v.body);
+    assert_says(v, "\"commit_failing_s\": 0.000");
+    cr_assert_eq(forge_health_commit_failing_ms(NULL, 0, NULL, 0), 0);
 
     forge_health_stopping();
     forge_health_ready(&v);

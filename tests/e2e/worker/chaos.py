@@ -34,8 +34,8 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from harness import (TERMINAL, TOP, StatusReader, Topics, Worker, het_launch,
-                     launch, stack_verb, unique_id)
+from harness import (TERMINAL, TOP, StatusReader, Topics, Worker, free_port,
+                     het_launch, launch, stack_verb, unique_id)
 
 SUMMARY = []  # one line per scenario run, for conftest's terminal summary
 # The test's own Kafka clients say nothing below critical: a broker restart
@@ -185,8 +185,13 @@ class Fleet:
             self.workers[wid] = self._spawn(wid)
 
     def _spawn(self, wid):
-        return Worker(self.stack, self.topics, wid, self.group, self.logdir,
-                      self.extra_env)
+        """A worker with its own listener (/readyz, /metrics): its port is
+        the worker's http_port."""
+        port = free_port()
+        w = Worker(self.stack, self.topics, wid, self.group, self.logdir,
+                   {**self.extra_env, "FORGE_HTTP_LISTEN": f"127.0.0.1:{port}"})
+        w.http_port = port
+        return w
 
     def wait_ready(self):
         for w in self.workers.values():
