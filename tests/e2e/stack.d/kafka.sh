@@ -3,8 +3,8 @@
 # The e2e stack's Kafka: Apache Kafka 4 (KRaft, each node a combined broker
 # and controller) bound to 127.0.0.1, run from the Maven Central jars that
 # tests/e2e/pom.xml pins. One node by default; FORGE_STACK_KAFKA_NODES=3
-# makes it a replicated cluster as sites run it (issue 38, in progress: not
-# yet run by scripts/test; tests/e2e/worker/test_kafka_nodes.py): nodes 1, 2 and 3
+# (scripts/test's choice) makes it a replicated cluster as sites run it
+# (issue 38; tests/e2e/worker/test_kafka_nodes.py): nodes 1, 2 and 3
 # (the controller quorum), every topic with replication factor 3 and
 # min.insync.replicas=2, the offsets and transaction state topics likewise.
 # Node N listens on 19092+10(N-1) (PLAINTEXT), +1 (CONTROLLER), +2
