@@ -247,8 +247,8 @@ const var_rule_t forge_config_rules[] = {
             "`group.consumer.heartbeat.interval.ms`, so "
             "`FORGE_KAFKA_PROP_session_timeout_ms` and "
             "`FORGE_KAFKA_PROP_heartbeat_interval_ms` stop the worker at "
-            "start with it). Every worker of a group speaks the same "
-            "(docs/OPERATING.md: switching a fleet).",
+            "start with it). Why `classic` is the default: "
+            "docs/CONTRACT.md section 5.",
      .since = "issue 38"},
     {.name = "FORGE_KAFKA_SECURITY_PROTOCOL",
      .kind = VAR_CHOICE,

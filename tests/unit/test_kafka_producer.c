@@ -73,3 +73,33 @@ Test(kafka_producer, a_value_librdkafka_refuses_is_an_error_with_its_name)
     cr_expect(strstr(err.message, "retry.backoff.ms") != NULL, "%s",
               err.message);
 }
+
+/* Why a commit failed, as /readyz and forge_kafka_commit_failures_total
+ * name it: two of three brokers down answers NOT_ENOUGH_REPLICAS when the
+ * controllers survive, a timeout or a transport failure when they went
+ * too; anything unknown is "other", never dropped. */
+Test(kafka_producer, a_failed_commit_has_a_reason)
+{
+    cr_assert_str_eq(
+        forge_kafka_commit_reason(RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS),
+        "not_enough_replicas");
+    cr_assert_str_eq(forge_kafka_commit_reason(
+                         RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+                     "not_enough_replicas");
+    cr_assert_str_eq(
+        forge_kafka_commit_reason(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT),
+        "timed_out");
+    cr_assert_str_eq(forge_kafka_commit_reason(RD_KAFKA_RESP_ERR__TRANSPORT),
+                     "broker_unreachable");
+    cr_assert_str_eq(
+        forge_kafka_commit_reason(RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE),
+        "coordinator_unavailable");
+    cr_assert_str_eq(
+        forge_kafka_commit_reason(RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION),
+        "group_moved");
+    cr_assert_str_eq(
+        forge_kafka_commit_reason(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED),
+        "denied");
+    cr_assert_str_eq(forge_kafka_commit_reason(RD_KAFKA_RESP_ERR__STATE),
+                     "other");
+}
