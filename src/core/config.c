@@ -224,9 +224,41 @@ static bool is_id(const char *v)
     return forge_text_is_name(v, "._-", 64);
 }
 
-static bool is_base_url(const char *v)
+/* One base URL, or several separated by commas (slurmrestd's endpoints:
+ * slurm/endpoints.h), none empty. */
+static bool is_base_urls(const char *v)
 {
-    return forge_text_is_http_url(v, FORGE_URL_BASE);
+    bool ok = *v != '\0';
+
+    while (ok) {
+        size_t n = strcspn(v, ",");
+        char *one = forge_xstrndup(v, n);
+        ok = forge_text_is_http_url(one, FORGE_URL_BASE);
+        free(one);
+        if (!v[n])
+            break;
+        v += n + 1;
+    }
+    return ok;
+}
+
+/* Each URL of a list without its trailing '/'s, in place. */
+static void trim_base_urls(char *v)
+{
+    char *out = v;
+
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        size_t keep = n;
+        while (keep > 0 && v[keep - 1] == '/')
+            keep--;
+        memmove(out, v, keep);
+        out += keep;
+        v += n;
+        if (*v == ',')
+            *out++ = *v++;
+    }
+    *out = '\0';
 }
 
 static bool is_any_hostport(const char *v)
@@ -247,8 +279,10 @@ static const struct string_rule {
     {VAR_TOPIC, is_topic_name,
      "is not a valid Kafka topic name ([A-Za-z0-9._-], 1..249 characters)",
      false},
-    {VAR_URL, is_base_url,
-     "must be an http:// or https:// URL with a host and no query", true},
+    {VAR_URL, is_base_urls,
+     "must be an http:// or https:// URL with a host and no query, or "
+     "several separated by commas",
+     true},
     {VAR_BROKERS, is_brokers, "must be host:port[,host:port...]", true},
     {VAR_HOSTPORT, is_any_hostport, "must be host:port", true},
 };
@@ -271,8 +305,7 @@ static forge_rc_t check_string(char *v, const var_rule_t *r, forge_error_t *err)
                                s->must);
     }
     if (r->kind == VAR_URL) /* a base: no trailing '/' */
-        for (size_t n = strlen(v); n > 0 && v[n - 1] == '/'; n--)
-            v[n - 1] = '\0';
+        trim_base_urls(v);
     return FORGE_OK;
 }
 
@@ -656,7 +689,8 @@ static const struct kind_doc {
     {VAR_ABSPATH, "absolute path",
      "an absolute, normalized path without '.', '..' or '//'"},
     {VAR_PATHLIST, "path list", "':'-separated absolute, normalized paths"},
-    {VAR_URL, "URL", NULL},
+    {VAR_URL, "URL list",
+     "an http:// or https:// base URL, or several separated by commas"},
     {VAR_BROKERS, "brokers", NULL},
     {VAR_HOSTPORT, "host:port", NULL},
     {VAR_INT, "integer", NULL},

@@ -18,7 +18,7 @@ typedef enum var_kind {
     VAR_TOPIC,    /* Kafka topic name */
     VAR_ABSPATH,  /* absolute path, no "..", normalized */
     VAR_PATHLIST, /* ':'-separated absolute paths */
-    VAR_URL,      /* http:// or https:// */
+    VAR_URL,      /* http:// or https:// base URLs, comma-separated */
     VAR_BROKERS,  /* host:port[,host:port...] */
     VAR_HOSTPORT, /* host:port */
     VAR_INT,

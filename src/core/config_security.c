@@ -369,24 +369,47 @@ static size_t host_part(const char *s, size_t len)
 
 /* Only over https: a plain http:// URL has no certificate to verify (the
  * next rule is about it). */
+/* Whether one of the comma-separated URLs of `urls` passes `test`. */
+static bool any_url(const char *urls, bool (*test)(const char *u))
+{
+    for (const char *u = urls; u && *u;) {
+        if (test(u))
+            return true;
+        u += strcspn(u, ",");
+        if (*u == ',')
+            u++;
+    }
+    return false;
+}
+
+static bool is_https(const char *u)
+{
+    return !strncasecmp(u, "https://", 8);
+}
+
+/* An http:// URL (up to the next ',') to a host that is not loopback. */
+static bool http_not_loopback(const char *u)
+{
+    const char *at;
+    size_t len;
+
+    if (strncasecmp(u, "http://", 7))
+        return false;
+    u += 7;
+    len = strcspn(u, "/?#,");
+    if ((at = memchr(u, '@', len))) /* user info */
+        len -= (size_t)(at + 1 - u), u = at + 1;
+    return !forge_host_is_loopback(u, host_part(u, len));
+}
+
 static bool slurm_unverified(const forge_config_t *cfg)
 {
-    return cfg->slurm_rest_url && !cfg->slurm_tls_verify &&
-           !strncasecmp(cfg->slurm_rest_url, "https://", 8);
+    return !cfg->slurm_tls_verify && any_url(cfg->slurm_rest_url, is_https);
 }
 
 static bool slurm_in_clear(const forge_config_t *cfg)
 {
-    const char *u = cfg->slurm_rest_url, *at;
-    size_t len;
-
-    if (!u || strncasecmp(u, "http://", 7))
-        return false;
-    u += 7;
-    len = strcspn(u, "/?#");
-    if ((at = memchr(u, '@', len))) /* user info */
-        len -= (size_t)(at + 1 - u), u = at + 1;
-    return !forge_host_is_loopback(u, host_part(u, len));
+    return any_url(cfg->slurm_rest_url, http_not_loopback);
 }
 
 static bool sasl_in_clear(const forge_config_t *cfg)

@@ -50,7 +50,12 @@ const var_rule_t forge_config_rules[] = {
      .kind = VAR_URL,
      .offset = AT(slurm_rest_url),
      .doc = "slurmrestd's base URL (a trailing `/` is dropped). Required by "
-            "every command that talks to slurmrestd.",
+            "every command that talks to slurmrestd. Several, separated by "
+            "commas (since issue 39), are endpoints of one cluster (stateless "
+            "slurmrestd side by side): requests go to the first that "
+            "answers, and one that does not (refused, reset, timed out) is "
+            "left alone for a cooldown (1 s, doubling, at most 30 s) before "
+            "it is tried again; a single URL may be a load balancer's.",
      .since = SEED},
     {.name = "FORGE_SLURM_REST_API_VERSION",
      .kind = VAR_ENUM,

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "observe/notify.h"
+#include "slurm/endpoints.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -238,6 +239,41 @@ void forge_health_live(forge_health_verdict_t *v)
              atomic_load(&h.stall_s));
 }
 
+typedef struct endpoint_list {
+    char *at;
+    size_t left;
+} endpoint_list_t;
+
+/* One endpoint as /readyz shows it: {"url", "state"} (JSON-safe). */
+static void endpoint_entry(const char *url, forge_slurm_endpoint_state_t state,
+                           int failures, void *ctx)
+{
+    endpoint_list_t *l = ctx;
+    char safe[200];
+    int n;
+
+    (void)failures;
+    copy_json_safe(safe, sizeof(safe), url);
+    n = snprintf(l->at, l->left, "%s{\"url\": \"%s\", \"state\": \"%s\"}",
+                 l->at[-1] == '[' ? "" : ", ", safe,
+                 forge_slurm_endpoint_state_name(state));
+    if (n > 0 && (size_t)n < l->left) {
+        l->at += n;
+        l->left -= (size_t)n;
+    }
+}
+
+/* The slurmrestd endpoints in use (slurm/endpoints.h) as a JSON array. */
+static void endpoints_json(char *out, size_t size)
+{
+    endpoint_list_t l = {out + 1, size - 2};
+
+    out[0] = '[';
+    out[1] = '\0';
+    forge_slurm_endpoints_each(endpoint_entry, &l);
+    snprintf(l.at, l.left + 1, "]");
+}
+
 /* Appends one reason to why (separated by "; "). */
 static void because(char *why, size_t size, const char *reason)
 {
@@ -258,6 +294,9 @@ void forge_health_ready(forge_health_verdict_t *v)
     char reason[sizeof(commit_reason)], error[sizeof(commit_error)];
     long long failing_ms = forge_health_commit_failing_ms(
         reason, sizeof(reason), error, sizeof(error));
+    char endpoints[512];
+
+    endpoints_json(endpoints, sizeof(endpoints));
 
     forge_health_live(&live);
     if (atomic_load(&h.stopping))
@@ -288,14 +327,15 @@ void forge_health_ready(forge_health_verdict_t *v)
              "{\"ready\": %s, \"standby\": %s, \"owned\": %zu, "
              "\"restoring\": %zu, \"producer_usable\": %s, "
              "\"slurm_answer_age_s\": %.3f, \"slurm_bound_s\": %d, "
+             "\"slurm_endpoints\": %s, "
              "\"kafka_denied\": \"%s\", \"commit_failing_s\": %.3f, "
              "\"commit_failing_reason\": \"%s\", \"commit_error\": \"%s\", "
              "\"why\": \"%s\"}\n",
              v->ok ? "true" : "false",
              readiness != 0 && owned == 0 ? "true" : "false", owned, restoring,
              atomic_load(&h.producer_down) ? "false" : "true",
-             slurm_age < 0 ? -1.0 : seconds(slurm_age), slurm_s, refused,
-             seconds(failing_ms), reason, error,
+             slurm_age < 0 ? -1.0 : seconds(slurm_age), slurm_s, endpoints,
+             refused, seconds(failing_ms), reason, error,
              v->ok ? (owned ? "every owned partition is restored"
                             : "standby: this worker owns no partition")
                    : why);

@@ -17,6 +17,7 @@
 #include "observe/health.h"
 #include "observe/metrics.h"
 #include "record/state.h"
+#include "slurm/endpoints.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdatomic.h>
@@ -51,6 +52,7 @@ enum {
     M_PRODUCER,
     M_KAFKA_DENIED,
     M_COMMIT_FAILING,
+    M_SLURM_ENDPOINT,
     M_COMMIT_FAILURES,
     M_JOBCOMP,
     M_LOG_CHUNKS,
@@ -240,6 +242,15 @@ static const forge_metric_def_t defs[M__COUNT] = {
                           {NULL},
                           NULL,
                           0},
+    [M_SLURM_ENDPOINT] = {"forge_slurm_endpoint_state",
+                          "Each slurmrestd endpoint of FORGE_SLURM_REST_URL: 1 "
+                          "for its state now, 0 for the others (in_use: "
+                          "requests go there; standby; refused: it did not "
+                          "answer, left alone for its cooldown)",
+                          FORGE_METRIC_GAUGE,
+                          {"url", "state"},
+                          NULL,
+                          0},
     [M_COMMIT_FAILURES] = {"forge_kafka_commit_failures_total",
                            "Failed attempts to commit a Kafka transaction, by "
                            "reason (not_enough_replicas, timed_out, "
@@ -345,6 +356,19 @@ bool forge_observe_started(void)
     return atomic_load(&registry) != NULL;
 }
 
+/* One endpoint's forge_slurm_endpoint_state series: 1 for its state. */
+static void endpoint_state(const char *url, forge_slurm_endpoint_state_t state,
+                           int failures, void *ctx)
+{
+    forge_metrics_t *m = ctx;
+
+    (void)failures;
+    for (int s = FORGE_ENDPOINT_IN_USE; s <= FORGE_ENDPOINT_REFUSED; s++) {
+        const char *labels[] = {url, forge_slurm_endpoint_state_name(s)};
+        forge_metrics_set(m, M_SLURM_ENDPOINT, labels, s == (int)state);
+    }
+}
+
 static void refresh(forge_metrics_t *m)
 {
     forge_health_verdict_t v;
@@ -364,6 +388,7 @@ static void refresh(forge_metrics_t *m)
                       forge_health_commit_failing_ms(NULL, 0, NULL, 0) /
                           1000.0);
     forge_metrics_set(m, M_SLURM_AGE, NULL, age < 0 ? -1 : age / 1000.0);
+    forge_slurm_endpoints_each(endpoint_state, m);
     if (exp) {
         const char *source[] = {atomic_load(&jwt_minted) ? "minted" : "file"};
         forge_metrics_set(m, M_JWT, source, (double)(exp - time(NULL)));

@@ -111,6 +111,7 @@ forge_rc_t forge_slurm_client_new(const forge_slurm_options_t *opts,
              err)))
         goto fail;
     c->budget = forge_slurm_budget_acquire(c->base_url, opts->max_rps);
+    c->endpoints = forge_slurm_endpoints_acquire(c->base_url);
     if (!(c->curl = curl_easy_init())) {
         rc = forge_error_set(err, FORGE_EIO, "curl", "curl_easy_init failed");
         goto fail;
@@ -130,6 +131,7 @@ void forge_slurm_client_destroy(forge_slurm_client_t *c)
         curl_easy_cleanup(c->curl);
     forge_slurm_auth_destroy(c->auth);
     forge_slurm_budget_release(c->budget);
+    forge_slurm_endpoints_release(c->endpoints);
     free(c->base_url);
     free(c->user);
     free(c->ca_file);

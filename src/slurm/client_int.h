@@ -8,6 +8,7 @@
 
 #include "slurm/auth.h"
 #include "slurm/budget.h"
+#include "slurm/endpoints.h"
 #include "slurm/client.h"
 
 #include <curl/curl.h>
@@ -15,7 +16,7 @@
 
 struct forge_slurm_client {
     forge_slurm_options_t opts; /* strings below are owned copies */
-    char *base_url;
+    char *base_url; /* one URL, or the endpoints' list (endpoints.h) */
     char *user;
     const char *act_as; /* the user of the call under way, when not user
                            (slurmrestd's user proxy: forge_slurm_submit_as) */
@@ -23,7 +24,8 @@ struct forge_slurm_client {
     char *cert_file; /* the client certificate (mTLS) and ... */
     char *key_file;  /* ... its key: both or neither */
     forge_slurm_auth_t *auth;
-    forge_slurm_budget_t *budget; /* the cluster's, shared; NULL: none */
+    forge_slurm_budget_t *budget;       /* the cluster's, shared; NULL: none */
+    forge_slurm_endpoints_t *endpoints; /* the cluster's, shared */
     CURL *curl;
     char curl_error[CURL_ERROR_SIZE]; /* libcurl's own words for the last
                                          failure (which certificate check

@@ -30,6 +30,13 @@
  * through CURLOPT_POSTFIELDS would be re-sent: libcurl needs no rewind for
  * it (readrewind, lib/multi.c, libcurl 7.88).
  *
+ * Endpoints (endpoints.h, issue 39): each request goes to the endpoint
+ * picked then, and its outcome is reported (any HTTP answer: answered); a
+ * retry that goes to another endpoint than the last starts at once, one
+ * that goes to the same waits its backoff. What may be retried does not
+ * change: a submit whose request may have been carried out (sent, no
+ * answer) is never sent again, to this endpoint or another.
+ *
  * Interruption (forge_slurm_client_interrupt, from another thread): the
  * progress callback makes libcurl give up the request under way (it runs
  * while connecting and while waiting for an answer, at least once a
@@ -425,6 +432,19 @@ static forge_slurm_status_t attempt(forge_slurm_client_t *c, const char *url,
     return st;
 }
 
+/* The endpoint a request goes to now (endpoints.h), its URL for path in
+ * url (emptied first). */
+static size_t endpoint_url(forge_slurm_client_t *c, const char *path,
+                           forge_buf_t *url)
+{
+    const char *base;
+    size_t i = forge_slurm_endpoints_pick(c->endpoints, &base);
+
+    forge_buf_truncate(url, 0);
+    forge_buf_printf(url, "%s%s", base, path);
+    return i;
+}
+
 forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
                                       const char *method, const char *path,
                                       const char *body,
@@ -435,8 +455,9 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
     forge_slurm_status_t st = FORGE_SLURM_TRANSPORT;
     bool sent = false, reauthed = false, reauth_pending = false;
     int limit = c->opts.max_attempts;
+    size_t endpoint = 0;
+    const char *next_url;
 
-    forge_buf_printf(&url, "%s%s", c->base_url, path);
     *json = NULL;
     res->attempts = 0;
     while (res->attempts < limit) {
@@ -444,8 +465,12 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
         json_decref(*json);
         *json = NULL;
         reauth_pending = false;
+        endpoint = endpoint_url(c, path, &url);
         st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
                      res);
+        if (!interrupted(c)) /* a stop says nothing of the endpoint */
+            forge_slurm_endpoints_report(c->endpoints, endpoint,
+                                         res->http_status != 0);
         if (st == FORGE_SLURM_AUTH && !reauthed) {
             reauthed = reauth_pending = true; /* re-read / re-mint once */
             limit++; /* the new token's request is no retry */
@@ -454,7 +479,9 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
         if (st == FORGE_SLURM_OK || !should_retry(st, sent, retry) ||
             res->attempts >= limit || interrupted(c))
             break;
-        sleep_ms(c, backoff_ms(c, res->attempts));
+        /* another endpoint is there: no backoff before it */
+        if (forge_slurm_endpoints_pick(c->endpoints, &next_url) == endpoint)
+            sleep_ms(c, backoff_ms(c, res->attempts));
         if (interrupted(c))
             break; /* the last outcome stands */
     }

@@ -356,6 +356,9 @@ static bad_case_t bad_cases[] = {
     {{"FORGE_SLURM_REST_URL=http://"}, "FORGE_SLURM_REST_URL"},
     {{"FORGE_SLURM_REST_URL=http://h/x?y=1"}, "FORGE_SLURM_REST_URL"},
     {{"FORGE_SLURM_REST_URL=http://h x"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://a:1,,http://b:2"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://a:1,"}, "FORGE_SLURM_REST_URL"},
+    {{"FORGE_SLURM_REST_URL=http://a:1,ftp://b"}, "FORGE_SLURM_REST_URL"},
     {{"FORGE_SLURM_REST_API_VERSION=v0.0.40"}, "FORGE_SLURM_REST_API_VERSION"},
     {{"FORGE_SLURM_REST_API_VERSION=0.0.43"}, "FORGE_SLURM_REST_API_VERSION"},
     {{"FORGE_SLURM_REST_USER=-root"}, "FORGE_SLURM_REST_USER"},
@@ -501,7 +504,8 @@ Test(config, string_refusals_say_what_is_expected)
          "([A-Za-z0-9._-], 1..249 characters)"},
         {"FORGE_SLURM_REST_URL=http://h/?q",
          "FORGE_SLURM_REST_URL must be an http:// or https:// URL with a "
-         "host and no query (got \"http://h/?q\")"},
+         "host and no query, or several separated by commas (got "
+         "\"http://h/?q\")"},
         {"FORGE_KAFKA_BROKERS=h",
          "FORGE_KAFKA_BROKERS must be host:port[,host:port...] (got \"h\")"},
         {"FORGE_HTTP_LISTEN=h:x",
@@ -525,6 +529,19 @@ Test(config, a_base_url_loses_its_trailing_slashes)
     forge_config_t *cfg = load_ok(envp);
 
     cr_assert_str_eq(cfg->slurm_rest_url, "http://h:6820");
+    forge_config_destroy(cfg);
+}
+
+/* Several endpoints (slurm/endpoints.h): each loses its own. */
+Test(config, each_endpoint_loses_its_trailing_slashes)
+{
+    char *envp[] = {"FORGE_SLURM_REST_URL=https://a:6820/,https://b:6820//,"
+                    "http://127.0.0.1:6820",
+                    NULL};
+    forge_config_t *cfg = load_ok(envp);
+
+    cr_assert_str_eq(cfg->slurm_rest_url,
+                     "https://a:6820,https://b:6820,http://127.0.0.1:6820");
     forge_config_destroy(cfg);
 }
 

@@ -10,6 +10,7 @@
  */
 #include "core/clock.h"
 #include "observe/health.h"
+#include "slurm/endpoints.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
@@ -119,6 +120,26 @@ Test(health, ready_needs_every_fact)
     forge_health_ready(&v);
     cr_assert_not(v.ok);
     assert_says(v, "stopping");
+}
+
+/* The slurmrestd endpoints in use (slurm/endpoints.h) and their states,
+ * their URLs without user info. */
+Test(health, readyz_lists_the_slurmrestd_endpoints)
+{
+    forge_health_verdict_t v;
+    forge_slurm_endpoints_t *e;
+
+    forge_health_init(300, 60);
+    forge_health_ready(&v);
+    assert_says(v, "\"slurm_endpoints\": []");
+    e = forge_slurm_endpoints_acquire("http://u:pw@r1:6820,http://r2:6820");
+    forge_slurm_endpoints_report(e, 0, false);
+    forge_health_ready(&v);
+    assert_says(v, "\"slurm_endpoints\": [{\"url\": \"http://r1:6820\", "
+                   "\"state\": \"refused\"}, {\"url\": \"http://r2:6820\", "
+                   "\"state\": \"in_use\"}]");
+    cr_assert_null(strstr(v.body, "pw"), "%s", v.body);
+    forge_slurm_endpoints_release(e);
 }
 
 Test(health, a_slurmrestd_answer_older_than_its_bound_is_not_ready)
