@@ -301,6 +301,8 @@ static void pick_started(const json_t *jobs, const char *tag, bool untagged_ok,
             out->leader = leader_of(&j);
         forge_slurm_job_clear(&j);
     }
+    if (!out->leader)
+        return; /* none started: nothing to list */
     json_array_foreach(jobs, i, o)
     {
         forge_slurm_parse_job(o, &j);

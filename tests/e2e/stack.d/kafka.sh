@@ -598,13 +598,18 @@ restore_cert() {
 	stack_log "kafka: the SASL_SSL listener serves $tls/broker.p12 again"
 }
 
+# Every node stopped at once: one after the other, the last ones would
+# wait for a controller quorum that left with the first (their controlled
+# shutdown then lasts until stop_node's KILL).
 down() {
-	local i any=
-	for i in 3 2 1; do
-		broker_pid "$i" >/dev/null && any=1
-		stop_node "$i"
+	local i pids=()
+	for ((i = 1; i <= 3; i++)); do
+		broker_pid "$i" >/dev/null || continue
+		stop_node "$i" &
+		pids+=($!)
 	done
-	[ -n "$any" ] || stack_log "kafka: not running"
+	[ ${#pids[@]} -gt 0 ] || stack_log "kafka: not running"
+	for i in "${pids[@]}"; do wait "$i"; done
 }
 
 status() {

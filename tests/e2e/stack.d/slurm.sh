@@ -155,6 +155,10 @@ in_chroot_cluster=/var/lib/forge-stack
 in_chroot_storage=/shared/forge
 
 rest_url="http://127.0.0.1:$rest_port"
+# A second slurmrestd of the same cluster, as sites run several stateless
+# ones side by side (issue 39): the TLS front balances over both, and the
+# env file lists both plain ones (FORGE_STACK_SLURM_REST_URLS).
+rest2_port=$((rest_port + 4))
 # Every node once, in start order; node i listens on node_port_base + i.
 declare -A node_port=()
 nodes=()
@@ -169,7 +173,7 @@ job_user2=forge2 job_uid2=2003
 rest_user=forgerest rest_uid=2002
 # In start order: slurmdbd needs its database, slurmctld registers with
 # slurmdbd at start (it queues what it sends while slurmdbd is away).
-daemons=(slurmctld "${nodes[@]/#/slurmd-}" slurmrestd)
+daemons=(slurmctld "${nodes[@]/#/slurmd-}" slurmrestd slurmrestd-2)
 [ "$dbd" = 0 ] || daemons=(mariadb slurmdbd "${daemons[@]}")
 token_file="$run/$job_user.jwt"
 # SlurmUser's token: slurmrestd lets it submit for another user
@@ -385,7 +389,7 @@ stop_all() {
 	local d pid pids group
 	# Slurm's daemons first (slurmctld sends what it still holds to
 	# slurmdbd), then slurmdbd, then its database.
-	for group in "slurmrestd ${nodes[*]/#/slurmd-} slurmctld" slurmdbd mariadb; do
+	for group in "slurmrestd slurmrestd-2 ${nodes[*]/#/slurmd-} slurmctld" slurmdbd mariadb; do
 		pids=()
 		for d in $group; do
 			if pid=$(daemon_pid "$d"); then
@@ -452,6 +456,10 @@ start_daemon() {
 	echo $! >"$run/$name.pid"
 }
 
+# The port of slurmrestd $1 (slurmrestd or slurmrestd-2), and its URL.
+rest_port_of() { if [ "$1" = slurmrestd-2 ]; then echo "$rest2_port"; else echo "$rest_port"; fi; }
+rest_url_of() { echo "http://127.0.0.1:$(rest_port_of "$1")"; }
+
 # Start one of $daemons by name.
 launch_daemon() {
 	case "$1" in
@@ -459,10 +467,10 @@ launch_daemon() {
 	slurmdbd) start_daemon slurmdbd "${in_root[@]}" slurmdbd -D ;;
 	slurmctld) start_daemon slurmctld "${in_root[@]}" slurmctld -D ;;
 	slurmd-*) start_daemon "$1" "${in_node_root[@]}" slurmd -D -N "${1#slurmd-}" ;;
-	slurmrestd)
-		start_daemon slurmrestd env SLURM_JWT=daemon "${in_root[@]}" slurmrestd \
+	slurmrestd | slurmrestd-2)
+		start_daemon "$1" env SLURM_JWT=daemon "${in_root[@]}" slurmrestd \
 			-a rest_auth/jwt -u "$rest_user" -g "$rest_user" "${rest_extra[@]+"${rest_extra[@]}"}" \
-			"127.0.0.1:$rest_port"
+			"127.0.0.1:$(rest_port_of "$1")"
 		;;
 	esac
 }
@@ -470,17 +478,19 @@ launch_daemon() {
 # Processes in our chroot that are daemon $1 but not the one its pid file
 # names (a run whose pid files were lost): they would hold its port.
 stray_pids() {
-	local name=$1 comm node='' tracked id p
+	local name=$1 comm marker='' tracked id p
 	comm=$(daemon_comm "$name")
-	[ "$comm" != slurmd ] || node=${name#slurmd-}
+	# one of several of a kind: a node's slurmd, a slurmrestd by its port
+	[ "$comm" != slurmd ] || marker=" -N ${name#slurmd-} "
+	[ "$comm" != slurmrestd ] || marker=" 127.0.0.1:$(rest_port_of "$name") "
 	tracked=$(daemon_pid "$name") || tracked=
 	id=$(chroot_id) || return 0
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" != "$tracked" ] || continue
 		has_comm "${p#/proc/}" "$comm" || continue
 		rooted_here "${p#/proc/}" "$id" || continue
-		if [ -n "$node" ]; then
-			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -N $node " || continue
+		if [ -n "$marker" ]; then
+			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$marker" || continue
 		fi
 		echo "${p#/proc/}"
 	done
@@ -800,17 +810,20 @@ mint_token() {
 	printf '%s.%s.%s' "$head" "$body" "$sig"
 }
 
-# GET /slurm/<api>/$1 with a fresh short-lived token of our own.
+# GET /slurm/<api>/$1 with a fresh short-lived token of our own, of the
+# slurmrestd at $2 (default: the first).
 rest_get() {
 	local token
 	[ -s "$chroot_dir/etc/slurm/jwt_hs256.key" ] || return 1
 	token=$(mint_token "$job_user" 300)
 	curl -sS --max-time 15 -H "X-SLURM-USER-NAME: $job_user" \
-		-H "X-SLURM-USER-TOKEN: $token" "$rest_url/slurm/$api/$1"
+		-H "X-SLURM-USER-TOKEN: $token" "${2:-$rest_url}/slurm/$api/$1"
 }
 
+# The API's ping (of the slurmrestd at $1, default the first) shows
+# slurmctld responding.
 api_ping_ok() {
-	rest_get ping 2>/dev/null | jq -e '(.pings | length > 0) and all(.pings[]; .responding == true)' >/dev/null
+	rest_get ping "${1:-}" 2>/dev/null | jq -e '(.pings | length > 0) and all(.pings[]; .responding == true)' >/dev/null
 }
 
 # Every node usable: IDLE, MIXED or ALLOCATED, and none DOWN, DRAIN nor unreachable.
@@ -865,6 +878,7 @@ write_env() {
 	{
 		printf 'export %s=%q\n' \
 			FORGE_SLURM_REST_URL "$rest_url" \
+			FORGE_STACK_SLURM_REST_URLS "$rest_url,$(rest_url_of slurmrestd-2)" \
 			FORGE_SLURM_REST_API_VERSION "$api" \
 			FORGE_SLURM_REST_USER "$job_user" \
 			FORGE_SLURM_JWT_FILE "$token_file" \
@@ -930,10 +944,11 @@ wait_ready() {
 
 ctld_ping_ok() { in_chroot scontrol ping 2>/dev/null | grep -q ' is UP'; }
 
-# Any HTTP answer from slurmrestd (its ping says more once slurmctld runs).
+# Any HTTP answer from the slurmrestd at $1 (default the first; its ping
+# says more once slurmctld runs).
 rest_answers() {
 	local code
-	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$rest_url/slurm/$api/ping") || true
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${1:-$rest_url}/slurm/$api/ping") || true
 	[ -n "$code" ] && [ "$code" != 000 ]
 }
 
@@ -964,9 +979,9 @@ daemon_ready() {
 		daemon_pid slurmdbd >/dev/null || return 0
 		ctld_dbd_connected
 		;;
-	slurmrestd)
-		rest_answers || return 1
-		! daemon_pid slurmctld >/dev/null || api_ping_ok
+	slurmrestd | slurmrestd-2)
+		rest_answers "$(rest_url_of "$1")" || return 1
+		! daemon_pid slurmctld >/dev/null || api_ping_ok "$(rest_url_of "$1")"
 		;;
 	slurmd-*)
 		daemon_pid slurmctld >/dev/null || return 0 # registering needs the controller
@@ -1164,9 +1179,28 @@ with_descendants() {
 # answering (SlurmdTimeout): the node goes DOWN and its jobs are requeued
 # (JobRequeue=1) or end NODE_FAIL. `start slurmd-<node>` brings the node
 # back (ReturnToService=2).
+# A daemon killed (-9) as a crash kills it: slurmctld, a slurmrestd, ...
+# (its pid file goes: `start` brings it back).
+fail_daemon() {
+	local name=$1 pid pids=()
+	if pid=$(daemon_pid "$name"); then pids+=("$pid"); fi
+	mapfile -t -O "${#pids[@]}" pids < <(stray_pids "$name")
+	if [ ${#pids[@]} -eq 0 ]; then
+		stack_log "slurm: $name is not running"
+		return 0
+	fi
+	stack_log "slurm: failing $name: KILL ${pids[*]}"
+	kill -KILL "${pids[@]}" 2>/dev/null || true
+	wait_gone 10 "${pids[@]}" || die "fail: ${pids[*]} still alive"
+	rm -f "$run/$name.pid"
+}
+
 fail() {
 	local name=$1 pid pids=() found=() round
-	[[ "$name" == slurmd-* ]] || die "fail: only a node's slurmd fails (slurmd-<node>), not $name"
+	[[ "$name" == slurmd-* ]] || {
+		fail_daemon "$name"
+		return
+	}
 	if pid=$(daemon_pid "$name"); then pids+=("$pid"); fi
 	mapfile -t -O "${#pids[@]}" pids < <(stray_pids "$name")
 	[ ${#pids[@]} -eq 0 ] || kill -STOP "${pids[@]}" 2>/dev/null || true

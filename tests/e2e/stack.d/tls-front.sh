@@ -5,7 +5,12 @@
 # not build). It listens on https://localhost:16821 (loopback) and proxies to
 # the plain slurmrestd on 127.0.0.1:16820 over kept connections. slurmrestd
 # may stop and start under it (the chaos and ops scenarios do): the front
-# answers 502 meanwhile and goes on. The certificates are made once by
+# answers 502 meanwhile and goes on. A second listener,
+# https://localhost:16825, balances over both slurmrestd of the cluster
+# (16820 and slurmrestd-2's 16824), as a site's load balancer does: one
+# that refuses is left for the other (issue 39); the first listener keeps
+# to 16820 alone, so a scenario stopping slurmrestd stops what it serves.
+# The certificates are made once by
 # openssl and cached:
 #
 #   $FORGE_CACHE_DIR/tls-front/ca.pem, ca.key        the stack's CA
@@ -39,6 +44,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 port=16821
 upstream=127.0.0.1:16820
+upstream2=127.0.0.1:16824
+ha_port=16825
+ha_url="https://localhost:$ha_port"
 run="$FORGE_STACK_RUN/tls-front"
 certs="$FORGE_CACHE_DIR/tls-front"
 env_file="$FORGE_STACK_RUN/tls-front.env"
@@ -103,6 +111,32 @@ prepare() {
 
 # --- nginx ------------------------------------------------------------------
 
+# One TLS listener's server block: port $1, proxying to upstream $2.
+server_block() {
+	cat <<-EOF
+		    server {
+		        listen 127.0.0.1:$1 ssl;
+		        server_name localhost;
+		        ssl_certificate $certs/server.pem;
+		        ssl_certificate_key $certs/server.key;
+		        ssl_protocols TLSv1.2 TLSv1.3;
+		        keepalive_timeout 75s;
+		        keepalive_requests 100000;
+		        client_max_body_size 64m;
+		        client_body_buffer_size 1m;
+		        location / {
+		            proxy_pass http://$2;
+		            proxy_http_version 1.1;
+		            proxy_set_header Connection "";
+		            proxy_set_header Host \$host;
+		            proxy_buffering off;
+		            proxy_read_timeout 300s;
+		            proxy_send_timeout 300s;
+		        }
+		    }
+	EOF
+}
+
 write_conf() {
 	mkdir -p "$run/tmp"
 	chown nobody:nogroup "$run/tmp"
@@ -125,26 +159,16 @@ write_conf() {
 		        keepalive 32;
 		        keepalive_timeout 60s;
 		    }
-		    server {
-		        listen 127.0.0.1:$port ssl;
-		        server_name localhost;
-		        ssl_certificate $certs/server.pem;
-		        ssl_certificate_key $certs/server.key;
-		        ssl_protocols TLSv1.2 TLSv1.3;
-		        keepalive_timeout 75s;
-		        keepalive_requests 100000;
-		        client_max_body_size 64m;
-		        client_body_buffer_size 1m;
-		        location / {
-		            proxy_pass http://slurmrestd;
-		            proxy_http_version 1.1;
-		            proxy_set_header Connection "";
-		            proxy_set_header Host \$host;
-		            proxy_buffering off;
-		            proxy_read_timeout 300s;
-		            proxy_send_timeout 300s;
-		        }
+		    # both slurmrestd: a refused connection moves a request to the
+		    # other (nginx never passes a POST on once it was sent)
+		    upstream slurmrestd_ha {
+		        server $upstream max_fails=1 fail_timeout=5s;
+		        server $upstream2 max_fails=1 fail_timeout=5s;
+		        keepalive 32;
+		        keepalive_timeout 60s;
 		    }
+		$(server_block "$port" slurmrestd)
+		$(server_block "$ha_port" slurmrestd_ha)
 		}
 	EOF
 	mv "$run/nginx.conf.tmp" "$run/nginx.conf"
@@ -219,6 +243,7 @@ write_env() {
 			FORGE_SLURM_TLS_CA_FILE "$certs/ca.pem" \
 			FORGE_STACK_SLURM_PLAIN_URL "http://$upstream" \
 			FORGE_STACK_TLS_FRONT_PORT "$port" \
+			FORGE_STACK_TLS_HA_URL "$ha_url" \
 			FORGE_STACK_TLS_SERVER_CERT "$certs/server.pem" \
 			FORGE_STACK_TLS_OTHER_CA_FILE "$certs/other-ca.pem"
 	} >"$tmp"
