@@ -39,6 +39,7 @@ import contextlib
 import http.client
 import json
 import os
+import shlex
 import signal
 import socket
 import ssl
@@ -215,7 +216,9 @@ class Stack:
                 if line.startswith("export "):
                     line = line[len("export "):]
                 key, _, value = line.partition("=")
-                self.env[key] = value.strip("'\"")
+                # written by printf %q: quoted or backslash-escaped
+                words = shlex.split(value)
+                self.env[key] = words[0] if words else ""
         self.brokers = self.env["FORGE_KAFKA_BROKERS"]
         # the stack's internal/admin listener (PLAINTEXT, a super user)
         self.admin_brokers = self.env.get("FORGE_STACK_KAFKA_PLAINTEXT",
