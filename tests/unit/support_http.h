@@ -96,6 +96,11 @@ size_t support_http_count(support_http_t *s);
 support_http_request_t support_http_request(support_http_t *s, size_t i);
 void support_http_request_clear(support_http_request_t *r);
 
+/* A loopback port bound and not listening (the socket returned: close it
+ * when done): connections to it are refused, as a slurmrestd that is down
+ * refuses them. */
+int support_http_refusing_port(unsigned *port);
+
 /* A fake slurmrestd beside a private token file, as the client's tests
  * set it up: a new folder /tmp/<prefix>-XXXXXX holding `token` (mode
  * 0600: token and a newline), and the server started. fini stops the

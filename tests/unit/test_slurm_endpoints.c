@@ -14,12 +14,9 @@
 #include "support_http.h"
 #include "core/clock.h"
 
-#include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define TOKEN "forge-token-EEEEEEEEEEEEEEEEEEEEEEEEEEEE"
@@ -121,21 +118,6 @@ static void teardown(void)
     support_http_fixture_fini(&http);
 }
 
-/* A loopback port bound and not listening: connections to it are refused
- * (a slurmrestd that is down). */
-static int refusing_port(unsigned *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 /* A client of "http://127.0.0.1:<refused>,<the fake>", its backoff long
  * enough that a wait for it would show. */
 static forge_slurm_client_t *client_after_a_dead_endpoint(char *urls,
@@ -145,7 +127,7 @@ static forge_slurm_client_t *client_after_a_dead_endpoint(char *urls,
         support_http_options(http.srv, http.token_file, NULL);
     unsigned port;
 
-    *fd = refusing_port(&port);
+    *fd = support_http_refusing_port(&port);
     snprintf(urls, size, "http://127.0.0.1:%u,%s", port,
              support_http_url(http.srv));
     o.base_url = urls;

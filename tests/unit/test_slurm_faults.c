@@ -400,20 +400,6 @@ Test(slurm_faults, a_garbled_answer_to_a_submit_is_outcome_unknown)
     forge_slurm_client_destroy(c);
 }
 
-/* A socket bound, never listening: connections are refused. */
-static int refusing_port(unsigned *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 Test(slurm_faults, nothing_sent_is_transport_and_retried_even_for_a_submit)
 {
     forge_slurm_options_t o = options();
@@ -421,7 +407,7 @@ Test(slurm_faults, nothing_sent_is_transport_and_retried_even_for_a_submit)
     forge_slurm_result_t res = {0};
     char url[64];
     unsigned port;
-    int fd = refusing_port(&port);
+    int fd = support_http_refusing_port(&port);
 
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
     o.base_url = url;
