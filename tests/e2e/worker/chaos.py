@@ -535,18 +535,22 @@ def settle_and_verify(kind, stack, slurm, fleet, reader, logs, planned,
     sleep_watching(fleet, 3)
     v = verify(kind, stack, slurm, fleet, reader, logs, planned, faults,
                all_terminal_at, logdir)
-    line = v.line()
+    figure(logdir, v.line(), v.problems + v.notes + ["faults: " + "; ".join(
+        f"{what} at {time.strftime('%T', time.localtime(s))} for {e - s:.1f} s"
+        for what, s, e in faults.done)])
+    return v
+
+
+def figure(logdir, line, details=()):
+    """A scenario's figures: in SUMMARY (the terminal summary) and in the
+    run's chaos-summary.txt, which scripts/e2e prints at its end."""
     SUMMARY.append(line)
     print(line)
     root = os.environ.get("FORGE_E2E_LOGS") or logdir
     with open(os.path.join(root, "chaos-summary.txt"), "a") as f:
         f.write(f"{time.strftime('%FT%T')} {line}\n")
-        for p in v.problems + v.notes:
-            f.write(f"    {p}\n")
-        f.write("    faults: " + "; ".join(
-            f"{what} at {time.strftime('%T', time.localtime(s))} for {e - s:.1f} s"
-            for what, s, e in faults.done) + "\n")
-    return v
+        for d in details:
+            f.write(f"    {d}\n")
 
 
 def readers(stack, topics):

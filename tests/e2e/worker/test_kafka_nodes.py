@@ -37,8 +37,7 @@ import time
 
 import pytest
 
-from chaos import (SUMMARY, at, run_scenario, sleep_watching, stack_verb,
-                   timeline)
+from chaos import at, figure, run_scenario, sleep_watching, stack_verb
 from harness import http_get
 from confluent_kafka.admin import AdminClient
 
@@ -231,6 +230,6 @@ def test_two_of_three_nodes_down(replicated, slurm, logdir):
                  lambda span: SESSION)
     why = said_why(during)
     assert why, f"no worker said why while nothing committed: {during}"
-    SUMMARY.append(f"min-isr readiness: {len(why)} answers named failing "
-                   f"commits while two nodes were down, e.g. {why[0]}; all "
-                   f"ready again {after[0][0]:.1f} s after the fault began")
+    figure(logdir, f"min-isr readiness: {len(why)} answers named failing "
+           f"commits while two nodes were down, e.g. {why[0]}; all ready "
+           f"again {after[0][0]:.1f} s after the fault began")

@@ -20,7 +20,6 @@ first front to slurmrestd. It stops a daemon of the shared stack
 """
 
 import json
-import time
 
 import pytest
 
