@@ -142,14 +142,19 @@ def test_one_gib_log_does_not_delay_poll_ticks(stack, arch):
     event = the_logs_event(logs, lid, timeout=300)
     assert [(f["name"], f["bytes"]) for f in event["data"]["files"]] == [
         ("main.err", 0), ("main.out", 1 << 30)]
+    archiving_ms = (_epoch(event["time"]) - _epoch(done["time"])) * 1000
     busy = tick_lateness(worker, _epoch(done["time"]), _epoch(event["time"]))
     assert len(idle) >= 3 and len(busy) >= 3, (idle, busy)
-    # The loop comes to its ticks as promptly while a 1 GiB archive is
-    # written beside it: the worst lateness stays within the idle worst plus
-    # one tick interval (500 ms) - a blocked loop would be late by seconds.
+    # The loop comes to its ticks while a 1 GiB archive is written beside
+    # it. A loop blocked by the archive would be late by the archive's whole
+    # time (tens of seconds here); a loaded machine (three broker JVMs,
+    # scenarios side by side) makes one tick late by up to a second or two.
+    # So no tick may be late by a quarter of the archive's time (at least
+    # 2 s: gzip writes 1 GiB in no less than that): a bound that tells the
+    # two apart without timing the machine.
     print(f"tick lateness idle max {max(idle)} ms, archiving max {max(busy)} ms "
-          f"over {len(busy)} ticks")
-    assert max(busy) <= max(idle) + 500, (idle, busy)
+          f"over {len(busy)} ticks; the archive took {archiving_ms:.0f} ms")
+    assert max(busy) < max(archiving_ms / 4, 2000), (idle, busy, archiving_ms)
     assert sha256_of(event["data"]["archive"]["path"]) == \
         event["data"]["archive"]["sha256"]
     assert event["data"]["tail"]["text"].endswith(line[:10]) or \
