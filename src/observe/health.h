@@ -85,7 +85,7 @@ void forge_health_stopping(void);
 
 typedef struct forge_health_verdict {
     bool ok;         /* 200, else 503 */
-    char body[2048]; /* one JSON object saying why */
+    char body[4096]; /* one JSON object saying why (its parts bounded) */
 } forge_health_verdict_t;
 
 void forge_health_live(forge_health_verdict_t *v);
