@@ -55,6 +55,7 @@ struct forge_kafka {
     bool in_txn;
     bool produce_failed;    /* this transaction lost a message: abort it */
     bool producer_waiting;  /* replaced, not initialised: the broker is away */
+    bool commit_failing;    /* the last transaction did not commit (told) */
     long long txn_began_ms; /* the open transaction's begin (clock.h) */
     int txn_timeout_ms;     /* the producer's transaction.timeout.ms */
     txn_budget_t budget;

@@ -84,8 +84,9 @@ const char *forge_kafka_commit_reason(rd_kafka_resp_err_t code)
 }
 
 /* A failed attempt or transaction told (the top comment). */
-static void tell_failure(const rd_kafka_error_t *e)
+static void tell_failure(forge_kafka_t *k, const rd_kafka_error_t *e)
 {
+    k->commit_failing = true;
     forge_hooks()->commit_failing(
         forge_kafka_commit_reason(rd_kafka_error_code(e)),
         rd_kafka_error_string(e));
@@ -402,7 +403,7 @@ static rd_kafka_error_t *send_and_commit(forge_kafka_t *k, bool stalled,
             break;
         forge_log_warn("commit: %s (retriable, attempt %d); again in %d ms",
                        rd_kafka_error_string(e), attempts, backoff);
-        tell_failure(e);
+        tell_failure(k, e);
         forge_clock_sleep_ms(backoff);
         backoff = at_most(backoff * 2, TXN_BACKOFF_MAX_MS);
     }
@@ -445,10 +446,12 @@ forge_kafka_outcome_t forge_kafka_commit(forge_kafka_t *k)
     else if (!(e = fence_by_generation(k)))
         e = send_and_commit(k, FORGE_TESTPOINT_COMMIT_STALLS(), &abandoned);
     k->produce_failed = false;
-    if (e)
-        tell_failure(e);
-    else
+    if (e) {
+        tell_failure(k, e);
+    } else if (k->commit_failing) { /* told once, not on every commit */
+        k->commit_failing = false;
         forge_hooks()->commit_failing(NULL, NULL);
+    }
     if (e && (abandoned || forge_kafka_producer_broken(k, e)))
         out = forge_kafka_producer_replace(k, e, abandoned);
     else if (e)

@@ -465,10 +465,12 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
         json_decref(*json);
         *json = NULL;
         reauth_pending = false;
+        int before = res->attempts;
         endpoint = endpoint_url(c, path, &url);
         st = attempt(c, forge_buf_str(&url), method, body, force, json, &sent,
                      res);
-        if (!interrupted(c)) /* a stop says nothing of the endpoint */
+        /* a stop, or no request made (no token), says nothing of it */
+        if (res->attempts > before && !interrupted(c))
             forge_slurm_endpoints_report(c->endpoints, endpoint,
                                          res->http_status != 0);
         if (st == FORGE_SLURM_AUTH && !reauthed) {

@@ -7,7 +7,8 @@
  * the fake slurmrestd of support_http.h (a fake because an endpoint that
  * refuses or hangs on cue is fault injection on HTTP): a refused endpoint
  * is left for the next at once, without a backoff; a submit is never sent
- * to a second endpoint once the first may have carried it out.
+ * to a second endpoint once the first may have carried it out; an attempt
+ * that made no request (no token) says nothing of the endpoint.
  */
 #include "slurm/client.h"
 #include "slurm/endpoints.h"
@@ -190,4 +191,37 @@ Test(slurm_endpoints, a_submit_that_may_have_landed_is_not_sent_again,
     json_decref(body);
     forge_slurm_client_destroy(c);
     support_http_fixture_fini(&second);
+}
+
+/* An attempt that makes no request (slurmrestd refused the token, and a
+ * new one cannot be read) says nothing of the endpoint: it stays the one
+ * in use. */
+Test(slurm_endpoints, a_call_without_a_token_leaves_the_endpoint_closed,
+     .init = setup, .fini = teardown, .timeout = 30)
+{
+    forge_slurm_options_t o =
+        support_http_options(http.srv, http.token_file, NULL);
+    forge_slurm_endpoints_t *e;
+    forge_slurm_client_t *c;
+    forge_slurm_ping_t ping;
+    forge_slurm_result_t res = {0};
+    char urls[128];
+    const char *url;
+
+    snprintf(urls, sizeof(urls), "%s,http://127.0.0.1:1",
+             support_http_url(http.srv));
+    o.base_url = urls;
+    c = support_http_client(&o);
+    support_http_accept_token(http.srv, "forge-token-another");
+    cr_assert_eq(unlink(http.token_file), 0);
+    cr_assert_eq(forge_slurm_ping(c, &ping, &res), FORGE_SLURM_AUTH);
+    cr_assert_eq(res.attempts, 1,
+                 "the refused one; no request without a "
+                 "token: %s",
+                 res.message);
+    cr_assert_eq(support_http_count(http.srv), 1);
+    e = forge_slurm_endpoints_acquire(urls); /* the client's, shared */
+    cr_assert_eq(forge_slurm_endpoints_pick(e, &url), 0, "still the first");
+    forge_slurm_endpoints_release(e);
+    forge_slurm_client_destroy(c);
 }
