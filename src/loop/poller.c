@@ -16,6 +16,15 @@
  * merges what it saw into the cache: the next tick then finds the job as
  * the targeted call left it, and the other jobs' memory stays whole.
  *
+ * A job held by its user again (PENDING, JobHeldUser) is released again:
+ * every polled job was released before its launch said SUBMITTED
+ * (submit_held.h), and a controller that takes over from a state saved
+ * between the held POST and the release (slurmctld saves its state a
+ * moment after a change; a primary killed -9 loses that moment) brings
+ * the submit hold back, which nobody else would lift. An operator keeps a
+ * job from starting with an admin hold (JobHeldAdmin), never released
+ * here. CONTRACT §1.
+ *
  * A job jobs/state no longer lists (slurmctld forgot it: MinJobAge after
  * its end, or its state was lost) is looked up in accounting
  * (slurm/accounting.h): its records are ACCOUNTED, and the loop ends the
@@ -319,10 +328,46 @@ static void poll_absent(poller_t *p, forge_poll_item_t *it)
     forge_slurm_accounting_clear(&a);
 }
 
+/* Whether component j waits on a user hold: a polled job's submit hold
+ * was released before its launch said SUBMITTED (submit_held.h), so such
+ * a hold came back (the top comment). */
+static bool held_again(const forge_slurm_job_t *j)
+{
+    return j->state_count > 0 && !strcmp(j->state[0], "PENDING") &&
+           j->state_reason && !strcmp(j->state_reason, "JobHeldUser");
+}
+
+/* Each component of the details held again released again (the top
+ * comment). False when one could not be: the next tick looks again. */
+static bool release_held_again(poller_t *p, const forge_slurm_job_list_t *l)
+{
+    bool all = true;
+
+    for (size_t i = 0; i < l->count; i++) {
+        forge_slurm_result_t res = {0};
+        if (!held_again(&l->jobs[i]))
+            continue;
+        if (forge_slurm_release(p->client, NULL, l->jobs[i].job_id, &res) ==
+            FORGE_SLURM_OK) {
+            forge_log_warn("job %u was released and is held again (a "
+                           "controller restored from a state saved before "
+                           "its release): released again",
+                           l->jobs[i].job_id);
+        } else {
+            forge_log_warn("job %u is held again; its release failed, asked "
+                           "again at the next tick: %s",
+                           l->jobs[i].job_id, res.message);
+            all = false;
+        }
+    }
+    return all;
+}
+
 /* One item present in jobs/state (its entries e): details only when its
  * states changed since the last tick and say it may have moved. What it
- * saw goes into `now` (the next tick's memory); a failed details call
- * leaves nothing there, so the next tick looks again. */
+ * saw goes into `now` (the next tick's memory); a failed details call, or
+ * a job held again that could not be released, leaves nothing there, so
+ * the next tick looks again. */
 static void poll_present(poller_t *p, forge_poll_item_t *it,
                          const forge_slurm_job_list_t *e, forge_idmap_t *now)
 {
@@ -338,7 +383,8 @@ static void poll_present(poller_t *p, forge_poll_item_t *it,
                                        &res) == FORGE_SLURM_OK) {
         it->outcome = FORGE_POLL_CHANGED;
         it->states = states_text(e);
-        forge_idmap_put(now, it->job_id, sig);
+        if (release_held_again(p, &it->jobs))
+            forge_idmap_put(now, it->job_id, sig);
     } /* else asked again at the next tick */
 }
 

@@ -133,17 +133,23 @@ static char *states_answer(size_t n, const char *state)
     return forge_buf_take(&b);
 }
 
-static char *details_answer(uint32_t id, const char *state)
+static char *details_with_reason(uint32_t id, const char *state,
+                                 const char *reason)
 {
     forge_buf_t b = FORGE_BUF_INIT;
 
     forge_buf_printf(&b,
                      "{\"jobs\": [{\"job_id\": %u, \"job_state\": [\"%s\"], "
                      "\"het_job_id\": " UNSET ", \"het_job_offset\": " UNSET
-                     ", \"state_reason\": \"JobHeldUser\"}], \"errors\": [], "
+                     ", \"state_reason\": \"%s\"}], \"errors\": [], "
                      "\"warnings\": []}",
-                     id, state);
+                     id, state, reason);
     return forge_buf_take(&b);
+}
+
+static char *details_answer(uint32_t id, const char *state)
+{
+    return details_with_reason(id, state, "Priority");
 }
 
 static size_t requests_to(const char *prefix)
@@ -668,4 +674,48 @@ Test(poller, another_launchs_record_under_the_job_id_is_absent)
     forge_work_free(done);
     forge_pool_stop(r);
     free(acct);
+}
+
+/* ---- a submit hold that came back ---------------------------------------
+ */
+
+/* A running job seen held by its user again (a controller took over from a
+ * state saved before the release) is released again; a release that
+ * failed leaves the job unremembered, so the next tick asks again. */
+Test(poller, a_job_held_again_is_released_again)
+{
+    char *states = states_answer(1, "PENDING");
+    char *held = details_with_reason(FIRST, "PENDING", "JobHeldUser");
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+    support_http_request_t req;
+
+    support_http_push(srv, STATE, 200, states, 0);
+    support_http_push(srv, DETAILS, 200, held, 0);
+    support_http_push(srv, DETAILS, 400, "{\"errors\": [], \"warnings\": []}",
+                      0); /* refused: not retried */
+    done = ran(r, tick(1, FORGE_STATE_RUNNING));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    forge_work_free(done);
+    /* the failed release: the next tick looks at the job again */
+    support_http_push(srv, STATE, 200, states, 0);
+    support_http_push(srv, DETAILS, 200, held, 0);
+    support_http_push(srv, DETAILS, 200, "{\"errors\": [], \"warnings\": []}",
+                      0);
+    done = ran(r, tick(1, FORGE_STATE_RUNNING));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    forge_work_free(done);
+    req = support_http_request(srv, support_http_count(srv) - 1);
+    cr_assert_str_eq(req.method, "POST");
+    cr_assert_str_eq(req.target, DETAILS "1001");
+    cr_assert_str_eq(req.body, "{\"hold\":false}");
+    support_http_request_clear(&req);
+    /* released: the same states again cost nothing */
+    support_http_push(srv, STATE, 200, states, 0);
+    done = ran(r, tick(1, FORGE_STATE_RUNNING));
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    forge_pool_stop(r);
+    free(states);
+    free(held);
 }

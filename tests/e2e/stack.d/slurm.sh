@@ -42,7 +42,9 @@
 #                      it (pivot_root, the job user, a clean environment):
 #                      what scripts/bench times containers with
 #
-# DAEMON: mariadb, slurmdbd, slurmctld, slurmrestd or slurmd-NODE (NODE one
+# DAEMON: mariadb, slurmdbd, slurmctld (the primary controller),
+# slurmctld-backup (the backup: slurm.conf's second SlurmctldHost, in a UTS
+# namespace whose hostname names it), slurmrestd, slurmrestd-2 or slurmd-NODE (NODE one
 # of the nodes above; sid starts them in this order: slurmctld registers with
 # slurmdbd, which needs its database). Stopping one touches no other
 # process: slurmctld saves its state (StateSaveLocation, in cluster/state)
@@ -173,7 +175,7 @@ job_user2=forge2 job_uid2=2003
 rest_user=forgerest rest_uid=2002
 # In start order: slurmdbd needs its database, slurmctld registers with
 # slurmdbd at start (it queues what it sends while slurmdbd is away).
-daemons=(slurmctld "${nodes[@]/#/slurmd-}" slurmrestd slurmrestd-2)
+daemons=(slurmctld slurmctld-backup "${nodes[@]/#/slurmd-}" slurmrestd slurmrestd-2)
 [ "$dbd" = 0 ] || daemons=(mariadb slurmdbd "${daemons[@]}")
 token_file="$run/$job_user.jwt"
 # SlurmUser's token: slurmrestd lets it submit for another user
@@ -427,6 +429,19 @@ in_root=(unshare -m --propagation slave /bin/sh -c
 	'set -e; root=$1; shift; mount --rbind "$root" "$root"; cd "$root"
 	pivot_root . mnt; cd /; umount -l /mnt; exec "$@"'
 	in_root "$(readlink -m "$chroot_dir")")
+# The same for a controller, in a UTS namespace of its own whose hostname
+# ($2) tells slurmctld which SlurmctldHost it is (primary or backup: Slurm
+# has no option for it), with a /run/slurmctld of its own for its pid file
+# (a slurmctld that starts kills the one the pid file names).
+# shellcheck disable=SC2016 # the inner script's own expansions
+in_ctld_root=(unshare -m -u --propagation slave /bin/sh -c
+	'set -e; root=$1; echo "$2" >/proc/sys/kernel/hostname; shift 2
+	mount --rbind "$root" "$root"; cd "$root"
+	pivot_root . mnt; cd /; umount -l /mnt
+	mkdir -p /run/slurmctld; mount -t tmpfs -o mode=0755,size=1m forge-ctld-run /run/slurmctld
+	chown slurm:slurm /run/slurmctld
+	exec "$@"'
+	in_ctld_root "$(readlink -m "$chroot_dir")")
 # The same for a node's slurmd, with a /run/slurm of its own (a tmpfs in
 # its namespace, which its jobs inherit): there it serves the node's
 # sack.socket (auth/slurm), through which the srun of each job on the node
@@ -465,7 +480,9 @@ launch_daemon() {
 	case "$1" in
 	mariadb) start_daemon mariadb "${in_root[@]}" mariadbd "--defaults-file=$db_cnf" ;;
 	slurmdbd) start_daemon slurmdbd "${in_root[@]}" slurmdbd -D ;;
-	slurmctld) start_daemon slurmctld "${in_root[@]}" slurmctld -D ;;
+	slurmctld) start_daemon slurmctld "${in_ctld_root[@]}" forge-ctl slurmctld -D ;;
+	# -f (the default file, named): how stray_pids tells the two apart
+	slurmctld-backup) start_daemon "$1" "${in_ctld_root[@]}" forge-ctl-backup slurmctld -D -f /etc/slurm/slurm.conf ;;
 	slurmd-*) start_daemon "$1" "${in_node_root[@]}" slurmd -D -N "${1#slurmd-}" ;;
 	slurmrestd | slurmrestd-2)
 		start_daemon "$1" env SLURM_JWT=daemon "${in_root[@]}" slurmrestd \
@@ -483,6 +500,7 @@ stray_pids() {
 	# one of several of a kind: a node's slurmd, a slurmrestd by its port
 	[ "$comm" != slurmd ] || marker=" -N ${name#slurmd-} "
 	[ "$comm" != slurmrestd ] || marker=" 127.0.0.1:$(rest_port_of "$name") "
+	[ "$name" != slurmctld-backup ] || marker=" -f /etc/slurm/slurm.conf "
 	tracked=$(daemon_pid "$name") || tracked=
 	id=$(chroot_id) || return 0
 	for p in /proc/[0-9]*; do
@@ -491,6 +509,8 @@ stray_pids() {
 		rooted_here "${p#/proc/}" "$id" || continue
 		if [ -n "$marker" ]; then
 			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$marker" || continue
+		elif [ "$name" = slurmctld ]; then # not the backup
+			! tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- " -f " || continue
 		fi
 		echo "${p#/proc/}"
 	done
@@ -640,6 +660,8 @@ configure() {
 	local c=$chroot_dir n i host
 	host=$(hostname)
 	cp /etc/hosts "$c/etc/hosts"
+	# the controllers' names (slurm.conf's SlurmctldHost; in_ctld_root)
+	printf '127.0.0.1 forge-ctl\n127.0.0.2 forge-ctl-backup\n' >>"$c/etc/hosts"
 	ensure_user "$job_user" "$job_uid" -m -s /bin/bash
 	ensure_user "$job_user2" "$job_uid2" -m -s /bin/bash
 	ensure_user "$rest_user" "$rest_uid" -M -d /nonexistent -s /usr/sbin/nologin
@@ -822,8 +844,12 @@ rest_get() {
 
 # The API's ping (of the slurmrestd at $1, default the first) shows
 # slurmctld responding.
+# slurmrestd $1 (default the first) answers its ping, every controller
+# responding; with $2 = primary, the primary at least (the backup is down).
 api_ping_ok() {
-	rest_get ping "${1:-}" 2>/dev/null | jq -e '(.pings | length > 0) and all(.pings[]; .responding == true)' >/dev/null
+	rest_get ping "${1:-}" 2>/dev/null | jq -e --arg only "${2:-}" '
+		(.pings | length > 0)
+		and all(.pings[] | select($only == "" or .mode == $only); .responding == true)' >/dev/null
 }
 
 # Every node usable: IDLE, MIXED or ALLOCATED, and none DOWN, DRAIN nor unreachable.
@@ -942,7 +968,8 @@ wait_ready() {
 
 # --- one daemon's readiness ------------------------------------------------
 
-ctld_ping_ok() { in_chroot scontrol ping 2>/dev/null | grep -q ' is UP'; }
+# Controller $1 (primary or backup) answers `scontrol ping`.
+ctld_ping_ok() { in_chroot scontrol ping 2>/dev/null | grep -q "^Slurmctld(${1:-primary}) at .* is UP"; }
 
 # Any HTTP answer from the slurmrestd at $1 (default the first; its ping
 # says more once slurmctld runs).
@@ -973,9 +1000,12 @@ daemon_ready() {
 		dbd_answers || return 1
 		! daemon_pid slurmctld >/dev/null || ctld_dbd_connected
 		;;
+	slurmctld-backup) ctld_ping_ok backup ;;
 	slurmctld)
 		ctld_ping_ok || return 1
-		! daemon_pid slurmrestd >/dev/null || api_ping_ok || return 1
+		local only=primary
+		! daemon_pid slurmctld-backup >/dev/null || only=
+		! daemon_pid slurmrestd >/dev/null || api_ping_ok "" "$only" || return 1
 		daemon_pid slurmdbd >/dev/null || return 0
 		ctld_dbd_connected
 		;;
