@@ -6,7 +6,37 @@
 #include "slurm/verdict.h"
 #include "core/util.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* How soon after a requeued run's start a SIGKILL is taken for the
+ * orphan cleanup of the run before it (killed_as_orphan). */
+#define ORPHAN_KILL_WINDOW_S 15
+
+/*
+ * The orphan race (issue 39, CONTRACT §3): a node whose slurmd stopped
+ * while its job ran is DOWN after SlurmdTimeout and the job requeued; when
+ * that slurmd returns it reports the old run's step, slurmctld kills that
+ * job's processes on the node as an orphan's, and when it has allocated
+ * the requeued job (the same id) on that node in the same moment, the new
+ * run dies by SIGKILL too. A run of a requeued job (restart_count > 0)
+ * that a SIGKILL ended within ORPHAN_KILL_WINDOW_S of its start (details
+ * only: the run's start and end) ended by the node's failure, not by its
+ * command: its cause is node_fail, which the retry policy may retry.
+ */
+static bool killed_as_orphan(const forge_slurm_job_list_t *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        const forge_slurm_job_t *j = &list->jobs[i];
+        const forge_slurm_job_use_t *u = j->use;
+        if (j->restart_count > 0 && j->signal == SIGKILL && u &&
+            u->start_s > 0 && u->end_s >= u->start_s &&
+            u->end_s - u->start_s <= ORPHAN_KILL_WINDOW_S)
+            return true;
+    }
+    return false;
+}
 
 forge_slurm_verdict_t forge_slurm_verdict(const forge_slurm_job_list_t *list,
                                           int cancel_requested, int *exit_code)
@@ -27,6 +57,9 @@ forge_slurm_verdict_t forge_slurm_verdict(const forge_slurm_job_list_t *list,
     }
     v = forge_slurm_state_aggregate(c, list->count, cancel_requested);
     *exit_code = list->jobs[0].exit_code;
+    if (v.state == FORGE_STATE_FAILED && v.reason &&
+        !strcmp(v.reason, "failed") && killed_as_orphan(list))
+        v.reason = "node_fail";
     /* Slurm 26.05 drops the REQUEUED flag once the job waits again (seen):
      * a pending job that has run before was requeued all the same. */
     for (size_t i = 0;

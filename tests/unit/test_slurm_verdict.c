@@ -3,7 +3,8 @@
  * test_slurm_verdict.c - job lists to verdicts: an empty answer is no
  * verdict, het components aggregate, the batch script's exit code is
  * component 0's, and a pending job that ran before reads as requeued even
- * when Slurm no longer shows the REQUEUED flag (26.05).
+ * when Slurm no longer shows the REQUEUED flag (26.05), and a requeued run
+ * killed at its start (the orphan race) is a node failure.
  */
 #include "slurm/verdict.h"
 
@@ -112,4 +113,33 @@ Test(slurm_verdict, missing_is_lost_once_the_grace_is_out)
     cr_assert(forge_slurm_lost(600000, 600));
     cr_assert(forge_slurm_lost(0, 0));
     cr_assert_str_eq(FORGE_SLURM_LOST_REASON, "not_found");
+}
+
+/* The orphan race (CONTRACT §3): a requeued job's run killed (SIGKILL)
+ * within seconds of its start ended by its node's failure (node_fail); a
+ * first run, a later kill, another signal, or no run times stay the
+ * command's own (failed). */
+Test(slurm_verdict, a_requeued_run_killed_at_its_start_is_a_node_failure)
+{
+    char *failed[] = {"FAILED", NULL};
+    forge_slurm_job_use_t use = {.start_s = 1000, .end_s = 1002};
+    forge_slurm_job_t j = job(9, failed, 1, 0, 1);
+    forge_slurm_job_list_t l = {&j, 1};
+    int exit_code;
+
+    j.signal = 9;
+    j.use = &use;
+    cr_assert_str_eq(forge_slurm_verdict(&l, 0, &exit_code).reason,
+                     "node_fail");
+    j.restart_count = 0; /* a first run killed: its own */
+    cr_assert_str_eq(forge_slurm_verdict(&l, 0, &exit_code).reason, "failed");
+    j.restart_count = 1;
+    use.end_s = 1000 + 60; /* a minute in: its own */
+    cr_assert_str_eq(forge_slurm_verdict(&l, 0, &exit_code).reason, "failed");
+    use.end_s = 1002;
+    j.signal = 15;
+    cr_assert_str_eq(forge_slurm_verdict(&l, 0, &exit_code).reason, "failed");
+    j.signal = 9;
+    j.use = NULL; /* jobs/state: no run times, no guess */
+    cr_assert_str_eq(forge_slurm_verdict(&l, 0, &exit_code).reason, "failed");
 }

@@ -205,6 +205,63 @@ def test_failed_node_requeues_and_the_run_comes_back(stack, slurm, requeue):
     check_requeued(stack, slurm, requeue, lid, values, t0)
 
 
+# How long the node's slurmd stays stopped once its job was requeued: the
+# run goes on meanwhile, and the requeued job is eligible again
+# (requeue_delay 5 s) when the slurmd comes back.
+SLURMD_AWAY_S = 30
+
+
+@pytest.mark.disrupts("slurmd-h200-f")
+def test_a_node_whose_slurmd_stopped_under_its_run_ends_succeeded(
+        stack, slurm, requeue):
+    """The orphan race (issue 39): the launch's node's slurmd stops (the
+    job's processes live on), the node is DOWN after SlurmdTimeout and the
+    job requeued; when the slurmd is back it reports the old run's step,
+    slurmctld kills it as an orphan's, and the requeued job it allocated
+    on that node in the same moment (the only h200 of its partition) dies
+    by SIGKILL at its start. The worker takes that kill for the node's
+    failure (node_fail, CONTRACT §3) and the launch's retry policy tries
+    again: it ends SUCCEEDED, once, with every run's output in its archive
+    and never two live jobs. (Without the race, the requeued run itself
+    succeeds: SUCCEEDED all the same.) A marker in the staging folder,
+    which every run and try share, makes only the first run long."""
+    topics, _, status, logs = requeue
+    t0 = time.time()
+    lid = unique_id("orph")
+    cmd = ('if [ -e "$FORGE_STAGING/ran" ]; then echo "run again"; '
+           'else touch "$FORGE_STAGING/ran"; echo "first run"; sleep 240; fi')
+    req = launch(lid, ["/bin/bash", "-c", cmd], gpus=1)
+    req["retry"] = {"max_tries": 2, "on": ["node_fail"], "backoff_s": 0,
+                    "exclude_failed_nodes": False}
+    topics.send(lid, req)
+    running_job(status, lid)
+    time.sleep(2)
+    try:
+        stack_verb("stop", "slurmd-h200-f")  # slurmd alone: the run goes on
+        wait_until(f"{lid} requeued after its node went DOWN",
+                   lambda: any(e["data"].get("reason") == "requeued"
+                               for e in status.of(lid)), 90)
+        time.sleep(SLURMD_AWAY_S)
+    finally:
+        stack_verb("start", "slurmd-h200-f")
+    end = status.wait_terminal(lid, 180)
+    events = status.of(lid)
+    print(f"{lid}: {seconds(events, t0)}; Slurm jobs "
+          f"{[(j, slurm.jobs[j]['states']) for j in slurm.leaders(lid)]}")
+    assert end["data"]["state"] == "SUCCEEDED", seconds(events, t0)
+    states = [e["data"]["state"] for e in events]
+    assert states.count("SUCCEEDED") == 1, states
+    retried = [e["data"] for e in events if e["data"].get("retry")]
+    for r in retried:  # the race: the kill was the node's
+        assert r["retry"]["cause"] == "node_fail", r
+    assert slurm.most_alive(lid) == 1
+    event = wait_until(f"{lid}'s logs event", lambda: logs.of(lid), 60)[0]
+    with tarfile.open(event["data"]["archive"]["path"], "r:gz") as t:
+        out = t.extractfile("main.out").read().decode()
+    assert out.startswith("first run\n"), out
+    assert out.rstrip().endswith("run again"), out
+
+
 def test_a_worker_killed_before_staging_a_restart_leaves_it_to_its_heir(
         stack, slurm, logdir):
     """kill -9 of the worker between the requeue it recorded (PENDING,
