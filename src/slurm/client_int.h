@@ -59,6 +59,14 @@ forge_slurm_status_t forge_slurm_call(forge_slurm_client_t *c,
                                       forge_slurm_retry_t retry, json_t **json,
                                       forge_slurm_result_t *res);
 
+/* Whether Slurm's error number says its controller could not be reached
+ * or cannot serve now (communication failures to or from slurmctld, the
+ * backup answering in standby, socket failures): http.c. During a
+ * controller takeover slurmrestd may answer with them, in any HTTP status:
+ * the call is retried (FORGE_SLURM_SERVER), never a refusal of the request
+ * (CONTRACT §1, issue 39). */
+bool forge_slurm_controller_away(int slurm_error);
+
 /* "/slurm/<version>/<rest>" or "/slurmdb/<version>/<rest>" (new). */
 char *forge_slurm_path(const forge_slurm_client_t *c, const char *plugin,
                        const char *rest);

@@ -309,6 +309,27 @@ static bool auth_refused(long code, int slurm_error)
            (slurm_error == 1007 || (slurm_error >= 6000 && slurm_error < 6100));
 }
 
+/* The errors of forge_slurm_controller_away (client_int.h), from Slurm's
+ * slurm_errno.h. */
+static const struct {
+    int first, last;
+} controller_away[] = {
+    {1001, 1004}, /* SLURM_COMMUNICATIONS_{CONNECTION,SEND,RECEIVE,SHUTDOWN} */
+    {1800, 1899}, /* SLURMCTLD_COMMUNICATIONS_* */
+    {2027, 2027}, /* ESLURM_IN_STANDBY_MODE */
+    {5000, 5099}, /* SLURM_PROTOCOL_SOCKET_* */
+};
+
+bool forge_slurm_controller_away(int slurm_error)
+{
+    for (size_t i = 0; i < sizeof(controller_away) / sizeof(*controller_away);
+         i++)
+        if (slurm_error >= controller_away[i].first &&
+            slurm_error <= controller_away[i].last)
+            return true;
+    return false;
+}
+
 /* HTTP outcome: status code and body. */
 static forge_slurm_status_t classify_http(long code, const response_t *r,
                                           json_t **json,
@@ -331,6 +352,8 @@ static forge_slurm_status_t classify_http(long code, const response_t *r,
     }
     if (auth_refused(code, res->slurm_error))
         return FORGE_SLURM_AUTH;
+    if (forge_slurm_controller_away(res->slurm_error))
+        return FORGE_SLURM_SERVER; /* whatever the HTTP status: retried */
     if (code == 404 && *json)
         return FORGE_SLURM_NOT_FOUND;
     if (code >= 400 && code < 500) {

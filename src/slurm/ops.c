@@ -550,7 +550,8 @@ static forge_slurm_status_t slurm_said_no(forge_slurm_status_t st,
                                           const forge_slurm_result_t *res)
 {
     return st == FORGE_SLURM_SERVER && res->slurm_error >= 2000 &&
-                   res->slurm_error < 3000
+                   res->slurm_error < 3000 &&
+                   !forge_slurm_controller_away(res->slurm_error)
                ? FORGE_SLURM_REJECTED
                : st;
 }

@@ -664,3 +664,37 @@ Test(slurm_faults, cancel_of_an_aged_out_job_before_v0_0_42)
     cr_assert_eq(support_http_count(srv), 1);
     forge_slurm_client_destroy(c);
 }
+
+/* ---- a controller takeover ------------------------------------------------
+ */
+
+/* slurmrestd answering that no controller can serve (a backup in standby:
+ * ESLURM_IN_STANDBY_MODE, 2027, inside Slurm's refusals' range; slurmctld
+ * unreachable: 1800), in a 4xx or a 500: a submit is not refused (the loop
+ * tries it again), a read is retried until a controller answers. */
+Test(slurm_faults, a_controller_away_is_retried_never_a_refusal)
+{
+    forge_slurm_client_t *c = client();
+    forge_slurm_result_t res = {0};
+
+    support_http_push(srv, JOBS "submit", 500,
+                      "{\"errors\": [{\"error_number\": 2027, \"error\": "
+                      "\"Slurm backup controller in standby mode\"}]}",
+                      0);
+    cr_assert_eq(submit(c, &res), FORGE_SLURM_SERVER, "%s", res.message);
+    cr_assert_eq(res.slurm_error, 2027);
+    support_http_push(srv, JOBS "submit", 400,
+                      "{\"errors\": [{\"error_number\": 1800, \"error\": "
+                      "\"Unable to contact slurm controller\"}]}",
+                      0);
+    cr_assert_eq(submit(c, &res), FORGE_SLURM_SERVER, "%s", res.message);
+    cr_assert_eq(support_http_count(srv), 2, "each sent once");
+    support_http_push(srv, JOBS, 400,
+                      "{\"errors\": [{\"error_number\": 1800, \"error\": "
+                      "\"Unable to contact slurm controller\"}]}",
+                      0);
+    support_http_push(srv, JOBS, 200, JOB_42, 0);
+    cr_assert_eq(details(c, &res), FORGE_SLURM_OK, "%s", res.message);
+    cr_assert_eq(res.attempts, 2);
+    forge_slurm_client_destroy(c);
+}
