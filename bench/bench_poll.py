@@ -333,6 +333,7 @@ def bench_size(stack, n, args):
     with locked(fcntl.LOCK_EX):
         t0 = time.monotonic()
         ids = submit_held(stack, n, held_jobs.tag(), args.connections)
+        held_jobs.hold_as_operator(stack, ids)  # the worker leaves those
         submitted = time.monotonic() - t0
         say(f"bench_poll: {n} held jobs submitted in {submitted:.0f} s")
         try:
@@ -480,6 +481,7 @@ def bench_rate(stack, n, interval_ms, push, window_s, args):
     goes through a counting proxy (slurm_proxy.py)."""
     with locked(fcntl.LOCK_EX):
         ids = submit_held(stack, n, held_jobs.tag(), args.connections)
+        held_jobs.hold_as_operator(stack, ids)  # the worker leaves those
         topics = Topics(stack, f"bench-rate-{n}-{interval_ms}")
         proxy = SlurmProxy(stack.plain_slurm_url)
         env = {"FORGE_SLURM_REST_URL": proxy.url,

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 held_jobs.py - many live Slurm jobs for a worker to own, cheaply: real jobs
-submitted held (they stay PENDING, JobHeldUser, and take no resources from
-the shared stack), and launch records written straight into a scenario's
+submitted held, then held by an operator (they stay PENDING, JobHeldAdmin,
+and take no resources from the shared stack: a worker releases a job of
+its own held by its user again, never an operator's hold, CONTRACT §1),
+and launch records written straight into a scenario's
 state topic naming them, as a worker that submitted them would have left
 them (contract section 1). A worker that restores those records owns the
 jobs: it polls them like any other, so a restart with hundreds of live jobs
@@ -15,6 +17,7 @@ launches, so SlurmWatch ignores them); cancel() ends them.
 import hashlib
 import json
 import os
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -58,7 +61,18 @@ def submit_held(stack, n, tag):
         if not answer.get("job_id"):
             raise RuntimeError(f"held submit refused: {answer.get('errors')}")
         ids.append(int(answer["job_id"]))
+    hold_as_operator(stack, ids)
     return ids
+
+
+def hold_as_operator(stack, ids, chunk=200):
+    """`scontrol hold` of the jobs as root in the cluster: their submit
+    hold (JobHeldUser) becomes an operator's (JobHeldAdmin)."""
+    for i in range(0, len(ids), chunk):
+        subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                        "scontrol", "hold",
+                        ",".join(str(j) for j in ids[i:i + chunk])],
+                       check=True, capture_output=True, timeout=120)
 
 
 def take_node(stack, name, partition, seconds, minutes):
