@@ -15,7 +15,9 @@
  *             (ended.h), the launch's retry policy asked first (tries.c),
  *             the event carrying what the job used (slurm/usage.h, the
  *             components' end records summed);
- *   CONFIRM   an end a requeue may follow: slurmctld asked about this one
+ *   CONFIRM   an end a requeue may follow, or a SIGKILL end of a requeued
+ *             job (the orphan race's, which the details tell: verdict.c):
+ *             slurmctld asked about this one
  *             job now (a targeted POLL on the poller's lane, work.h), and
  *             its answer moves the launch by tick.c's normal path; one
  *             targeted poll per job at a time, asked again (from
@@ -187,6 +189,7 @@ static forge_jobcomp_launch_t launch_of(const forge_loop_t *w,
                            : 0;
     l.staging = w->jobcomp_staging;
     l.exit_may_requeue = false; /* the worker is not told RequeueExit */
+    l.restarts = r->restarts;
     return l;
 }
 
@@ -325,9 +328,9 @@ static void act(forge_loop_t *w, forge_entry_t *e, push_t *p,
         on_terminal(w, e, p, d);
     } else if (!p->confirming) { /* CONFIRM: one at a time per job */
         forge_log_fields(FORGE_LOG_INFO, f, 2,
-                         "job %u ended %s, which a requeue may follow: "
-                         "slurmctld asked now",
-                         (unsigned)r->job_id, r->state ? r->state : "");
+                         "job %u ended %s, which its details must confirm "
+                         "(%s): slurmctld asked now",
+                         (unsigned)r->job_id, r->state ? r->state : "", d->why);
         p->confirming = true;
         gate_add(w, e);
     }

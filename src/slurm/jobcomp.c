@@ -11,6 +11,7 @@
 #include "render/try.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,9 @@ static forge_jobcomp_decision_t on_end(const forge_jobcomp_launch_t *l,
     for (size_t i = 0; i < n; i++)
         if (may_continue(&seen->ends[i], l->exit_may_requeue))
             return decision(FORGE_JOBCOMP_CONFIRM, "may_requeue");
+    for (size_t i = 0; i < n && l->restarts > 0; i++)
+        if (seen->ends[i].signal == SIGKILL) /* the orphan race's? */
+            return decision(FORGE_JOBCOMP_CONFIRM, "killed_after_requeue");
     v = forge_slurm_state_aggregate(seen->ends, n, l->cancel_requested);
     if (!forge_state_is_terminal(v.state))
         return decision(FORGE_JOBCOMP_CONFIRM, "not_final");

@@ -133,6 +133,10 @@ typedef struct forge_jobcomp_launch {
     /* The site requeues by exit code (RequeueExit / RequeueExitHold): an
      * end with a non-zero exit may be requeued too. */
     bool exit_may_requeue;
+    /* Slurm's requeues of the job so far (the record's restarts): a
+     * SIGKILL end of a requeued job may be the orphan race's (verdict.c),
+     * which only the job's details tell. */
+    int restarts;
 } forge_jobcomp_launch_t;
 
 /* What the launch's owner remembers of its job's records between them

@@ -233,8 +233,8 @@ Test(jobcomp, refused_records)
 static forge_jobcomp_launch_t launch(forge_state_t state, uint32_t job_id,
                                      size_t components)
 {
-    forge_jobcomp_launch_t l = {"l-1",      1, 1, state,   job_id,
-                                components, 0, 0, STAGING, false};
+    forge_jobcomp_launch_t l = {"l-1", 1, 1,       state, job_id, components,
+                                0,     0, STAGING, false, 0};
 
     return l;
 }
@@ -398,6 +398,25 @@ Test(jobcomp_decide, requeue_exit_makes_a_failure_confirm)
     l.exit_may_requeue = true;
     cr_assert_eq(feed(&l, &seen, &e).action, FORGE_JOBCOMP_CONFIRM);
     cr_assert_eq(feed(&l, &seen, &ok).action, FORGE_JOBCOMP_TERMINAL);
+}
+
+/* A SIGKILL end of a requeued job may be the orphan race's (CONTRACT §3):
+ * slurmctld is asked (its details tell the run's start); the same end of
+ * a job never requeued, or another signal, ends the launch at once. */
+Test(jobcomp_decide, a_kill_after_a_requeue_confirms)
+{
+    forge_jobcomp_launch_t l = launch(FORGE_STATE_RUNNING, 6000, 1);
+    forge_jobcomp_seen_t seen = {0};
+    rec_t killed = end_of(6000, "FAILED", "0:9", T0, T1);
+    forge_jobcomp_decision_t d;
+
+    l.restarts = 1;
+    d = feed(&l, &seen, &killed);
+    cr_assert_eq(d.action, FORGE_JOBCOMP_CONFIRM);
+    cr_assert_str_eq(d.why, "killed_after_requeue");
+    memset(&seen, 0, sizeof(seen));
+    l.restarts = 0;
+    cr_assert_eq(feed(&l, &seen, &killed).action, FORGE_JOBCOMP_TERMINAL);
 }
 
 Test(jobcomp_decide, foreign_records)

@@ -224,11 +224,12 @@ def test_a_node_whose_slurmd_stopped_under_its_run_ends_succeeded(
     again: it ends SUCCEEDED, once, with every run's output in its archive
     and never two live jobs. (Without the race, the requeued run itself
     succeeds: SUCCEEDED all the same.) A marker in the staging folder,
-    which every run and try share, makes only the first run long."""
+    which every run and try share, makes the first run long; a later one
+    lasts 5 s, long enough for the orphan's kill to reach it."""
     topics, _, status, logs = requeue
     t0 = time.time()
     lid = unique_id("orph")
-    cmd = ('if [ -e "$FORGE_STAGING/ran" ]; then echo "run again"; '
+    cmd = ('if [ -e "$FORGE_STAGING/ran" ]; then sleep 5; echo "run again"; '
            'else touch "$FORGE_STAGING/ran"; echo "first run"; sleep 240; fi')
     req = launch(lid, ["/bin/bash", "-c", cmd], gpus=1)
     req["retry"] = {"max_tries": 2, "on": ["node_fail"], "backoff_s": 0,
