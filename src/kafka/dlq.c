@@ -2,11 +2,14 @@
 /*
  * dlq.c - the DLQ record of a message with no usable launch_id (dlq.h):
  * original key and bytes, cut to FORGE_DLQ_MAX_BYTES only when they would
- * not fit, the error and the source in headers.
+ * not fit, the error and the source in headers; its known secrets
+ * replaced (request/request_redact.h).
  */
 #include "kafka/dlq.h"
+#include "request/request_redact.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void add(forge_dlq_record_t *d, const char *name, const char *value)
@@ -20,7 +23,7 @@ static void add(forge_dlq_record_t *d, const char *name, const char *value)
 
 /* The key keeps at most half of what the headers leave, the value the
  * rest: a huge key cannot squeeze out the bytes that say what was sent. */
-static void fit(forge_dlq_record_t *d, size_t max_bytes)
+static void fit(forge_dlq_record_t *d, size_t max_bytes, size_t original_len)
 {
     forge_kafka_record_t *r = &d->record;
     size_t room = max_bytes - FORGE_DLQ_RESERVE;
@@ -32,12 +35,34 @@ static void fit(forge_dlq_record_t *d, size_t max_bytes)
     }
     room -= r->key_len;
     if (r->value_len > room) {
-        snprintf(d->value_bytes, sizeof(d->value_bytes), "%zu", r->value_len);
-        forge_sha256_hex(r->value, r->value_len, d->value_sha256);
+        snprintf(d->value_bytes, sizeof(d->value_bytes), "%zu", original_len);
         add(d, "forge.dlq.value_bytes", d->value_bytes);
-        add(d, "forge.dlq.value_sha256", d->value_sha256);
+        if (!d->value_sha256[0]) { /* else redact() said the original's */
+            forge_sha256_hex(r->value, r->value_len, d->value_sha256);
+            add(d, "forge.dlq.value_sha256", d->value_sha256);
+        }
         r->value_len = room;
     }
+}
+
+/* The value's known secrets replaced, said in a header (dlq.h), with the
+ * original's digest (forge.dlq.value_sha256: what finds the message in
+ * the requests topic). */
+static void redact(forge_dlq_record_t *d)
+{
+    forge_kafka_record_t *r = &d->record;
+    const char *which = NULL;
+    size_t len = 0;
+
+    d->redacted =
+        forge_request_redacted_copy(r->value, r->value_len, &len, &which);
+    if (!d->redacted)
+        return;
+    forge_sha256_hex(r->value, r->value_len, d->value_sha256);
+    r->value = d->redacted;
+    r->value_len = len;
+    add(d, "forge.dlq.redacted", which);
+    add(d, "forge.dlq.value_sha256", d->value_sha256);
 }
 
 void forge_dlq_record(forge_dlq_record_t *out, const char *dlq_topic,
@@ -55,5 +80,17 @@ void forge_dlq_record(forge_dlq_record_t *out, const char *dlq_topic,
     add(out, "forge.source.topic", source_topic);
     add(out, "forge.source.partition", out->partition);
     add(out, "forge.source.offset", out->offset);
-    fit(out, max_bytes);
+    redact(out);
+    fit(out, max_bytes, m->value_len);
+}
+
+void forge_dlq_record_clear(forge_dlq_record_t *d)
+{
+    free(d->redacted);
+    memset(d, 0, sizeof(*d));
+}
+
+bool forge_dlq_record_cut(const forge_dlq_record_t *d)
+{
+    return d->value_bytes[0] != '\0';
 }

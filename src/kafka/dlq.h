@@ -11,7 +11,10 @@
  * refused again forever: a poison pill wedging its partition. So a record
  * never exceeds FORGE_DLQ_MAX_BYTES: past it, the key and then the value
  * keep their first bytes, and headers give the original length and the
- * value's sha256.
+ * value's sha256. The value's known secrets (the ingest token, secret_env
+ * values: request/request_redact.h) are replaced first, and a header says
+ * which (forge.dlq.redacted): the DLQ is read by operators, never by the
+ * launch's tenant alone.
  */
 #ifndef FORGE_DLQ_H
 #define FORGE_DLQ_H
@@ -20,14 +23,17 @@
 #include "kafka/kafka.h"
 #include "core/sha256.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
-#define FORGE_DLQ_HEADERS_MAX 8
+#define FORGE_DLQ_HEADERS_MAX 10
 /* What a record's framing and headers may take beyond its key and value:
  * the budget's reserve (Kafka's record and batch framing is well below). */
 #define FORGE_DLQ_RESERVE 4096
 
-/* A DLQ record; key and value point into the message it was made from. */
+/* A DLQ record; the key points into the message it was made from, the
+ * value too unless it was redacted (then into `redacted`, its own: free
+ * it with forge_dlq_record_clear). */
 typedef struct forge_dlq_record {
     forge_kafka_record_t record;
     forge_kafka_header_t headers[FORGE_DLQ_HEADERS_MAX];
@@ -36,6 +42,7 @@ typedef struct forge_dlq_record {
     char key_bytes[24];   /* the original key's length, when cut */
     char value_bytes[24]; /* the original value's length, when cut */
     char value_sha256[FORGE_SHA256_HEX];
+    char *redacted; /* the value with its secrets replaced; NULL: none */
 } forge_dlq_record_t;
 
 /* Fills *out for message m of source_topic refused with error, in at most
@@ -43,5 +50,11 @@ typedef struct forge_dlq_record {
 void forge_dlq_record(forge_dlq_record_t *out, const char *dlq_topic,
                       const char *source_topic, const forge_kafka_message_t *m,
                       const forge_error_t *error, size_t max_bytes);
+
+/* Frees what *d owns (its redacted value) and leaves it empty. */
+void forge_dlq_record_clear(forge_dlq_record_t *d);
+
+/* Whether the value was cut to fit max_bytes. */
+bool forge_dlq_record_cut(const forge_dlq_record_t *d);
 
 #endif

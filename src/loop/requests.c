@@ -21,7 +21,8 @@
 #include <string.h>
 
 /* A message no launch can be told from (why: what it lacks), or one for an
- * attempt decided otherwise: its exact bytes to the DLQ, and a line. */
+ * attempt decided otherwise: its bytes to the DLQ (its known secrets
+ * replaced: kafka/dlq.h), and a line. */
 static void to_dlq(forge_loop_t *w, const forge_kafka_message_t *m,
                    const forge_error_t *error, const char *why)
 {
@@ -35,9 +36,10 @@ static void to_dlq(forge_loop_t *w, const forge_kafka_message_t *m,
     forge_hooks()->dlq();
     forge_log_warn("message at %d/%lld %s: to the DLQ (%s)%s",
                    (int)m->partition, (long long)m->offset, why, error->message,
-                   d.record.value_len < m->value_len
+                   forge_dlq_record_cut(&d)
                        ? "; its value is cut to FORGE_DLQ_MAX_BYTES"
                        : "");
+    forge_dlq_record_clear(&d);
 }
 
 /* A message that changes nothing (a replay, a resend, a cancel of nothing

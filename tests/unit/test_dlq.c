@@ -3,7 +3,8 @@
  * test_dlq.c - the DLQ record of a message with no usable launch_id: the
  * key and bytes kept exactly (NUL bytes and all) while they fit, the error
  * and the source in headers, and never more than the configured size: a
- * record the broker refused would come back forever (dlq.h).
+ * record the broker refused would come back forever (dlq.h); a request's
+ * known secrets (ingest token, secret_env values) never in the copy.
  */
 #include "kafka/dlq.h"
 
@@ -108,4 +109,60 @@ Test(dlq, a_huge_key_cannot_squeeze_out_the_value)
     cr_assert_str_eq(header(&d, "forge.dlq.key_bytes"), "2097152");
     cr_assert_null(header(&d, "forge.dlq.value_bytes"));
     free(key);
+}
+
+/* A request without a launch_id, holding an ingest token and secret_env
+ * values: the copy has them replaced and everything else as sent, in its
+ * order; a header says what was replaced (issue 40). */
+Test(dlq, the_copy_of_a_request_never_holds_its_secrets)
+{
+    static const char value[] =
+        "{\"kind\": \"launch\", \"image\": {\"path\": \"i.sif\"}, "
+        "\"ingest\": {\"endpoint\": \"https://in.example\", \"token\": "
+        "\"tok-SECRET-1\"}, \"secret_env\": {\"API_KEY\": \"sek-SECRET-2\", "
+        "\"N\": 7}, \"env\": {\"PLAIN\": \"p\"}}";
+    forge_kafka_message_t m = {2, 77, "k", 1, value, sizeof(value) - 1};
+    forge_error_t e = parse_error();
+    forge_dlq_record_t d;
+    char digest[FORGE_SHA256_HEX];
+    char *copy;
+
+    forge_dlq_record(&d, "dlq", "requests", &m, &e, 1000000);
+    copy = strndup(d.record.value, d.record.value_len);
+    cr_assert_null(strstr(copy, "SECRET"), "%s", copy);
+    cr_assert_str_eq(copy,
+                     "{\"kind\":\"launch\",\"image\":{\"path\":\"i.sif\"},"
+                     "\"ingest\":{\"endpoint\":\"https://in.example\","
+                     "\"token\":\"[REDACTED]\"},\"secret_env\":{\"API_KEY\":"
+                     "\"[REDACTED]\",\"N\":\"[REDACTED]\"},\"env\":{\"PLAIN\":"
+                     "\"p\"}}");
+    cr_assert_str_eq(header(&d, "forge.dlq.redacted"),
+                     "ingest.token,secret_env");
+    cr_assert_str_eq(header(&d, "forge.source.offset"), "77");
+    forge_sha256_hex(value, sizeof(value) - 1, digest);
+    cr_assert_str_eq(header(&d, "forge.dlq.value_sha256"), digest,
+                     "the original's: it finds the message");
+    cr_assert_null(header(&d, "forge.dlq.value_bytes"), "not cut");
+    free(copy);
+    forge_dlq_record_clear(&d);
+}
+
+/* Nothing to replace (no secret field, or no JSON object): the bytes as
+ * they were, no header. */
+Test(dlq, a_copy_without_secrets_is_the_message_itself)
+{
+    static const char plain[] = "{\"kind\": \"launch\", \"ingest\": "
+                                "{\"endpoint\": \"https://in.example\"}}";
+    static const char *const others[] = {plain, "[1, 2]", "{\"token\": 5",
+                                         "\"ingest\""};
+    forge_error_t e = parse_error();
+
+    for (size_t i = 0; i < sizeof(others) / sizeof(*others); i++) {
+        forge_kafka_message_t m = {0, 1, NULL, 0, others[i], strlen(others[i])};
+        forge_dlq_record_t d;
+        forge_dlq_record(&d, "dlq", "requests", &m, &e, 1000000);
+        cr_assert_eq(d.record.value, others[i], "%s", others[i]);
+        cr_assert_null(header(&d, "forge.dlq.redacted"));
+        forge_dlq_record_clear(&d);
+    }
 }

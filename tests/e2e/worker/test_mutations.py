@@ -280,9 +280,21 @@ def dlq_identity(value, headers):
     return cut.decode() if cut else digest(value)
 
 
+def redacted(value):
+    """What the worker's DLQ copy of a request is (kafka/dlq.h): the JSON
+    object with its ingest token and every secret_env value replaced."""
+    req = json.loads(value)
+    if isinstance(req.get("ingest"), dict) and "token" in req["ingest"]:
+        req["ingest"]["token"] = "[REDACTED]"
+    if isinstance(req.get("secret_env"), dict):
+        req["secret_env"] = {k: "[REDACTED]" for k in req["secret_env"]}
+    return req
+
+
 def check_dlq_record(key, value, headers, by_digest):
     """The original key, the original bytes (or their head, with length and
-    digest), the error and the source in headers."""
+    digest) or, for a request holding secrets, the request with them
+    replaced (never a secret), the error and the source in headers."""
     sent = by_digest.get(dlq_identity(value, headers))
     if sent is None:
         return  # another round's
@@ -291,7 +303,12 @@ def check_dlq_record(key, value, headers, by_digest):
     assert headers.get("forge.error.code"), headers
     assert headers.get("forge.source.topic"), headers
     assert int(headers["forge.source.offset"]) >= 0, headers
-    if "forge.dlq.value_bytes" in headers:
+    secrets = [b"t-", b"k-"]  # base_request's token and secret_env values
+    if "forge.dlq.redacted" in headers:
+        assert not any(b'"' + s in value for s in secrets), value[:300]
+        if "forge.dlq.value_bytes" not in headers:
+            assert json.loads(value) == redacted(sent_value)
+    elif "forge.dlq.value_bytes" in headers:
         assert int(headers["forge.dlq.value_bytes"]) == len(sent_value)
         assert sent_value.startswith(value) and len(value) < len(sent_value)
         assert len(value) + len(key or b"") <= 1000000
