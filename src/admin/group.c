@@ -3,9 +3,14 @@
  * group.c - the worker group through Kafka's admin API (group.h): one
  * short-lived admin client per call, configured like the worker's clients
  * (admin_kafka.h, as topic_scan.c), a result queue
- * waited on for at most the caller's timeout. The caller's thread.
+ * waited on for at most the caller's timeout. A group coordinator that is
+ * loading or moving (a broker just started, a leadership moved: seen on
+ * three nodes, `replay` refused with "Coordinator load in progress") is
+ * asked again within that timeout (while_coordinator_moves). The
+ * caller's thread.
  */
 #include "admin/group.h"
+#include "core/clock.h"
 #include "core/util.h"
 #include "admin/admin_kafka.h"
 
@@ -116,12 +121,57 @@ forge_admin_code_t forge_group_describe(const forge_config_t *cfg,
     return rc;
 }
 
-forge_admin_code_t forge_group_committed(const forge_config_t *cfg,
-                                         const char *group, const char *topic,
-                                         int32_t count, int timeout_ms,
-                                         int64_t *offsets,
+/* The coordinator cannot answer for the group now, and will: asked
+ * again. */
+static bool coordinator_moving(rd_kafka_resp_err_t e)
+{
+    return e == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+           e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+           e == RD_KAFKA_RESP_ERR_NOT_COORDINATOR;
+}
+
+/* One admin call of a group (ctx its arguments): *again when the
+ * coordinator was moving. */
+typedef forge_admin_code_t (*group_call_t)(void *ctx, int timeout_ms,
+                                           bool *again,
+                                           forge_admin_error_t *err);
+
+/* call, asked again while the coordinator moves and timeout_ms lasts
+ * (200 ms, doubling to 2 s, between). */
+static forge_admin_code_t while_coordinator_moves(group_call_t call, void *ctx,
+                                                  int timeout_ms,
+                                                  forge_admin_error_t *err)
+{
+    long long until = forge_clock_ms() + timeout_ms;
+    int backoff = 200;
+
+    for (;;) {
+        long long left = until - forge_clock_ms();
+        bool again = false;
+        forge_admin_code_t rc =
+            call(ctx, left > 1000 ? (int)left : 1000, &again, err);
+        if (!again || forge_clock_ms() + backoff >= until)
+            return rc;
+        forge_clock_sleep_ms(backoff);
+        backoff = backoff < 1000 ? backoff * 2 : 2000;
+    }
+}
+
+typedef struct committed_args {
+    const forge_config_t *cfg;
+    const char *group, *topic;
+    int32_t count;
+    int64_t *offsets;
+} committed_args_t;
+
+static forge_admin_code_t committed_once(void *ctx, int timeout_ms, bool *again,
                                          forge_admin_error_t *err)
 {
+    const committed_args_t *c = ctx;
+    const forge_config_t *cfg = c->cfg;
+    const char *group = c->group, *topic = c->topic;
+    int32_t count = c->count;
+    int64_t *offsets = c->offsets;
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(count);
     rd_kafka_ListConsumerGroupOffsets_t *req;
@@ -155,6 +205,9 @@ forge_admin_code_t forge_group_committed(const forge_config_t *cfg,
     }
     groups = rd_kafka_ListConsumerGroupOffsets_result_groups(
         rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
+    if (n == 1 && rd_kafka_group_result_error(groups[0]))
+        *again = coordinator_moving(
+            rd_kafka_error_code(rd_kafka_group_result_error(groups[0])));
     if (n != 1 || rd_kafka_group_result_error(groups[0])) {
         rc = forge_admin_fail(
             err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
@@ -176,6 +229,17 @@ forge_admin_code_t forge_group_committed(const forge_config_t *cfg,
     return rc;
 }
 
+forge_admin_code_t forge_group_committed(const forge_config_t *cfg,
+                                         const char *group, const char *topic,
+                                         int32_t count, int timeout_ms,
+                                         int64_t *offsets,
+                                         forge_admin_error_t *err)
+{
+    committed_args_t c = {cfg, group, topic, count, offsets};
+
+    return while_coordinator_moves(committed_once, &c, timeout_ms, err);
+}
+
 /* The coordinator's refusal of offsets for a group with members. */
 static bool member_refusal(rd_kafka_resp_err_t e)
 {
@@ -193,7 +257,7 @@ static bool member_refusal(rd_kafka_resp_err_t e)
 }
 
 static forge_admin_code_t alter_result(rd_kafka_event_t *ev, const char *group,
-                                       forge_admin_error_t *err)
+                                       bool *again, forge_admin_error_t *err)
 {
     const rd_kafka_group_result_t **groups;
     const rd_kafka_topic_partition_list_t *got;
@@ -205,7 +269,12 @@ static forge_admin_code_t alter_result(rd_kafka_event_t *ev, const char *group,
     if (n != 1)
         return forge_admin_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
                                 "commit for group %s: no result", group);
-    if ((ge = rd_kafka_group_result_error(groups[0])))
+    if ((ge = rd_kafka_group_result_error(groups[0])) &&
+        (*again = coordinator_moving(rd_kafka_error_code(ge))))
+        return forge_admin_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
+                                "commit for group %s: %s", group,
+                                rd_kafka_error_string(ge));
+    if (ge)
         return forge_admin_fail(err,
                                 member_refusal(rd_kafka_error_code(ge))
                                     ? FORGE_RECOVERY_GROUP_ACTIVE
@@ -214,7 +283,8 @@ static forge_admin_code_t alter_result(rd_kafka_event_t *ev, const char *group,
                                 rd_kafka_error_string(ge));
     got = rd_kafka_group_result_partitions(groups[0]);
     for (int i = 0; got && i < got->cnt; i++)
-        if (got->elems[i].err)
+        if (got->elems[i].err) {
+            *again = coordinator_moving(got->elems[i].err);
             return forge_admin_fail(err,
                                     member_refusal(got->elems[i].err)
                                         ? FORGE_RECOVERY_GROUP_ACTIVE
@@ -222,15 +292,27 @@ static forge_admin_code_t alter_result(rd_kafka_event_t *ev, const char *group,
                                     "commit for group %s, partition %d: %s",
                                     group, (int)got->elems[i].partition,
                                     rd_kafka_err2str(got->elems[i].err));
+        }
     return FORGE_RECOVERY_OK;
 }
 
-forge_admin_code_t forge_group_alter(const forge_config_t *cfg,
-                                     const char *group, const char *topic,
-                                     const int32_t *partitions,
-                                     const int64_t *offsets, size_t n,
-                                     int timeout_ms, forge_admin_error_t *err)
+typedef struct alter_args {
+    const forge_config_t *cfg;
+    const char *group, *topic;
+    const int32_t *partitions;
+    const int64_t *offsets;
+    size_t n;
+} alter_args_t;
+
+static forge_admin_code_t alter_once(void *ctx, int timeout_ms, bool *again,
+                                     forge_admin_error_t *err)
 {
+    const alter_args_t *c = ctx;
+    const forge_config_t *cfg = c->cfg;
+    const char *group = c->group, *topic = c->topic;
+    const int32_t *partitions = c->partitions;
+    const int64_t *offsets = c->offsets;
+    size_t n = c->n;
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new((int)n);
     rd_kafka_AlterConsumerGroupOffsets_t *req;
@@ -254,10 +336,21 @@ forge_admin_code_t forge_group_alter(const forge_config_t *cfg,
         admin_close(&a);
         return err->code;
     }
-    rc = alter_result(ev, group, err);
+    rc = alter_result(ev, group, again, err);
     rd_kafka_event_destroy(ev);
     admin_close(&a);
     return rc;
+}
+
+forge_admin_code_t forge_group_alter(const forge_config_t *cfg,
+                                     const char *group, const char *topic,
+                                     const int32_t *partitions,
+                                     const int64_t *offsets, size_t n,
+                                     int timeout_ms, forge_admin_error_t *err)
+{
+    alter_args_t c = {cfg, group, topic, partitions, offsets, n};
+
+    return while_coordinator_moves(alter_once, &c, timeout_ms, err);
 }
 
 forge_admin_code_t forge_topic_cleanup_policy(const forge_config_t *cfg,

@@ -13,8 +13,8 @@
  * keep their first bytes, and headers give the original length and the
  * value's sha256. The value's known secrets (the ingest token, secret_env
  * values: request/request_redact.h) are replaced first, and a header says
- * which (forge.dlq.redacted): the DLQ is read by operators, never by the
- * launch's tenant alone.
+ * which (forge.dlq.redacted): the DLQ's readers are operators, who are
+ * not meant to hold a launch's secrets.
  */
 #ifndef FORGE_DLQ_H
 #define FORGE_DLQ_H

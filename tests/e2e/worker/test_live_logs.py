@@ -235,7 +235,10 @@ def test_a_gigabyte_keeps_within_the_budget_and_the_worker_flat(
         assert grew < 64 * 1024, f"RSS grew {grew} KiB"
         ticks = [l for l in w.lines() if l.get("msg", "").startswith("poll tick:")]
         late = [int(re.search(r"(\d+) ms late", l["msg"]).group(1)) for l in ticks]
-        assert late and max(late) < 2000, late
+        # a loop that read the gigabyte itself would be late by all of it;
+        # a loaded machine (CI: four groups beside the ASan build) made one
+        # tick 2.5 s late, so the bound is 5 s, not 2
+        assert late and max(late) < 5000, late
     finally:
         status.close()
         logs.close()
