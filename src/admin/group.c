@@ -269,18 +269,15 @@ static forge_admin_code_t alter_result(rd_kafka_event_t *ev, const char *group,
     if (n != 1)
         return forge_admin_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
                                 "commit for group %s: no result", group);
-    if ((ge = rd_kafka_group_result_error(groups[0])) &&
-        (*again = coordinator_moving(rd_kafka_error_code(ge))))
-        return forge_admin_fail(err, FORGE_RECOVERY_KAFKA_UNAVAILABLE,
-                                "commit for group %s: %s", group,
-                                rd_kafka_error_string(ge));
-    if (ge)
+    if ((ge = rd_kafka_group_result_error(groups[0]))) {
+        *again = coordinator_moving(rd_kafka_error_code(ge));
         return forge_admin_fail(err,
                                 member_refusal(rd_kafka_error_code(ge))
                                     ? FORGE_RECOVERY_GROUP_ACTIVE
                                     : FORGE_RECOVERY_KAFKA_UNAVAILABLE,
                                 "commit for group %s: %s", group,
                                 rd_kafka_error_string(ge));
+    }
     got = rd_kafka_group_result_partitions(groups[0]);
     for (int i = 0; got && i < got->cnt; i++)
         if (got->elems[i].err) {

@@ -23,7 +23,18 @@
  * moment after a change; a primary killed -9 loses that moment) brings
  * the submit hold back, which nobody else would lift. An operator keeps a
  * job from starting with an admin hold (JobHeldAdmin), never released
- * here. CONTRACT §1.
+ * here. CONTRACT §1. jobs/state says PENDING of a held job as of any
+ * other, so a launch already PENDING when its job was held again shows no
+ * change. A controller takes over only after none answered for a while,
+ * which a tick sees: its jobs/state call fails, or takes
+ * FORGE_CONTROLLER_STALL_MS or more (slurmrestd holds a call while no
+ * controller has control: 10 s with the stack's SlurmctldTimeout). Then
+ * the tick that answers asks the details of each PENDING launch that took
+ * that state within FORGE_HOLD_RESTORE_WINDOW_MS before the last tick
+ * that answered (a release older than that was saved), and so do the
+ * next ones until every such call and release succeeded. A controller
+ * lost and back between two ticks is not seen (OPERATING: a backup
+ * slurmctld).
  *
  * A job jobs/state no longer lists (slurmctld forgot it: MinJobAge after
  * its end, or its state was lost) is looked up in accounting
@@ -56,6 +67,7 @@
 #include "core/clock.h"
 #include "core/idmap.h"
 #include "core/log.h"
+#include "core/timestamp.h"
 #include "core/util.h"
 #include "slurm/accounting.h"
 #include "slurm/verdict.h"
@@ -67,6 +79,11 @@
 #include <string.h>
 
 #define FORGE_ACCOUNTING_EVERY_MS 10000
+/* slurmctld saves a change within 5 s (SAVE_MAX_WAIT in its state_save.c)
+ * and the time its write takes: a release older than this was saved. */
+#define FORGE_HOLD_RESTORE_WINDOW_MS 60000
+/* A jobs/state round this slow was held: no controller had control. */
+#define FORGE_CONTROLLER_STALL_MS 5000
 
 /* What accounting said of an absent job, last. */
 typedef enum acct_said {
@@ -98,6 +115,14 @@ typedef struct poller {
      * tick saw (a 64-bit hash), for the jobs of that tick only. */
     forge_idmap_t seen;
     unsigned long sig_epoch; /* the loop's generation `seen` belongs to */
+    /* A controller may have taken over (a jobs/state call failed): PENDING
+     * launches that took their state at or after this wall-clock time get
+     * a details call at the next tick that succeeds (0: none); and when
+     * the last jobs/state call that succeeded started (wall clock). */
+    long long recheck_from_ms;
+    long long answered_at_ms;
+    bool recheck_failed; /* a recheck's details or release failed */
+    size_t rechecked;    /* details asked by this tick's recheck */
 } poller_t;
 
 /* What jobs/state said of one tick's jobs: the entries sorted by job id
@@ -375,8 +400,11 @@ static void poll_present(poller_t *p, forge_poll_item_t *it,
     uint64_t sig = signature(e), before;
     bool changed =
         !forge_idmap_get(&p->seen, it->job_id, &before) || before != sig;
+    bool recheck = p->recheck_from_ms && it->state == FORGE_STATE_PENDING &&
+                   it->state_since_ms >= p->recheck_from_ms;
 
-    if (!changed || still_where_it_was(e, it)) {
+    p->rechecked += recheck;
+    if (!recheck && (!changed || still_where_it_was(e, it))) {
         it->outcome = FORGE_POLL_UNCHANGED;
         forge_idmap_put(now, it->job_id, sig);
     } else if (forge_slurm_job_details(p->client, it->job_id, &it->jobs,
@@ -385,7 +413,11 @@ static void poll_present(poller_t *p, forge_poll_item_t *it,
         it->states = states_text(e);
         if (release_held_again(p, &it->jobs))
             forge_idmap_put(now, it->job_id, sig);
-    } /* else asked again at the next tick */
+        else
+            p->recheck_failed |= recheck;
+    } else { /* asked again at the next tick */
+        p->recheck_failed |= recheck;
+    }
 }
 
 /* Each item against the states jobs/state gave, a stop seen between two
@@ -415,8 +447,36 @@ static bool poll_items(poller_t *p, forge_work_t *w, states_index_t *ix,
     return true;
 }
 
+/* A jobs/state call failed or was held: no controller answered, and one
+ * may have taken over from its saved state (the top comment). */
+static void controller_lost(poller_t *p)
+{
+    if (!p->recheck_from_ms)
+        p->recheck_from_ms = p->answered_at_ms - FORGE_HOLD_RESTORE_WINDOW_MS;
+}
+
+/* A tick that answered, after the recheck's calls: it ends when they all
+ * succeeded (a stopped tick leaves it for the next). */
+static void recheck_done(poller_t *p, bool whole)
+{
+    if (!p->recheck_from_ms)
+        return;
+    if (p->rechecked)
+        forge_log_info("slurmctld answers again: %zu PENDING job(s) "
+                       "looked at for a submit hold a controller restored%s",
+                       p->rechecked,
+                       whole && !p->recheck_failed
+                           ? ""
+                           : " (some again at the next tick)");
+    if (whole && !p->recheck_failed)
+        p->recheck_from_ms = 0;
+    p->recheck_failed = false;
+    p->rechecked = 0;
+}
+
 /* ceil(N/256) jobs/state calls for every job, then a details or
- * accounting call for each job that changed or went missing. The cache
+ * accounting call for each job that changed or went missing (and, after
+ * a controller was lost, for each PENDING one of the window). The cache
  * then holds what this tick saw of its jobs, and nothing else. */
 static void do_poll(poller_t *p, forge_work_t *w)
 {
@@ -424,8 +484,10 @@ static void do_poll(poller_t *p, forge_work_t *w)
     uint32_t *ids = forge_xcalloc(tick->item_count + 1, sizeof(uint32_t));
     forge_slurm_job_list_t states = {NULL, 0};
     forge_slurm_result_t res = {0};
+    long long started = forge_timestamp_now_ms(), held_from = forge_clock_ms();
     forge_idmap_t now;
     states_index_t ix;
+    bool whole;
 
     p->acct_failed = false;
     if (tick->epoch != p->sig_epoch) { /* the records rewound: forget */
@@ -437,15 +499,20 @@ static void do_poll(poller_t *p, forge_work_t *w)
     w->status =
         forge_slurm_job_states(p->client, ids, tick->item_count, &states, &res);
     forge_work_say(w, "%s", res.message);
+    if (w->status != FORGE_SLURM_OK ||
+        forge_clock_ms() - held_from >= FORGE_CONTROLLER_STALL_MS)
+        controller_lost(p);
     if (w->status == FORGE_SLURM_OK) {
         forge_idmap_init(&now, tick->item_count);
         index_states(&ix, &states);
-        if (!poll_items(p, w, &ix, &now)) /* the tick changes nothing */
+        if (!(whole = poll_items(p, w, &ix, &now))) /* changes nothing */
             forge_idmap_clear(&now);
         forge_idmap_clear(&p->seen);
         p->seen = now;
         remember_tick(p);
         index_clear(&ix);
+        recheck_done(p, whole);
+        p->answered_at_ms = started;
     }
     forge_slurm_job_list_clear(&states);
     free(ids);
@@ -549,6 +616,7 @@ forge_rc_t forge_poller_start(const forge_config_t *cfg, forge_pool_t **out,
 
     *out = NULL;
     atomic_init(&p->stopping, false);
+    p->answered_at_ms = forge_timestamp_now_ms();
     p->acct_every_ms = cfg->poll_interval_ms > FORGE_ACCOUNTING_EVERY_MS
                            ? cfg->poll_interval_ms
                            : FORGE_ACCOUNTING_EVERY_MS;

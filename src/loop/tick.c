@@ -59,6 +59,7 @@ void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r)
     memset(it, 0, sizeof(*it));
     it->job_id = r->job_id;
     it->state = r->state;
+    it->state_since_ms = r->updated_at_ms;
     it->missing = r->missing_since_ms != 0;
     it->component_count = r->component_count ? (uint32_t)r->component_count : 1;
     if (has_components(r)) { /* a het job: rare, copied */

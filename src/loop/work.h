@@ -138,6 +138,10 @@ typedef struct forge_poll_item {
      * map (without details) to this same live state has not moved, seen
      * before or not: it costs no details call, after a restore too. */
     forge_state_t state;
+    /* The record's updated_at_ms (the wall clock): when it took `state`.
+     * A PENDING job that took it shortly before a controller was lost is
+     * looked at after the loss (poller.c: a submit hold restored). */
+    long long state_since_ms;
     bool missing;                /* the record had missing_since_ms set */
     int outcome;                 /* FORGE_POLL_* */
     forge_slurm_job_list_t jobs; /* CHANGED: the details; ACCOUNTED: the

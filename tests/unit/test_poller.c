@@ -19,6 +19,7 @@
  * (the failures they catch take 30 s and more).
  */
 #include "core/buf.h"
+#include "core/timestamp.h"
 #include "loop/poller.h"
 #include "loop/work.h"
 #include "core/util.h"
@@ -715,6 +716,75 @@ Test(poller, a_job_held_again_is_released_again)
     done = ran(r, tick(1, FORGE_STATE_RUNNING));
     cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
     forge_work_free(done);
+    forge_pool_stop(r);
+    free(states);
+    free(held);
+}
+
+/* A tick of two PENDING launches: FIRST took its state a moment ago, the
+ * other ten minutes ago (its release long saved). */
+static forge_work_t *pending_tick(void)
+{
+    forge_work_t *w = tick(2, FORGE_STATE_PENDING);
+
+    w->poll.items[0].state_since_ms = forge_timestamp_now_ms();
+    w->poll.items[1].state_since_ms = forge_timestamp_now_ms() - 600000;
+    return w;
+}
+
+/* A launch already PENDING whose job a controller restored held (its
+ * states in jobs/state the same: PENDING) is looked at once a tick found
+ * no controller (a failed or a held call), and released; the long-pending one
+ * costs nothing, nor does any one while every tick answers. */
+Test(poller, a_pending_job_held_again_after_a_lost_controller_is_released)
+{
+    char *states = states_answer(2, "PENDING");
+    char *held = details_with_reason(FIRST, "PENDING", "JobHeldUser");
+    const char *ok = "{\"errors\": [], \"warnings\": []}";
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+    support_http_request_t req;
+
+    support_http_push(srv, STATE, 200, states, 0);
+    done = ran(r, pending_tick());
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    /* no controller answers (any failure of the call counts) */
+    support_http_push(srv, STATE, 400, ok, 0);
+    done = ran(r, pending_tick());
+    cr_assert_neq(done->status, FORGE_SLURM_OK);
+    forge_work_free(done);
+    cr_assert_eq(requests_to(DETAILS), 0);
+    /* the first tick that answers looks at the recent one: released */
+    support_http_push(srv, STATE, 200, states, 0);
+    support_http_push(srv, DETAILS, 200, held, 0);
+    support_http_push(srv, DETAILS, 200, ok, 0);
+    done = ran(r, pending_tick());
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    req = support_http_request(srv, support_http_count(srv) - 1);
+    cr_assert_str_eq(req.method, "POST");
+    cr_assert_str_eq(req.target, DETAILS "1001");
+    cr_assert_str_eq(req.body, "{\"hold\":false}");
+    support_http_request_clear(&req);
+    cr_assert_eq(requests_to(DETAILS), 2);
+    /* looked at once: the next tick costs nothing */
+    support_http_push(srv, STATE, 200, states, 0);
+    done = ran(r, pending_tick());
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    cr_assert_eq(requests_to(DETAILS), 2);
+    /* an answer slurmrestd held (no controller had control) counts too:
+     * the tick it ends looks */
+    support_http_push(srv, STATE, 200, states, 5200);
+    support_http_push(srv, DETAILS, 200, held, 0);
+    support_http_push(srv, DETAILS, 200, ok, 0);
+    done = ran(r, pending_tick());
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
+    cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    cr_assert_eq(requests_to(DETAILS), 4);
     forge_pool_stop(r);
     free(states);
     free(held);

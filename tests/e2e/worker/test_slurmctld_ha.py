@@ -20,11 +20,18 @@ control back is in slurmdbd as "allocation", without its comment).
 A fresh one may come back from the backup held again (released again by
 the poll) or not at all (the primary's last moment was not saved): it
 ends in its true state, or LOST, once, never with a second job, never
-stuck. Then the backup is killed (-9): the primary goes on alone, and
+stuck. A launch already PENDING when its job comes back held shows no
+change in jobs/state (PENDING either way; CI saw one stuck so): queued
+waits behind a blocker for the a100 nodes, and its job gets the user hold
+a restore from a state saved before its release would bring back
+(`scontrol uhold`, saved before the kill: that race cannot be timed);
+the worker looks at PENDING launches again once no controller answered,
+releases it, and it ends SUCCEEDED. Then the backup is killed (-9): the primary goes on alone, and
 the backup starts again. It kills shared daemons (@pytest.mark.disrupts): scripts/e2e runs
 it alone.
 """
 
+import subprocess
 import time
 
 import pytest
@@ -36,6 +43,14 @@ from harness import (StatusReader, Topics, Worker, assert_contiguous, launch,
 # within that moment takes the change along: CONTRACT §1); a job running
 # this long is in the state the backup reads.
 SAVED_S = 6
+
+
+def user_hold(stack, job_id):
+    """`scontrol uhold`: the job held as by its user (JobHeldUser), as a
+    controller restores a submit hold saved before its release."""
+    subprocess.run(["chroot", stack.env["FORGE_STACK_SLURM_CHROOT"],
+                    "scontrol", "uhold", str(job_id)],
+                   check=True, capture_output=True, timeout=60)
 
 
 def controllers(stack):
@@ -53,13 +68,15 @@ def test_the_backup_takes_over_and_every_launch_ends_once(stack, slurm,
     expected = {}  # launch id -> (state, exit code)
     killed = backup_down = False
 
-    def send(n, secs, failing=1):
+    def send(n, secs, failing=1, series="h200", gpus=1, nodes=1):
         sent = []
         for i in range(n):
             lid = unique_id("ha")
             code = 3 if i < failing else 0
-            topics.send(lid, launch(lid, ["/bin/sh", "-c",
-                                          f"sleep {secs}; exit {code}"]))
+            req = launch(lid, ["/bin/sh", "-c", f"sleep {secs}; exit {code}"],
+                         series=series, gpus=gpus)
+            req["pools"][0]["nodes"] = nodes
+            topics.send(lid, req)
             expected[lid] = ("FAILED", 3) if code else ("SUCCEEDED", 0)
             sent.append(lid)
         return sent
@@ -67,8 +84,13 @@ def test_the_backup_takes_over_and_every_launch_ends_once(stack, slurm,
     try:
         w.wait_ready()
         settled = send(3, 20)
-        for lid in settled:
+        # a whole a100 node for 20 s: queued (every a100 GPU) waits for it
+        blocker = send(1, 20, failing=0, series="a100", gpus=8)
+        for lid in settled + blocker:
             status.wait_state(lid, "RUNNING", 90)
+        queued = send(1, 1, failing=0, series="a100", gpus=8, nodes=3)
+        status.wait_state(queued[0], "PENDING", 90)
+        user_hold(stack, status.of(queued[0])[-1]["data"]["slurm"]["job_id"])
         time.sleep(SAVED_S)  # their state saved, which the backup reads
         fresh = send(3, 6, failing=0)
         for lid in fresh:
@@ -82,7 +104,7 @@ def test_the_backup_takes_over_and_every_launch_ends_once(stack, slurm,
         stack_verb("start", "slurmctld")  # ready: it has control back
         killed = False
         after = send(2, 2)
-        for lid in settled + during + after + fresh:
+        for lid in settled + blocker + queued + during + after + fresh:
             done = status.wait_terminal(lid, 240)
             state, code = expected[lid]
             if lid in fresh and done["data"]["state"] == "LOST":
@@ -97,7 +119,7 @@ def test_the_backup_takes_over_and_every_launch_ends_once(stack, slurm,
             assert terminal == [state], status.states(lid)
             # one Slurm job, the one the events name
             assert len(slurm.leaders(lid)) <= 1, slurm.tries(lid)
-        for lid in settled + during + after:
+        for lid in settled + blocker + queued + during + after:
             job = status.of(lid)[-1]["data"]["slurm"]["job_id"]
             assert slurm.leaders(lid) == [job], slurm.tries(lid)
             wait_until(f"slurmdbd to hold {lid}'s job {job}",
