@@ -107,7 +107,7 @@ def number(pattern, text):
 
 def default_budget():
     """FORGE_SLURM_MAX_RPS's default, from the configuration's table."""
-    with open(os.path.join(TOP, "src", "core", "config_table.c")) as f:
+    with open(os.path.join(TOP, "src", "config", "config_table.c")) as f:
         m = re.search(r'"FORGE_SLURM_MAX_RPS",[^}]*?\.default_value = "(\d+)"',
                       f.read())
     return m.group(1) if m else "its default"

@@ -19,8 +19,8 @@
  *   build/bench/bench_archive [total-MiB (256)] [files (4)]
  */
 #include "archive/archive.h"
-#include "core/secrets.h"
-#include "core/paths.h"
+#include "secrets/secrets.h"
+#include "fs/paths.h"
 #include "render/staging.h"
 
 #include <fcntl.h>

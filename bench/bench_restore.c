@@ -38,7 +38,7 @@
  *
  * A benchmark helper, not a test: it never fails on speed.
  */
-#include "core/clock.h"
+#include "clock/clock.h"
 #include "record/held.h"
 #include "record/launch.h"
 #include "record/owner.h"

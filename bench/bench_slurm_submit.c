@@ -23,9 +23,9 @@
  * "job_ids": [...]}; exits 1 (saying why on stderr) at the first submit
  * that fails. A benchmark helper, not a test: it never fails on speed.
  */
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/config.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "config/config.h"
 #include "slurm/submit_held.h"
 
 #include <curl/curl.h>

@@ -7,7 +7,7 @@
  * command.c's; the reading of the state topic src/admin/'s.
  */
 #include "command.h"
-#include "core/log.h"
+#include "log/log.h"
 #include "admin/launches.h"
 #include "admin/launch_table.h"
 

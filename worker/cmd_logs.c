@@ -14,7 +14,7 @@
  * one; the signal handler only sets a flag the follow reads.
  */
 #include "command.h"
-#include "core/text.h"
+#include "text/text.h"
 #include "admin/logs.h"
 
 #include <errno.h>

@@ -7,10 +7,10 @@
  * codes and JSON errors: docs/CONTRACT.md section 4.
  */
 #include "command.h"
-#include "core/buf.h"
-#include "core/config_security.h"
-#include "core/log.h"
-#include "core/version.h"
+#include "base/buf.h"
+#include "config/config_security.h"
+#include "log/log.h"
+#include "config/version.h"
 #include "admin/reconcile.h"
 
 #include <jansson.h>

@@ -8,10 +8,10 @@
  * together).
  */
 #include "command.h"
-#include "core/log.h"
+#include "log/log.h"
 #include "observe/service.h"
 #include "slurm/client.h"
-#include "core/testpoint.h"
+#include "testpoint/testpoint.h"
 #include "compose.h"
 
 #include <signal.h>

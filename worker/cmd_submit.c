@@ -19,9 +19,10 @@
  * sets a flag and interrupts the client of the wait (an atomic store).
  */
 #include "command.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "render/render.h"
+#include "render/try.h"
 #include "render/staging.h"
 #include "slurm/submit_held.h"
 #include "slurm/verdict.h"
@@ -125,7 +126,7 @@ static int follow(forge_slurm_client_t *c, const forge_config_t *cfg,
                   const forge_launch_t *l, uint32_t job_id)
 {
     forge_state_t state = FORGE_STATE_SUBMITTED;
-    long long missing_since = 0; /* monotonic ms (core/clock.h) */
+    long long missing_since = 0; /* monotonic ms (clock/clock.h) */
     struct timespec second = {1, 0};
 
     waiting_client = c;
@@ -174,7 +175,7 @@ static int submit_prepared(forge_slurm_client_t *c, const forge_config_t *cfg,
                            const forge_tenant_t *tenant, int wait)
 {
     const forge_launch_t *l = &p->request->launch;
-    char *comment = forge_render_job_comment(l->launch_id, l->attempt);
+    char *comment = forge_try_tag(l->launch_id, l->attempt, 1);
     forge_slurm_held_job_t job = {.payload = p->payload,
                                   .user = tenant ? tenant->slurm_user : NULL,
                                   .comment = comment,

@@ -2,10 +2,10 @@
 /*
  * cmd_version.c - `forge-worker --version` (and its alias `version`): its
  * version, the librdkafka it runs with, the slurmrestd API versions it
- * speaks (core/version.h).
+ * speaks (config/version.h).
  */
 #include "command.h"
-#include "core/version.h"
+#include "config/version.h"
 
 #include <stdio.h>
 

@@ -5,10 +5,10 @@
  * client, JSON lines, and the recovery commands' exit codes and errors.
  */
 #include "command.h"
-#include "core/config_security.h"
-#include "core/log.h"
-#include "core/util.h"
-#include "core/version.h"
+#include "config/config_security.h"
+#include "log/log.h"
+#include "base/util.h"
+#include "config/version.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -9,7 +9,7 @@
 #ifndef FORGE_COMMAND_H
 #define FORGE_COMMAND_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "prepare/prepare.h"
 #include "slurm/client.h"
 #include "record/seal.h"

@@ -10,7 +10,7 @@
  * thread only (the pools' and the reader's own threads aside).
  */
 #include "compose.h"
-#include "core/log.h"
+#include "log/log.h"
 #include "kafka/jobcomp_reader.h"
 #include "loop/archive_work.h"
 #include "loop/live_work.h"

@@ -7,7 +7,7 @@
 #ifndef FORGE_COMPOSE_H
 #define FORGE_COMPOSE_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "record/seal.h"
 #include "request/series.h"
 #include "request/tenants.h"

@@ -11,7 +11,7 @@
 #ifndef FORGE_ADMIN_H
 #define FORGE_ADMIN_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef enum forge_admin_code {
     FORGE_RECOVERY_OK = 0,

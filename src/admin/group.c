@@ -10,8 +10,8 @@
  * caller's thread.
  */
 #include "admin/group.h"
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "base/util.h"
 #include "admin/admin_kafka.h"
 
 #include <stdio.h>

@@ -19,7 +19,7 @@
 #ifndef FORGE_GROUP_H
 #define FORGE_GROUP_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "admin/admin.h"
 
 #include <stddef.h>

@@ -6,7 +6,7 @@
  * left are then sorted by launch_id. The caller's thread.
  */
 #include "admin/launch_table.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "admin/topic_scan.h"
 
 #include <jansson.h>

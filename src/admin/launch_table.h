@@ -21,7 +21,7 @@
 #ifndef FORGE_LAUNCH_TABLE_H
 #define FORGE_LAUNCH_TABLE_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "record/launch.h"
 #include "record/seal.h"
 #include "admin/admin.h"

@@ -5,7 +5,7 @@
  * caller's thread.
  */
 #include "admin/launches.h"
-#include "core/timestamp.h"
+#include "clock/timestamp.h"
 
 #include <math.h>
 #include <stdlib.h>

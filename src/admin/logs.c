@@ -11,8 +11,8 @@
  * than FILES_MAX are not printed), never the text.
  */
 #include "admin/logs.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <limits.h>
 #include <stdarg.h>

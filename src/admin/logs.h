@@ -18,7 +18,7 @@
 #ifndef FORGE_ADMIN_LOGS_H
 #define FORGE_ADMIN_LOGS_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "admin/admin.h"
 
 #include <jansson.h>

@@ -13,7 +13,7 @@
  * thread.
  */
 #include "admin/logs.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "admin/topic_scan.h"
 
 #include <stdlib.h>

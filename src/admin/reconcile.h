@@ -23,8 +23,8 @@
 #ifndef FORGE_RECONCILE_H
 #define FORGE_RECONCILE_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 #include "record/launch.h"
 #include "admin/admin.h"
 #include "slurm/client.h"

@@ -26,10 +26,10 @@
  * left aborted, by the next one for the same group.
  */
 #include "admin/reconcile.h"
-#include "core/timestamp.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/timestamp.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "kafka/kafka.h"
 #include "record/events.h"
 #include "record/held.h"

@@ -7,7 +7,7 @@
  * things in the order they were met. Values belong to the caller.
  */
 #include "admin/reconcile.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -20,7 +20,7 @@
  * job carries its tag. A tagged job of no known request: cancelled.
  */
 #include "admin/reconcile.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "slurm/verdict.h"
 
 #include <stdarg.h>

@@ -20,8 +20,8 @@
 #include "admin/reconcile.h"
 #include "render/render.h"
 #include "render/try.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "slurm/verdict.h"
 
 #include <stdio.h>

@@ -25,8 +25,8 @@
  * The command's thread.
  */
 #include "admin/reconcile.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "admin/group.h"
 #include "admin/launch_table.h"
 #include "admin/logs.h"

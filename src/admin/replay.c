@@ -5,7 +5,7 @@
  * against the state table, the move committed. The caller's thread.
  */
 #include "admin/replay.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "record/state.h"
 #include "admin/topic_scan.h"
 #include "request/request.h"

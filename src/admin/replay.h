@@ -30,7 +30,7 @@
 #ifndef FORGE_REPLAY_H
 #define FORGE_REPLAY_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "admin/group.h"
 #include "admin/admin.h"
 #include "admin/launch_table.h"

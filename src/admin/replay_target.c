@@ -5,7 +5,7 @@
  * reset-offsets CSV. Pure parsing, the caller's thread.
  */
 #include "admin/replay.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -9,9 +9,9 @@
  * The caller's thread runs it all.
  */
 #include "admin/topic_scan.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "admin/admin_kafka.h"
 
 #include <stdlib.h>

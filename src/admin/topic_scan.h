@@ -23,7 +23,7 @@
 #ifndef FORGE_TOPIC_SCAN_H
 #define FORGE_TOPIC_SCAN_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "admin/admin.h"
 
 #include <signal.h>

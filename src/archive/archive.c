@@ -13,17 +13,17 @@
  */
 #include "archive/archive.h"
 #include "archive/archive_int.h"
-#include "core/timestamp.h"
-#include "core/buf.h"
-#include "core/log.h"
-#include "core/redact.h"
-#include "core/paths.h"
+#include "clock/timestamp.h"
+#include "base/buf.h"
+#include "log/log.h"
+#include "secrets/redact.h"
+#include "fs/paths.h"
 #include "render/render.h"
-#include "core/safe_fs.h"
-#include "core/secrets.h"
+#include "fs/safe_fs.h"
+#include "secrets/secrets.h"
 #include "render/staging.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <archive.h>
 #include <archive_entry.h>

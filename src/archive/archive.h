@@ -30,10 +30,10 @@
 #ifndef FORGE_ARCHIVE_H
 #define FORGE_ARCHIVE_H
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/safe_fs.h"
-#include "core/sha256.h"
+#include "config/config.h"
+#include "base/error.h"
+#include "fs/safe_fs.h"
+#include "text/sha256.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,10 +8,10 @@
 #ifndef FORGE_ARCHIVE_INT_H
 #define FORGE_ARCHIVE_INT_H
 
-#include "core/buf.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/redact.h"
+#include "base/buf.h"
+#include "config/config.h"
+#include "base/error.h"
+#include "secrets/redact.h"
 
 #include <stdbool.h>
 #include <stddef.h>

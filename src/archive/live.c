@@ -9,10 +9,10 @@
  */
 #include "archive/live.h"
 #include "archive/archive_int.h"
-#include "core/redact.h"
-#include "core/safe_fs.h"
-#include "core/secrets.h"
-#include "core/util.h"
+#include "secrets/redact.h"
+#include "fs/safe_fs.h"
+#include "secrets/secrets.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -37,7 +37,7 @@
  * may carry (then it is cut, never inside a registered secret's first
  * bytes nor inside a UTF-8 character).
  *
- * Secrets: every registered secret (core/secrets.h) and the launch's own
+ * Secrets: every registered secret (secrets/secrets.h) and the launch's own
  * (any length) are replaced by [REDACTED]; a segment that starts inside a
  * line also redacts the end of a secret that opens it (the previous read
  * was cut there). Text is valid UTF-8 without NULs (U+FFFD for anything
@@ -50,8 +50,8 @@
 #ifndef FORGE_LIVE_H
 #define FORGE_LIVE_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,9 +19,9 @@
 #ifndef FORGE_DLQ_H
 #define FORGE_DLQ_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kafka/kafka.h"
-#include "core/sha256.h"
+#include "text/sha256.h"
 
 #include <stdbool.h>
 #include <stddef.h>

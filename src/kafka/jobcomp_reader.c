@@ -29,9 +29,9 @@
  * LOG_EVERY_MS) and asked again; the poll goes on meanwhile.
  */
 #include "kafka/jobcomp_reader.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "kafka/kafka_access.h"
 #include "kafka/kafka_conf.h"
 

@@ -9,8 +9,8 @@
 #ifndef FORGE_KAFKA_JOBCOMP_READER_H
 #define FORGE_KAFKA_JOBCOMP_READER_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

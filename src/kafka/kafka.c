@@ -9,11 +9,11 @@
  * Consumer errors are logged and consumption goes on.
  */
 #include "kafka/kafka_int.h"
-#include "core/hooks.h"
+#include "hooks/hooks.h"
 #include "kafka/kafka_access.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "kafka/kafka_stats.h"
 
 #include <pthread.h>

@@ -13,8 +13,8 @@
 #ifndef FORGE_KAFKA_H
 #define FORGE_KAFKA_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <signal.h>
 #include <stdbool.h>

@@ -19,7 +19,7 @@
  * exits 78 naming each one, before it takes a partition. While it runs (an
  * ACL removed under it), a refusal seen by the consumer, a restore or a
  * transaction makes it ask again (at most every RECHECK_MS, CHECK_MS at
- * most on the loop), log what is missing and tell /readyz (core/hooks.h's
+ * most on the loop), log what is missing and tell /readyz (hooks/hooks.h's
  * kafka_denied) until a check finds everything allowed again.
  * Meanwhile nothing commits and the loop keeps retrying: what did not
  * commit is redone once the ACL is back (the transaction's rules, txn.c).
@@ -37,9 +37,9 @@
  * every poll (forge_kafka_poll) looks without taking the lock.
  */
 #include "kafka/kafka_access.h"
-#include "core/clock.h"
-#include "core/hooks.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "hooks/hooks.h"
+#include "log/log.h"
 #include "kafka/kafka_int.h"
 
 #include <pthread.h>

@@ -6,7 +6,7 @@
 #ifndef FORGE_KAFKA_ACCESS_H
 #define FORGE_KAFKA_ACCESS_H
 
-#include "core/config.h"
+#include "config/config.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>

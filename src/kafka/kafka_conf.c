@@ -4,7 +4,7 @@
  * and making a handle of it (kafka_conf.h).
  */
 #include "kafka/kafka_conf.h"
-#include "core/config_security.h"
+#include "config/config_security.h"
 
 /* A secret's value is never shown: not even librdkafka's reason, which may
  * quote it. */

@@ -12,8 +12,8 @@
 #ifndef FORGE_KAFKA_CONF_H
 #define FORGE_KAFKA_CONF_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>

@@ -20,9 +20,9 @@
  * `abandoned_now` counts producers given up whose call is still out.
  */
 #include "kafka/kafka_guard.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <pthread.h>

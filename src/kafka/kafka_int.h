@@ -85,8 +85,10 @@ rd_kafka_error_t *forge_kafka_abort_within(forge_kafka_t *k, int budget_ms);
 /* Why a commit failed, as a short word from Kafka's error code (txn.c's
  * table): the metrics' label, /readyz's reason. "other" when unknown. */
 const char *forge_kafka_commit_reason(rd_kafka_resp_err_t code);
-void forge_kafka_rewind(forge_kafka_t *k);
 void forge_kafka_forget_committed(forge_kafka_t *k);
+
+/* The consumer back at its committed offsets (rewind.c). */
+void forge_kafka_rewind(forge_kafka_t *k);
 
 /* The producer (producer.c). forge_kafka_producer_conf: its configuration
  * (new, the caller's; NULL with err set when refused). */

@@ -7,7 +7,7 @@
 #ifndef FORGE_KAFKA_PROBE_H
 #define FORGE_KAFKA_PROBE_H
 
-#include "core/config.h"
+#include "config/config.h"
 
 #include <stddef.h>
 

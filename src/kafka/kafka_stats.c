@@ -6,7 +6,7 @@
  * is written once by the first and only read afterwards.
  */
 #include "kafka/kafka_stats.h"
-#include "core/hooks.h"
+#include "hooks/hooks.h"
 #include "record/generation.h"
 
 #include <jansson.h>

@@ -5,7 +5,7 @@
  * statistics.interval.ms=5000 unless the operator set one through
  * FORGE_KAFKA_PROP_STATISTICS_INTERVAL_MS); each statistics JSON is parsed
  * (jansson) into the lag of every requests-topic partition the consumer
- * fetches, handed to core/hooks.h's lag hook (observe/ makes it a gauge).
+ * fetches, handed to hooks/hooks.h's lag hook (observe/ makes it a gauge).
  *
  * Threads: the callback runs where librdkafka serves the consumer's queue,
  * the loop's thread (forge_kafka_poll).

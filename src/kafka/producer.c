@@ -28,10 +28,10 @@
  * any length.
  */
 #include "kafka/kafka_int.h"
-#include "core/hooks.h"
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "hooks/hooks.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "kafka/kafka_access.h"
 #include "kafka/kafka_guard.h"
 

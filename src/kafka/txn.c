@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * txn.c - the transaction: what goes into it (kafka.h's produce calls and
- * input offsets), its commit within a budget, its abort and the consumer's
- * rewind.
+ * input offsets), its commit within a budget, its abort, then the
+ * consumer's rewind (rewind.c).
  *
  * Error tiers, as in librdkafka's examples/transactions.c: retriable →
  * call again; txn_requires_abort → abort, rewind the consumer to the
@@ -32,7 +32,7 @@
  * What happens to a producer that cannot go on is producer.c's.
  *
  * A failed attempt, and a transaction that ends without committing, are
- * told (core/hooks.h's commit_failing: /readyz and the metrics) with a
+ * told (hooks/hooks.h's commit_failing: /readyz and the metrics) with a
  * short reason from Kafka's error code (commit_reasons); the next commit
  * clears it. When no partition has min.insync.replicas in sync (two of
  * three brokers down), nothing commits: the worker publishes nothing and
@@ -40,10 +40,10 @@
  * committed), says so, and goes on by itself when a broker returns.
  */
 #include "kafka/kafka_int.h"
-#include "core/hooks.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/testpoint.h"
+#include "hooks/hooks.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "testpoint/testpoint.h"
 #include "kafka/kafka_guard.h"
 
 #include <string.h>
@@ -275,23 +275,6 @@ bool forge_kafka_pending(const forge_kafka_t *k)
 }
 
 /* After an abort: every assigned partition back to its committed offset. */
-void forge_kafka_rewind(forge_kafka_t *k)
-{
-    rd_kafka_topic_partition_list_t *l = NULL;
-    rd_kafka_error_t *e;
-
-    if (rd_kafka_assignment(k->consumer, &l) || !l)
-        return;
-    if (rd_kafka_committed(k->consumer, l, k->budget.rewind_ms) == 0) {
-        for (int i = 0; i < l->cnt; i++)
-            if (l->elems[i].offset < 0)
-                l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-        if ((e = rd_kafka_seek_partitions(k->consumer, l, k->budget.rewind_ms)))
-            rd_kafka_error_destroy(e);
-    }
-    rd_kafka_topic_partition_list_destroy(l);
-}
-
 static forge_kafka_outcome_t abort_txn(forge_kafka_t *k, rd_kafka_error_t *e)
 {
     forge_log_warn("transaction aborted: %s", rd_kafka_error_string(e));

@@ -3,7 +3,7 @@
  * archive_work.c - the file threads (archive_work.h): an ARCHIVE builds
  * the launch's logs.tar.gz from its staging folder, with a tail from which
  * the launch's own secrets and every secret the worker knows
- * (core/secrets.h) are redacted; a CLEANUP removes the staging folder.
+ * (secrets/secrets.h) are redacted; a CLEANUP removes the staging folder.
  * Both on safe_fs: a staging folder refused at archive time gives an
  * empty archive that says why (archive/archive.h), a cleanup refused is
  * final (FORGE_EUNSAFE_PATH); any other failure is retried later by the
@@ -18,9 +18,9 @@
  */
 #include "loop/archive_work.h"
 #include "archive/archive.h"
-#include "core/log.h"
-#include "core/testpoint.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "testpoint/testpoint.h"
+#include "base/util.h"
 #include "render/render.h"
 #include "render/staging.h"
 #include "loop/work.h"

@@ -9,7 +9,7 @@
 #ifndef FORGE_ARCHIVE_WORK_H
 #define FORGE_ARCHIVE_WORK_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "request/tenants.h"
 #include "loop/pool.h"
 

@@ -3,7 +3,7 @@
  * loop/census.c - the loop's census (census.h). Threads: the loop's.
  */
 #include "loop/census.h"
-#include "core/hooks.h"
+#include "hooks/hooks.h"
 #include "record/state.h"
 
 typedef struct census {

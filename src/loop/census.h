@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loop/census.h - the loop's census at each poll tick, pushed to whoever
- * watches (core/hooks.h's census): the launches of the owned partitions,
+ * watches (hooks/hooks.h's census): the launches of the owned partitions,
  * live ones by state and finished ones waiting for their archive (the
  * archive queue), and how late the tick came. The loop counts its own
  * table here, so observability never walks it.

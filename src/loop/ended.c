@@ -5,7 +5,7 @@
  * go first, by age or by count. Loop thread only.
  */
 #include "loop/ended.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

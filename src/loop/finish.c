@@ -25,10 +25,10 @@
  * COMPLETING, as a poll's terminal state does (jobcomp.c). Loop thread
  * only.
  */
-#include "core/hooks.h"
-#include "core/clock.h"
+#include "hooks/hooks.h"
+#include "clock/clock.h"
 #include "record/events.h"
-#include "core/log.h"
+#include "log/log.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -44,14 +44,12 @@ void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now)
     if (r->cleaned || e->busy || now < e->retry_at_ms)
         return;
     /* a pushed end: Slurm may still be completing (jobcomp.c) */
-    if (forge_loop_push_holds_archive(e))
+    if (e->archive_gated)
         return;
     /* live logs: the final chunk first (live.c) */
     if (forge_loop_live_holds_archive(w, e))
         return;
-    /* a job ran (a retried launch's earlier tries did, even when its last
-     * never reached Slurm: their logs are in the folder) */
-    if ((r->job_id || forge_launch_try(r) > 1) && !r->archived) {
+    if (forge_loop_job_ran(r) && !r->archived) {
         if (w->archives_out >= FORGE_ARCHIVE_SLOTS)
             return; /* back-pressure: the next tick asks again */
         kind = FORGE_WORK_ARCHIVE;

@@ -22,9 +22,9 @@
  * stopped before its first step has no step left COMPLETING to wait for.
  * Loop thread only.
  */
-#include "core/log.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "text/utf8.h"
+#include "base/util.h"
 #include "render/render.h"
 #include "loop/loop_int.h"
 

@@ -50,12 +50,12 @@
  *
  * Threads: the loop's thread only.
  */
-#include "core/clock.h"
-#include "core/hooks.h"
-#include "core/log.h"
-#include "core/paths.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "hooks/hooks.h"
+#include "log/log.h"
+#include "fs/paths.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "slurm/jobcomp.h"
 #include "slurm/verdict.h"
 #include "loop/loop_int.h"
@@ -79,7 +79,6 @@ typedef struct push {
     uint32_t parts_known;            /* bit per component */
     bool asked;                      /* a targeted poll of the job is out */
     bool confirming; /* a CONFIRM: asked until Slurm's answer decides */
-    bool completing; /* the archive waits (the gate) */
 } push_t;
 
 /* A job slurmctld is asked about until its answer decides (a gate): a
@@ -133,6 +132,7 @@ static void push_drop(forge_entry_t *e)
     push_free(push_get(e));
     e->push = NULL;
     e->push_free = NULL;
+    e->archive_gated = false;
 }
 
 /* e's memory of its job's records, made anew for a new try, job or
@@ -154,11 +154,6 @@ static push_t *push_of(forge_entry_t *e, size_t n)
     e->push = p;
     e->push_free = push_free;
     return p;
-}
-
-bool forge_loop_push_holds_archive(const forge_entry_t *e)
-{
-    return e->push_free == push_free && ((const push_t *)e->push)->completing;
 }
 
 /* ---- the launch as the decision sees it ---------------------------------- */
@@ -294,9 +289,9 @@ static void on_terminal(forge_loop_t *w, forge_entry_t *e, push_t *p,
     e->rec->missing_since_ms = 0;
     forge_ended_put(w->ended, e->rec->job_id, d->state, d->reason, slurm, usage,
                     forge_clock_ms());
-    forge_loop_job_moved(w, e, &c); /* tries.c */
+    forge_loop_job_moved(w, e, &c); /* tick.c */
     if (forge_state_is_terminal(e->rec->state)) {
-        p->completing = true; /* the archive waits for COMPLETING */
+        e->archive_gated = true; /* the archive waits for COMPLETING */
         gate_add(w, e);
     }
     json_decref(slurm);
@@ -393,7 +388,8 @@ static void on_record(forge_loop_t *w, const char *bytes, size_t len)
     d = forge_jobcomp_decide(&l, &p->seen, &r);
     keep_end(p, &r, ended, run);
     act(w, e, p, &r, &d);
-    if (forge_state_is_terminal(e->rec->state) && !p->completing && !p->asked)
+    if (forge_state_is_terminal(e->rec->state) && !e->archive_gated &&
+        !p->asked)
         push_drop(e); /* settled: nothing more to remember */
     forge_jobcomp_record_clear(&r);
 }
@@ -427,7 +423,7 @@ static bool undecided(const forge_poll_item_t *it)
 static void gate_answer(forge_loop_t *w, forge_entry_t *e, push_t *p,
                         const forge_poll_item_t *it)
 {
-    if (!p || !p->completing || undecided(it))
+    if (!p || !e->archive_gated || undecided(it))
         return;
     push_drop(e);
     forge_loop_tend_finished(w, e, forge_clock_ms());
@@ -445,7 +441,7 @@ static void confirm_answer(forge_loop_t *w, forge_entry_t *e, push_t *p,
         return;
     p->confirming = p->confirming && !forge_state_is_terminal(e->rec->state) &&
                     e->rec->job_id == it->job_id && undecided(it);
-    if (forge_state_is_terminal(e->rec->state) && !p->completing)
+    if (forge_state_is_terminal(e->rec->state) && !e->archive_gated)
         push_drop(e); /* the poll's end: COMPLETING has cleared */
 }
 
@@ -466,10 +462,10 @@ static forge_entry_t *gated(forge_loop_t *w, const gate_t *g)
 
     if (p && p->confirming && forge_state_is_terminal(e->rec->state))
         p->confirming = false; /* the poll decided first */
-    if (p && !p->completing && !p->confirming && !p->asked &&
+    if (p && !e->archive_gated && !p->confirming && !p->asked &&
         forge_state_is_terminal(e->rec->state))
         push_drop(e);
-    return p && (p->completing || p->confirming) &&
+    return p && (e->archive_gated || p->confirming) &&
                    forge_owner_owns(w->owner, e->partition)
                ? e
                : NULL;

@@ -14,9 +14,10 @@
  * the pool's threads have stopped).
  */
 #include "loop/listing.h"
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "base/util.h"
 #include "render/render.h"
+#include "render/try.h"
 #include "slurm/job_state.h"
 
 #include <pthread.h>

@@ -38,7 +38,7 @@ forge_listing_t *forge_listing_new(void);
 void forge_listing_destroy(forge_listing_t *l);
 
 /* The jobs tagged `comment` (exact) in a listing begun at or after
- * not_before_ns (core/clock.h), asked for with c when there is none (c:
+ * not_before_ns (clock/clock.h), asked for with c when there is none (c:
  * the calling lane's own client). *jobs (new, the caller's; NULL when
  * none) and *n; the listing's failure otherwise, res saying why. */
 forge_slurm_status_t forge_listing_find(forge_listing_t *l,

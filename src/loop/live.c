@@ -30,10 +30,10 @@
  *
  * Loop thread only; the reading is live_work.c's.
  */
-#include "core/clock.h"
-#include "core/hooks.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "hooks/hooks.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "loop/loop_int.h"
 
 #include <stdint.h>
@@ -41,24 +41,6 @@
 #include <string.h>
 
 #define WARN_EVERY_MS 60000
-
-static bool wants_live(const forge_loop_t *w, const forge_entry_t *e)
-{
-    return forge_live_logs_wanted(w->cfg, e->held ? e->held->live_logs : -1);
-}
-
-/* A job ran: its staging folder may hold output. */
-static bool job_ran(const forge_launch_record_t *r)
-{
-    return r->job_id || forge_launch_try(r) > 1;
-}
-
-bool forge_loop_live_holds_archive(const forge_loop_t *w,
-                                   const forge_entry_t *e)
-{
-    return !e->rec->log_final && !e->rec->archived && job_ran(e->rec) &&
-           wants_live(w, e);
-}
 
 /* ---- the read ------------------------------------------------------------
  */
@@ -141,7 +123,8 @@ static void consider(void *ctx, forge_entry_t *e)
     long long chunk = r->w->cfg->log_live_chunk_bytes, left;
     forge_live_item_t *it;
 
-    if (!forge_owner_owns(r->w->owner, e->partition) || !wants_live(r->w, e))
+    if (!forge_owner_owns(r->w->owner, e->partition) ||
+        !forge_loop_wants_live(r->w, e))
         return;
     if (final ? !forge_loop_live_holds_archive(r->w, e)
               : rec->state != FORGE_STATE_RUNNING || !rec->job_id)

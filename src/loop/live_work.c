@@ -13,8 +13,8 @@
  * it was copied by the loop, so nothing here touches the launch table.
  */
 #include "loop/live_work.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "record/events.h"
 #include "loop/work.h"
 

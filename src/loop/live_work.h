@@ -9,7 +9,7 @@
 #ifndef FORGE_LIVE_WORK_H
 #define FORGE_LIVE_WORK_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "loop/pool.h"
 #include "loop/work.h"
 

@@ -46,13 +46,13 @@
  */
 #include "loop/loop.h"
 #include "loop/loop_int.h"
-#include "core/hooks.h"
+#include "hooks/hooks.h"
 #include "loop/census.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "record/owner.h"
-#include "core/testpoint.h"
-#include "core/util.h"
+#include "testpoint/testpoint.h"
+#include "base/util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -268,10 +268,20 @@ static void take_each(forge_loop_t *w, forge_loop_lane_t lane,
     }
 }
 
+/* The poller's lane: a tick's answer (tick.c), or one job's that push
+ * completion asked for (jobcomp.c). */
+static void on_poller_result(forge_loop_t *w, forge_work_t *work)
+{
+    if (work->poll.targeted)
+        forge_loop_on_targeted(w, work);
+    else
+        forge_loop_on_polled(w, work);
+}
+
 static void on_results(forge_loop_t *w)
 {
     take_each(w, FORGE_LANE_SLURM, on_slurm_result);
-    take_each(w, FORGE_LANE_POLLER, forge_loop_on_polled);
+    take_each(w, FORGE_LANE_POLLER, on_poller_result);
     take_each(w, FORGE_LANE_FILES, forge_loop_on_finished_work);
     take_each(w, FORGE_LANE_LIVE, forge_loop_on_live);
 }

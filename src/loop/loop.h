@@ -13,7 +13,7 @@
 #ifndef FORGE_LOOP_H
 #define FORGE_LOOP_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "kafka/kafka.h"
 #include "record/generation.h"
 #include "record/seal.h"

@@ -49,7 +49,7 @@ struct forge_loop {
     int outcome_commit_ms;
     forge_ended_t *ended; /* ends the ticks saw, kept across rewinds */
     bool poll_in_flight;
-    /* poll_posted_ms, next_poll_ms: the monotonic clock (core/clock.h) */
+    /* poll_posted_ms, next_poll_ms: the monotonic clock (clock/clock.h) */
     long long poll_posted_ms; /* when the tick in flight was posted */
     unsigned long poll_epoch; /* + 1 at every restore (work.h: epoch) */
     long long next_poll_ms;
@@ -129,7 +129,7 @@ int forge_loop_publish_retry(forge_loop_t *w, forge_entry_t *e,
                              const json_t *retry);
 
 /* tries.c: a terminal move c of e that a poll saw, retried instead when
- * e's policy names its cause and a try is left (core/retry.h): PENDING
+ * e's policy names its cause and a try is left (retry/retry.h): PENDING
  * (retrying) published and e's record the next try's intent, submitted
  * once its backoff has passed. True when it was; false: publish c. */
 bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
@@ -138,7 +138,7 @@ bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
 /* A move c of e's job that a poll, a push or accounting saw: published,
  * unless its end first waits for the image check's note
  * (forge_loop_image_note_first) or a retry goes instead
- * (forge_loop_retry_instead). tries.c. */
+ * (forge_loop_retry_instead). tick.c. */
 void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c);
 
 /* image_note.c: c, e's end, waits for its image check's note when its
@@ -172,7 +172,8 @@ void forge_loop_on_request(forge_loop_t *w, const forge_kafka_message_t *m);
 void forge_loop_tick_add(forge_work_t *tick, const forge_launch_record_t *r);
 
 /* A poll tick's answer (tick.c): each launch's outcome onto its
- * record, or nothing when the tick failed. */
+ * record, or nothing when the tick failed (a targeted poll's answer is
+ * jobcomp.c's: forge_loop_on_targeted). */
 void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick);
 
 /* After a terminal state (finish.c): from the poll tick's scan, and
@@ -181,12 +182,33 @@ void forge_loop_tend_finished(forge_loop_t *w, forge_entry_t *e, long long now);
 void forge_loop_on_finished_work(forge_loop_t *w, forge_work_t *work);
 
 /* live.c (live logs, issue 29): a read of the running launches' new
- * output posted when one is due; a read's result published as chunks;
- * whether e's archive waits for its final chunk (finish.c). */
+ * output posted when one is due; a read's result published as chunks. */
 void forge_loop_live_due(forge_loop_t *w);
 void forge_loop_on_live(forge_loop_t *w, forge_work_t *work);
-bool forge_loop_live_holds_archive(const forge_loop_t *w,
-                                   const forge_entry_t *e);
+
+/* A job of r's ran: its staging folder may hold output (a retried
+ * launch's earlier tries did, even when its last never reached Slurm). */
+static inline bool forge_loop_job_ran(const forge_launch_record_t *r)
+{
+    return r->job_id || forge_launch_try(r) > 1;
+}
+
+/* Whether e's output is followed live (its request's logs.live, else
+ * FORGE_LOG_LIVE). */
+static inline bool forge_loop_wants_live(const forge_loop_t *w,
+                                         const forge_entry_t *e)
+{
+    return forge_live_logs_wanted(w->cfg, e->held ? e->held->live_logs : -1);
+}
+
+/* Whether e's archive waits for its final live chunk (live.c sends it;
+ * finish.c waits). */
+static inline bool forge_loop_live_holds_archive(const forge_loop_t *w,
+                                                 const forge_entry_t *e)
+{
+    return !e->rec->log_final && !e->rec->archived &&
+           forge_loop_job_ran(e->rec) && forge_loop_wants_live(w, e);
+}
 
 /* jobcomp.c (push completion, issue 28): the records waiting in the
  * source, each acted on; the archive gates due asked about again. */
@@ -194,9 +216,6 @@ void forge_loop_on_jobcomp(forge_loop_t *w);
 /* A targeted poll's answer (poller.c: one job's details now), from the
  * poller's lane; tick.c's normal path moves a live launch with it. */
 void forge_loop_on_targeted(forge_loop_t *w, forge_work_t *one);
-/* True while e's terminal state came from a jobcomp end and Slurm has not
- * yet been seen without COMPLETING: its archive waits (finish.c). */
-bool forge_loop_push_holds_archive(const forge_entry_t *e);
 /* The gates' list freed (forge_loop_destroy). */
 void forge_loop_jobcomp_clear(forge_loop_t *w);
 

@@ -5,7 +5,7 @@
  * states changed since the poller last saw it and no longer map to the
  * state its record holds, and an accounting call for each job jobs/state
  * no longer knows. What it saw is its change cache (the signatures,
- * hashed by job id: core/idmap.h): the poller's own memory, forgotten when
+ * hashed by job id: base/idmap.h): the poller's own memory, forgotten when
  * the loop's records rewind (work.h: forge_work_poll_t.epoch). A job it
  * has no memory of (after a restore) costs no details call either while
  * its states still map to its record's state. A tick of N jobs costs
@@ -63,12 +63,12 @@
  * (forge_slurm_client_interrupt).
  */
 #include "loop/poller.h"
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/idmap.h"
-#include "core/log.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "base/idmap.h"
+#include "log/log.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "slurm/accounting.h"
 #include "slurm/verdict.h"
 #include "loop/work.h"

@@ -8,7 +8,7 @@
 #ifndef FORGE_POLLER_H
 #define FORGE_POLLER_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "loop/pool.h"
 
 /* The poller thread (cfg borrowed, must outlive it). forge_pool_interrupt

@@ -26,8 +26,8 @@
  * they share it) and outlives them.
  */
 #include "loop/pool.h"
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "base/util.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -20,7 +20,7 @@
 #ifndef FORGE_POOL_H
 #define FORGE_POOL_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,13 +6,13 @@
  * deferred work that may only start once they commit. Loop thread only.
  */
 #include "record/events.h"
-#include "core/hooks.h"
-#include "core/timestamp.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "hooks/hooks.h"
+#include "clock/timestamp.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "loop/loop_int.h"
-#include "core/testpoint.h"
+#include "testpoint/testpoint.h"
 
 #include <stdlib.h>
 #include <string.h>

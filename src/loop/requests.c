@@ -10,9 +10,9 @@
  */
 #include "loop/loop_int.h"
 #include "kafka/dlq.h"
-#include "core/hooks.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "hooks/hooks.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "record/owner.h"
 #include "prepare/prepare.h"
 
@@ -126,7 +126,7 @@ static void on_launch(forge_loop_t *w, const forge_kafka_message_t *m,
     rec = forge_launch_record_new(l->launch_id, l->attempt, m->value,
                                   m->value_len);
     /* the policy of every try of this attempt: the fleet's as the request
-     * overrides it (core/retry.h) */
+     * overrides it (retry/retry.h) */
     rec->retry = forge_retry_policy_merge(&w->cfg->retry, &l->retry);
     /* the entry keeps the request's labels and secrets (held.h); p keeps
      * the request, which l points into, until its caller frees it */

@@ -21,8 +21,8 @@
  * latest run's file is staged: a job requeued twice before a poll saw it
  * runs as restart N only. Loop thread only.
  */
-#include "core/clock.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "loop/loop_int.h"
 
 /* How long a failed restage waits before the next tick tries again. */

@@ -27,11 +27,11 @@
  * its records carry them sealed). Nothing else of the request is parsed
  * or kept. Loop thread only, but decode_record.
  */
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/testpoint.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "testpoint/testpoint.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "loop/loop_int.h"
 
 #include <malloc.h> /* malloc_trim: glibc */
@@ -136,7 +136,7 @@ static void decode_record(void *ctx, int32_t partition, const char *key,
 }
 
 /* A retry's next try waits out what is left of its backoff (the record's
- * wall clock time, onto the monotonic clock: core/clock.h), whoever owns
+ * wall clock time, onto the monotonic clock: clock/clock.h), whoever owns
  * it now. */
 static void restore_backoff(forge_entry_t *e)
 {

@@ -35,9 +35,9 @@
  * said so.
  */
 #include "loop/submit.h"
-#include "core/log.h"
-#include "core/testpoint.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "testpoint/testpoint.h"
+#include "base/util.h"
 #include "render/render.h"
 #include "render/staging.h"
 #include "render/try.h"

@@ -23,7 +23,7 @@
 #ifndef FORGE_SUBMIT_H
 #define FORGE_SUBMIT_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "record/generation.h"
 #include "request/series.h"
 #include "request/tenants.h"

@@ -23,14 +23,14 @@
  * neither slurmctld nor accounting knowing the job's end, LOST.
  * Loop thread only.
  */
-#include "core/hooks.h"
-#include "core/timestamp.h"
-#include "core/clock.h"
-#include "core/idmap.h"
+#include "hooks/hooks.h"
+#include "clock/timestamp.h"
+#include "clock/clock.h"
+#include "base/idmap.h"
 #include "record/events.h"
-#include "core/log.h"
+#include "log/log.h"
 #include "slurm/verdict.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "render/render.h"
 #include "render/try.h"
 #include "slurm/usage.h"
@@ -117,6 +117,14 @@ static json_t *usage_json(const forge_slurm_job_list_t *jobs)
     return o;
 }
 
+void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c)
+{
+    if (forge_loop_image_note_first(w, e, c) || /* image_note.c */
+        forge_loop_retry_instead(w, e, c))      /* tries.c */
+        return;
+    forge_loop_publish_event(w, e, c, true);
+}
+
 static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
                             forge_poll_item_t *it)
 {
@@ -138,7 +146,7 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
         forge_ended_put(w->ended, it->job_id, m.to, c.reason, slurm, usage,
                         forge_clock_ms());
     if (m.moves)
-        forge_loop_job_moved(w, e, &c); /* tries.c */
+        forge_loop_job_moved(w, e, &c);
     json_decref(slurm);
     json_decref(usage);
 }
@@ -158,7 +166,7 @@ static bool ended_as_seen(forge_loop_t *w, forge_entry_t *e, uint32_t job_id)
                    "the records rewound: %s",
                    (unsigned)job_id, forge_state_name(end->state));
     e->rec->missing_since_ms = 0;
-    forge_loop_job_moved(w, e, &c); /* tries.c */
+    forge_loop_job_moved(w, e, &c);
     return true;
 }
 
@@ -304,14 +312,10 @@ static size_t apply_answer(forge_loop_t *w, forge_work_t *tick, long long now)
 
 void forge_loop_on_polled(forge_loop_t *w, forge_work_t *tick)
 {
-    /* wall time: missing_since_ms is kept in the record (core/clock.h) */
+    /* wall time: missing_since_ms is kept in the record (clock/clock.h) */
     long long now = forge_timestamp_now_ms();
     size_t changed = 0;
 
-    if (tick->poll.targeted) { /* one job, asked by push (jobcomp.c) */
-        forge_loop_on_targeted(w, tick);
-        return;
-    }
     w->poll_in_flight = false;
     forge_hooks()->tick_done(forge_clock_ms() - w->poll_posted_ms);
     if (tick->status == FORGE_SLURM_OK) {

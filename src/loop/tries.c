@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tries.c - a launch's tries (issue 26): the end of a try that its retry
- * policy names (core/retry.h: a node failure, a boot or launch failure,
+ * policy names (retry/retry.h: a node failure, a boot or launch failure,
  * a preemption; the job's own ends only where the policy names them),
  * with a try left, is not the launch's end. In the transaction that would
  * have carried the terminal event go instead:
@@ -20,15 +20,15 @@
  * kill -9 anywhere leaves either the try that ended (whose end the next
  * owner's poll sees again, and decides the same) or the next try's intent
  * (submitted once, by its tag): one live job, one terminal event.
- * forge_loop_job_moved is every seen move's way out: a poll's, a push's,
- * accounting's (an image check's end reads its note first: image_note.c).
- * Loop thread only.
+ * Every seen move (a poll's, a push's, accounting's) asks here first
+ * (tick.c: forge_loop_job_moved; an image check's end reads its note
+ * first: image_note.c). Loop thread only.
  */
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "loop/loop_int.h"
 
 #include <stdlib.h>
@@ -136,12 +136,4 @@ bool forge_loop_retry_instead(forge_loop_t *w, forge_entry_t *e,
                         "its request cannot be read back to submit "
                         "the next try");
     return d.retry && r->request && retry(w, e, c, &d);
-}
-
-void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c)
-{
-    if (forge_loop_image_note_first(w, e, c) || /* image_note.c */
-        forge_loop_retry_instead(w, e, c))
-        return;
-    forge_loop_publish_event(w, e, c, true);
 }

@@ -7,8 +7,8 @@
  * touched by whoever owns it at the time (work.h).
  */
 #include "loop/work.h"
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "base/util.h"
 #include "render/render.h"
 
 #include <stdarg.h>

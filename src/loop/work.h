@@ -24,8 +24,8 @@
 
 #include "archive/archive.h"
 #include "archive/live.h"
-#include "core/error.h"
-#include "core/buf.h"
+#include "base/error.h"
+#include "base/buf.h"
 #include "record/held.h"
 #include "record/state.h"
 #include "render/staging.h"
@@ -237,7 +237,7 @@ typedef struct forge_work {
     /* the launch's partition, and the generation it was made in */
     int32_t partition;
     uint64_t generation;
-    long long made_ns; /* when it was made (core/clock.h: listing.h) */
+    long long made_ns; /* when it was made (clock/clock.h: listing.h) */
     /* results */
     forge_work_refusal_t refused; /* the Slurm thread's kinds */
     /* How the Slurm thread's kinds and the poll went; FORGE_SLURM_OK for

@@ -10,8 +10,8 @@
  * stopping.
  */
 #include "observe/health.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "observe/notify.h"
 #include "slurm/endpoints.h"
 

@@ -14,7 +14,7 @@
  *          slurmrestd call was answered within FORGE_READY_SLURM_S (the
  *          probe, probe.h, pings when nothing else asked).
  *
- * The publishers reach these through core/hooks.h's table (observe.c
+ * The publishers reach these through hooks/hooks.h's table (observe.c
  * fills it), never by name: nothing below observe/ includes this file.
  *
  * Threads: the publishers (the loop: beat, readiness, partitions,
@@ -40,7 +40,7 @@ void forge_health_beat(void);
 void forge_health_loop_ready(int readiness);
 
 /* Owned partitions, and how many of them are restoring (record/owner.c,
- * at every change, through core/hooks.h's partitions hook:
+ * at every change, through hooks/hooks.h's partitions hook:
  * forge_observe_partitions). */
 void forge_health_partitions(size_t owned, size_t restoring);
 
@@ -61,7 +61,7 @@ long long forge_health_heartbeat_age_ms(void);
 /* What forge_health_producer said last (true at first). */
 bool forge_health_producer_usable(void);
 
-/* The broker refuses the worker what (core/hooks.h's kafka_denied);
+/* The broker refuses the worker what (hooks/hooks.h's kafka_denied);
  * NULL: it allows everything again. Not ready meanwhile. */
 void forge_health_kafka_denied(const char *what);
 
@@ -69,7 +69,7 @@ void forge_health_kafka_denied(const char *what);
  * bytes, may be 0). */
 bool forge_health_kafka_denial(char *what, size_t size);
 
-/* Transactions fail to commit (core/hooks.h's commit_failing): reason
+/* Transactions fail to commit (hooks/hooks.h's commit_failing): reason
  * and Kafka's words; NULL once one committed. Not ready meanwhile: the
  * worker publishes nothing and acts on nothing new until one commits. */
 void forge_health_commit_failing(const char *reason, const char *message);

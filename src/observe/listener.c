@@ -11,7 +11,7 @@
  * forge_listener_stop (the caller's thread) stops that thread, then frees.
  */
 #include "observe/listener.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "observe/health.h"
 #include "observe/observe.h"
 

@@ -9,7 +9,7 @@
 #ifndef FORGE_OBSERVE_LISTENER_H
 #define FORGE_OBSERVE_LISTENER_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct forge_listener forge_listener_t;
 

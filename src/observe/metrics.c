@@ -7,8 +7,8 @@
  * and codes, states, partitions), so a linear lookup is the right size.
  */
 #include "observe/metrics.h"
-#include "core/buf.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * observe/observe.c - the worker's metric families and the hooks of observe.h.
  *
  * Threads and ownership: `registry` is made by forge_observe_start (the
- * observe service, before any other thread), which fills core/hooks.h's
+ * observe service, before any other thread), which fills hooks/hooks.h's
  * table with `hooks`, and freed by forge_observe_stop once every other
  * thread has stopped; in between any thread updates it (its own
  * lock, metrics.c). `pending` is what the open transaction carries: the
@@ -12,8 +12,8 @@
  * at render.
  */
 #include "observe/observe.h"
-#include "core/log.h"
-#include "core/version.h"
+#include "log/log.h"
+#include "config/version.h"
 #include "observe/health.h"
 #include "observe/metrics.h"
 #include "record/state.h"
@@ -307,7 +307,7 @@ static struct {
     unsigned dlq;
 } pending;
 
-/* What core/hooks.h's callers reach: this file's functions and health.h's
+/* What hooks/hooks.h's callers reach: this file's functions and health.h's
  * facts. */
 static const forge_hooks_t hooks = {
     .moved = forge_observe_moved,

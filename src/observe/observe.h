@@ -3,7 +3,7 @@
  * observe/observe.h - the worker's metrics (docs/OPERATING.md lists them, with
  * docs/CONTRACT.md §5): one process-wide registry (metrics.h) and what the
  * worker's modules tell it where something happens. They never call here:
- * they call core/hooks.h's table, which forge_observe_start fills with
+ * they call hooks/hooks.h's table, which forge_observe_start fills with
  * these functions (and health.h's), so nothing below observe/ depends on
  * it. Every function is a no-op until forge_observe_start (the commands
  * other than `run`, and the unit tests of other modules, never start it).
@@ -16,15 +16,15 @@
 #ifndef FORGE_OBSERVE_OBSERVE_H
 #define FORGE_OBSERVE_OBSERVE_H
 
-#include "core/config.h"
-#include "core/hooks.h"
+#include "config/config.h"
+#include "hooks/hooks.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* The registry, with build info from cfg (borrowed for the call), and
- * core/hooks.h's table filled (before any other thread runs). */
+ * hooks/hooks.h's table filled (before any other thread runs). */
 void forge_observe_start(const forge_config_t *cfg);
 /* Every other thread has stopped: the hooks are no-ops again. */
 void forge_observe_stop(void);
@@ -50,7 +50,7 @@ void forge_observe_txn(forge_hook_txn_t outcome);
  * (NULL): counted by reason, and health.h's fact. */
 void forge_observe_commit_failing(const char *reason, const char *message);
 
-/* loop: a jobcomp record acted on, by what it decided (core/hooks.h). */
+/* loop: a jobcomp record acted on, by what it decided (hooks/hooks.h). */
 void forge_observe_jobcomp(const char *action);
 /* A live logs chunk published: its file bytes, and those skipped. */
 void forge_observe_log_chunk(unsigned long long bytes,

@@ -9,9 +9,9 @@
  * (the one call another thread may make on it, client.h), joins, frees.
  */
 #include "observe/probe.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "observe/health.h"
 #include "slurm/client.h"
 

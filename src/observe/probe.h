@@ -11,8 +11,8 @@
 #ifndef FORGE_OBSERVE_PROBE_H
 #define FORGE_OBSERVE_PROBE_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 typedef struct forge_probe forge_probe_t;
 

@@ -5,8 +5,8 @@
  * their own threads (listener.c, probe.c say what those touch).
  */
 #include "observe/service.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "base/util.h"
 #include "observe/health.h"
 #include "observe/listener.h"
 #include "observe/observe.h"

@@ -3,7 +3,7 @@
  * observe/service.h - what an operator sees of a running worker, started and
  * stopped around `forge-worker run` (worker/cmd_run.c): the facts behind the
  * probes and systemd's notifications (health.h), the metrics registry
- * (observe.h) with core/hooks.h's table filled, and, with FORGE_HTTP_LISTEN,
+ * (observe.h) with hooks/hooks.h's table filled, and, with FORGE_HTTP_LISTEN,
  * the HTTP listener (listener.h) and the readiness probe's slurmrestd pinger
  * (probe.h), each on a thread of its own. None of it calls into the loop: the
  * loop publishes, these read.
@@ -11,8 +11,8 @@
 #ifndef FORGE_OBSERVE_SERVICE_H
 #define FORGE_OBSERVE_SERVICE_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 typedef struct forge_ops forge_observe_service_t;
 

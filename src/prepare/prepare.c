@@ -10,8 +10,8 @@
 #include "prepare/prepare.h"
 #include "render/render.h"
 #include "request/request_check.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

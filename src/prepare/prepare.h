@@ -11,7 +11,7 @@
 #ifndef FORGE_PREPARE_H
 #define FORGE_PREPARE_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "request/request.h"
 #include "request/series.h"
 

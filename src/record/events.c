@@ -4,8 +4,8 @@
  * CloudEvents (events.h).
  */
 #include "record/events.h"
-#include "core/buf.h"
-#include "core/timestamp.h"
+#include "base/buf.h"
+#include "clock/timestamp.h"
 
 #include <stdio.h>
 #include <stdlib.h>

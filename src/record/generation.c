@@ -7,7 +7,7 @@
  * it; the counter is touched by the loop's thread only.
  */
 #include "record/generation.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

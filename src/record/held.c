@@ -6,13 +6,13 @@
  * labels', env's and secret_env's arrays, then the secrets' and the pools'
  * pointers, then every string, each NUL-terminated. Built in two passes over
  * the same list of strings: one to size the block, one to fill it. From a
- * stored request's bytes, a scan finds them (held_scan, on core/jscan.h) and
+ * stored request's bytes, a scan finds them (held_scan, on json/jscan.h) and
  * jansson reads what the scan gives up on.
  */
 #include "record/held.h"
-#include "core/config.h"
-#include "core/jscan.h"
-#include "core/util.h"
+#include "config/config.h"
+#include "json/jscan.h"
+#include "base/util.h"
 #include "render/render.h"
 
 #include <jansson.h>

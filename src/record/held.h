@@ -6,7 +6,7 @@
  * secret_env value: registered for redaction while the launch is held,
  * and redacted from its archive's tail), its pools' names (the logs to
  * archive), the tenant it names (whose the archive is), its logs.live
- * (whether its output is tailed live, issue 29: core/config.h's
+ * (whether its output is tailed live, issue 29: config/config.h's
  * forge_live_logs_wanted), and its credentials (the ingest token, env and
  * secret_env by name: what a run of its job that Slurm requeued is staged
  * again, render.h). Nothing else
@@ -23,7 +23,7 @@
 #ifndef FORGE_HELD_H
 #define FORGE_HELD_H
 
-#include "core/buf.h"
+#include "base/buf.h"
 #include "request/request.h"
 
 #include <stdbool.h>
@@ -44,7 +44,7 @@ typedef struct forge_held {
     size_t pool_count;
     const char *tenant; /* the tenant the request names; NULL: none */
     /* the request's logs.live: FORGE_LIVE_LOGS_UNSET (-1: absent), _FALSE
-     * (0) or _TRUE (1) (core/config.h) */
+     * (0) or _TRUE (1) (config/config.h) */
     int live_logs;
 } forge_held_t;
 

@@ -8,8 +8,8 @@
  */
 #include "record/launch.h"
 #include "record/launch_int.h"
-#include "core/jscan.h"
-#include "core/util.h"
+#include "json/jscan.h"
+#include "base/util.h"
 
 #include <limits.h>
 #include <math.h>
@@ -383,7 +383,7 @@ static forge_rc_t fill(forge_launch_record_t *r, json_t *o,
  * values are integers, booleans, null, plain strings (no escape, no byte
  * outside printable ASCII), a list of integers and the sealed request's
  * object of three strings. fast_scan reads exactly that shape through the
- * scanner of core/jscan.h, borrowing the strings from the buffer; anything else
+ * scanner of json/jscan.h, borrowing the strings from the buffer; anything else
  * (an unknown or repeated key, an escape, a request in clear, a number that is
  * not a plain integer, trailing text) gives up, and the general path (fill)
  * decides, so both paths agree on every record: test_launch.c checks them

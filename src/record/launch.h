@@ -54,9 +54,9 @@
 #ifndef FORGE_LAUNCH_H
 #define FORGE_LAUNCH_H
 
-#include "core/error.h"
-#include "core/retry.h"
-#include "core/sha256.h"
+#include "base/error.h"
+#include "retry/retry.h"
+#include "text/sha256.h"
 #include "archive/live.h"
 #include "record/held.h"
 #include "record/state.h"
@@ -111,7 +111,7 @@ typedef struct forge_launch_record {
      * absent while 0. */
     int restarts;
     int restarts_staged;
-    /* Retries (issue 26, core/retry.h): the policy the launch was accepted
+    /* Retries (issue 26, retry/retry.h): the policy the launch was accepted
      * with, kept for all its tries (max_tries 0 or 1: never retried;
      * records from before read so); which try of the attempt the record
      * is at (1-based, 0 read as 1); the cause of the last retry; the nodes
@@ -179,13 +179,13 @@ forge_rc_t forge_launch_advance(forge_launch_record_t *r, forge_state_t to,
 
 /*
  * The next try (issue 26): the job of r's try ended with a cause its
- * policy retries (core/retry.h: forge_retry_decide), and r becomes the
+ * policy retries (retry/retry.h: forge_retry_decide), and r becomes the
  * next try's intent: PENDING (seq + 1, updated_at = now_ms), try + 1, no
  * job (its ids, the Slurm states seen, missing_since, the requeue counts
  * and a sweep due are the ended job's: gone), cause as retry_cause, the
  * nodes that job ran on (Slurm's node list; NULL: none) added to
  * excluded_nodes when the policy excludes them and the cause is a node's
- * failure (core/retry.h: FORGE_RETRY_NODE_CAUSES), not_before_ms as
+ * failure (retry/retry.h: FORGE_RETRY_NODE_CAUSES), not_before_ms as
  * retry_not_before_ms. FORGE_EINVAL (nothing changes) from a state a
  * retry may not leave (state.h: forge_state_retry_legal).
  */

@@ -6,7 +6,7 @@
  * (launch_int.h). The fast decoder does not know the member: a record
  * with it takes the general one. No I/O.
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "record/launch.h"
 #include "record/launch_int.h"
 

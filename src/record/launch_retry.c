@@ -7,8 +7,8 @@
  * retry fields in the record's JSON both ways (launch_int.h: launch.c's
  * two decoders share them). No I/O.
  */
-#include "core/buf.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "base/util.h"
 #include "record/launch.h"
 #include "record/launch_int.h"
 

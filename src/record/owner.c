@@ -8,10 +8,10 @@
  * read.
  */
 #include "record/owner.h"
-#include "core/hooks.h"
-#include "core/log.h"
-#include "core/secrets.h"
-#include "core/util.h"
+#include "hooks/hooks.h"
+#include "log/log.h"
+#include "secrets/secrets.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +210,7 @@ static void push_release(forge_entry_t *e)
         e->push_free(e->push);
     e->push = NULL;
     e->push_free = NULL;
+    e->archive_gated = false;
 }
 
 static void entry_free(forge_entry_t *e)

@@ -48,7 +48,11 @@ typedef struct forge_entry {
      * transaction, another owner before), or a submit was posted. A cancel
      * then cleans the tag before it says CANCELLED. */
     bool submit_unknown;
-    /* times on the monotonic clock (core/clock.h) */
+    /* Memory only: a terminal state a jobcomp end record pushed, whose
+     * archive waits until Slurm shows the job no longer COMPLETING
+     * (loop/jobcomp.c sets it; it goes with the push memory below). */
+    bool archive_gated;
+    /* times on the monotonic clock (clock/clock.h) */
     long long retry_at_ms; /* a failed submit waits until then */
     /* a retry's next try (loop/tries.c) is not submitted before then: its
      * backoff, from the record's retry_not_before */
@@ -133,7 +137,7 @@ bool forge_owner_owns(const forge_owner_t *o, int32_t partition);
 /* Every assigned partition is restored (the worker's readiness). */
 bool forge_owner_ready(const forge_owner_t *o);
 
-/* Times here are on the monotonic clock (core/clock.h).
+/* Times here are on the monotonic clock (clock/clock.h).
  *
  * A restore of p that did not reach the state topic's end: p stays
  * restoring (paused, nothing taken from it) and is due again at retry_at.

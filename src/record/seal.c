@@ -7,8 +7,8 @@
  * thread (gcm: keyed afresh at each use).
  */
 #include "record/seal.h"
-#include "core/sha256.h"
-#include "core/util.h"
+#include "text/sha256.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

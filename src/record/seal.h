@@ -25,8 +25,8 @@
 #ifndef FORGE_SEAL_H
 #define FORGE_SEAL_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <jansson.h>
 #include <stddef.h>

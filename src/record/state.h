@@ -44,7 +44,7 @@ bool forge_state_transition_legal(forge_state_t from, forge_state_t to);
 
 /*
  * Whether a launch in `from` may be retried: its try's job ended with a
- * cause its policy retries (core/retry.h), and the launch goes PENDING
+ * cause its policy retries (retry/retry.h), and the launch goes PENDING
  * (reason `retrying`) as the next try's intent instead of the terminal
  * state. From SUBMITTED, PENDING (a job that failed before a poll saw it
  * run: the one move to the same state) and RUNNING.

@@ -8,7 +8,7 @@
  * descriptor byte against the file's size whether it was cut short.
  */
 #include "render/image_check.h"
-#include "core/shell.h"
+#include "text/shell.h"
 #include "render/render.h"
 
 #define TEXT_OF(n)     #n

@@ -8,7 +8,7 @@
 #ifndef FORGE_IMAGE_CHECK_H
 #define FORGE_IMAGE_CHECK_H
 
-#include "core/buf.h"
+#include "base/buf.h"
 
 /* The check of the image at `image` (the cluster's path, quoted here),
  * appended to s. */

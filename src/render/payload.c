@@ -8,8 +8,8 @@
  * speaks (v0.0.41 to v0.0.45). Out of render.c, which writes the script.
  */
 #include "render/render.h"
-#include "core/buf.h"
-#include "core/paths.h"
+#include "base/buf.h"
+#include "fs/paths.h"
 #include "render/staging.h"
 #include "render/try.h"
 
@@ -73,7 +73,7 @@ static json_t *component(const forge_launch_t *l, const forge_config_t *cfg,
     json_t *job = json_object(), *env = json_array();
     forge_buf_t b = FORGE_BUF_INIT;
     char *name = forge_render_job_name(l->launch_id, l->attempt);
-    char *comment = forge_render_job_comment(l->launch_id, l->attempt);
+    char *comment = forge_try_tag(l->launch_id, l->attempt, 1);
 
     set_str(job, "name", name);
     set_str(job, "comment", comment);

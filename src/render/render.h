@@ -21,8 +21,9 @@
 #ifndef FORGE_RENDER_H
 #define FORGE_RENDER_H
 
-#include "core/buf.h"
-#include "core/config.h"
+#include "base/buf.h"
+#include "config/config.h"
+#include "render/credentials.h"
 #include "request/request.h"
 #include "request/series.h"
 
@@ -44,42 +45,9 @@
 #define FORGE_RENDER_IMAGE_NOTE     "image.error"
 #define FORGE_RENDER_IMAGE_NOTE_MAX 2048 /* bytes of it the worker reads */
 
-/* Name of the credentials file in the staging folder. */
-#define FORGE_CREDENTIALS_FILE "credentials"
-
-/*
- * The credentials file's content: what the job must get but the batch
- * script (which Slurm stores, and `scontrol write batch_script` prints) must
- * never hold. NUL-separated pairs, NAME\0VALUE\0, in this order: the ingest
- * token as FORGE_INGEST_TOKEN, then env, then secret_env, each in request
- * order. Names are the request's (already checked against the name rule);
- * values hold no NUL (the request parser refuses it). The script reads the
- * pairs with `read -r -d ''` and removes the file before any user code runs.
- * Appends to out; returns false (out untouched) when there is nothing to
- * pass, and the script then reads no file.
- */
-bool forge_render_credentials(const forge_launch_t *launch, forge_buf_t *out);
-
-/* The same from its parts (token NULL: none): what a requeued job's run
- * is staged again from (record/held.h). */
-bool forge_render_credential_pairs(const char *token, const forge_kv_t *env,
-                                   size_t env_count,
-                                   const forge_kv_t *secret_env,
-                                   size_t secret_env_count, forge_buf_t *out);
-
 /* Whether name is an environment name the script's reader takes
  * (^[A-Za-z_][A-Za-z0-9_]*$). */
 bool forge_render_env_name_ok(const char *name);
-
-/* The credentials file of a job's run: FORGE_CREDENTIALS_FILE for its
- * first, "credentials.<restart>" for the run after its restart-th requeue
- * (SLURM_RESTART_COUNT), written by the worker once its poll saw the
- * requeue (new). */
-char *forge_render_credentials_name(int restart);
-
-/* Whether name is one forge_render_credentials_name gives (or could):
- * "credentials", or "credentials." and digits. */
-bool forge_render_is_credentials_name(const char *name);
 
 /* The batch script (new, free()). */
 char *forge_render_script(const forge_launch_t *launch,
@@ -99,11 +67,8 @@ forge_rc_t forge_render_payload(const forge_launch_t *launch,
                                 const char *script, json_t **out,
                                 forge_error_t *err) FORGE_WARN_UNUSED;
 
-/* "forge-<launch_id>-<attempt>" and "forge:<launch_id>:<attempt>" (new):
- * how the worker finds its jobs again. Every tag begins with
- * FORGE_JOB_TAG_PREFIX. */
-#define FORGE_JOB_TAG_PREFIX "forge:"
+/* "forge-<launch_id>-<attempt>" (new): the job's name; its comment is
+ * its try's tag (try.h: forge_try_tag), how the worker finds it again. */
 char *forge_render_job_name(const char *launch_id, int attempt);
-char *forge_render_job_comment(const char *launch_id, int attempt);
 
 #endif

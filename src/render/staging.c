@@ -9,9 +9,9 @@
  * read the same way (forge_staging_read_note).
  */
 #include "render/staging.h"
-#include "core/buf.h"
-#include "core/paths.h"
-#include "render/render.h"
+#include "base/buf.h"
+#include "fs/paths.h"
+#include "render/credentials.h"
 
 #include <errno.h>
 #include <fcntl.h>

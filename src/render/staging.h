@@ -25,10 +25,10 @@
 #ifndef FORGE_STAGING_H
 #define FORGE_STAGING_H
 
-#include "core/buf.h"
-#include "core/config.h"
+#include "base/buf.h"
+#include "config/config.h"
 #include "request/request.h"
-#include "core/safe_fs.h"
+#include "fs/safe_fs.h"
 #include "request/tenants.h"
 
 #include <stdbool.h>

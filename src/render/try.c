@@ -4,8 +4,7 @@
  * back too; the requeue rule; the script's marker; a later try's body.
  */
 #include "render/try.h"
-#include "core/util.h"
-#include "render/render.h"
+#include "base/util.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -14,14 +13,15 @@
 char *forge_try_tag(const char *launch_id, int attempt, int try_num)
 {
     forge_buf_t b = FORGE_BUF_INIT;
-    char *first = forge_render_job_comment(launch_id, attempt);
 
-    if (try_num <= 1)
-        return first;
-    forge_buf_puts(&b, first);
+    forge_buf_puts(&b, FORGE_JOB_TAG_PREFIX);
+    forge_buf_puts(&b, launch_id);
     forge_buf_putc(&b, ':');
-    forge_buf_put_long(&b, try_num);
-    free(first);
+    forge_buf_put_long(&b, attempt);
+    if (try_num > 1) {
+        forge_buf_putc(&b, ':');
+        forge_buf_put_long(&b, try_num);
+    }
     return forge_buf_take(&b);
 }
 

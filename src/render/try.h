@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * try.h - what a try of a launch changes in what is rendered (issue 26:
- * a retry is a new Slurm job of the same attempt, core/retry.h): its
+ * a retry is a new Slurm job of the same attempt, retry/retry.h): its
  * comment tag, the line that marks its output in the logs it appends to,
  * the nodes it may not use, and whether Slurm may requeue it.
  *
  * Tags: the first try's is `forge:<launch_id>:<attempt>`, the tag every
- * job had before retries (render.h: forge_render_job_comment), so nothing
- * made before changes; try N >= 2 is tagged `forge:<launch_id>:<attempt>:
- * <N>`. A launch_id holds no ':', so a tag reads back one way, and a clean
- * or a sweep of one try (an exact tag) never finds another try's jobs.
+ * job had before retries, so nothing made before changes; try N >= 2 is tagged
+ * `forge:<launch_id>:<attempt>: <N>`. A launch_id holds no ':', so a tag reads
+ * back one way, and a clean or a sweep of one try (an exact tag) never finds
+ * another try's jobs.
  *
  * The first try's body is what render.h makes; a later try's is that body
  * with forge_try_apply's changes (the loop's Slurm thread makes them when
@@ -18,13 +18,16 @@
 #ifndef FORGE_TRY_H
 #define FORGE_TRY_H
 
-#include "core/buf.h"
-#include "core/config.h"
+#include "base/buf.h"
+#include "config/config.h"
 #include "request/request.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* Every tag begins with it: how the worker finds its jobs again. */
+#define FORGE_JOB_TAG_PREFIX "forge:"
 
 /* The comment tag of try try_num (1-based; < 1 is the first) of
  * (launch_id, attempt) (new). */

@@ -12,7 +12,7 @@
 #ifndef FORGE_CHECKPOINT_H
 #define FORGE_CHECKPOINT_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "request/field.h"
 
 /* seconds_before_end: Slurm's own bounds (sbatch --signal=SIG@TIME), and

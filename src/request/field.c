@@ -5,9 +5,9 @@
  * JSON path of whatever breaks a rule kept for its error.
  */
 #include "request/field.h"
-#include "core/text.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "text/text.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdarg.h>

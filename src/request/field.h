@@ -13,7 +13,7 @@
 #ifndef FORGE_FIELD_H
 #define FORGE_FIELD_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include "request/jdoc.h"
 #include <stdbool.h>

@@ -8,10 +8,10 @@
  * and the others keep theirs until they release it.
  */
 #include "request/forbidden.h"
-#include "core/clock.h"
-#include "core/safe_fs.h"
-#include "core/util.h"
-#include "core/paths.h"
+#include "clock/clock.h"
+#include "fs/safe_fs.h"
+#include "base/util.h"
+#include "fs/paths.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -46,8 +46,8 @@
 #ifndef FORGE_FORBIDDEN_H
 #define FORGE_FORBIDDEN_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

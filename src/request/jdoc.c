@@ -10,9 +10,9 @@
  * arena.
  */
 #include "request/jdoc.h"
-#include "core/document.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "json/document.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <jansson.h>
 #include <stdalign.h>

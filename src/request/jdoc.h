@@ -26,7 +26,7 @@
 #ifndef FORGE_JDOC_H
 #define FORGE_JDOC_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -17,8 +17,8 @@
 #include "request/field.h"
 #include "request/request_logs.h"
 #include "request/request_retry.h"
-#include "core/config.h"
-#include "core/util.h"
+#include "config/config.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

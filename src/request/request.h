@@ -16,8 +16,8 @@
 #ifndef FORGE_REQUEST_H
 #define FORGE_REQUEST_H
 
-#include "core/error.h"
-#include "core/retry.h"
+#include "base/error.h"
+#include "retry/retry.h"
 #include "request/jdoc.h"
 
 #include <stdbool.h>
@@ -90,11 +90,11 @@ typedef struct forge_launch {
     const char *checkpoint_signal;
     int checkpoint_seconds; /* 0..65535 */
     /* the fleet's retry policy as this request overrides it (issue 26):
-     * retry.set names the keys it set (core/retry.h) */
+     * retry.set names the keys it set (retry/retry.h) */
     forge_retry_override_t retry;
     /* logs.live (issue 29, request/request_logs.h), a tri-state:
      * FORGE_LIVE_LOGS_UNSET (-1: absent, the fleet's FORGE_LOG_LIVE
-     * decides), _FALSE (0), _TRUE (1) (core/config.h) */
+     * decides), _FALSE (0), _TRUE (1) (config/config.h) */
     int live_logs;
 } forge_launch_t;
 

@@ -9,12 +9,12 @@
  */
 #include "request/request_check.h"
 #include "request/forbidden.h"
-#include "core/buf.h"
-#include "core/paths.h"
-#include "core/shell.h"
+#include "base/buf.h"
+#include "fs/paths.h"
+#include "text/shell.h"
 #include "request/request_paths.h"
-#include "core/safe_fs.h"
-#include "core/util.h"
+#include "fs/safe_fs.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 #ifndef FORGE_REQUEST_CHECK_H
 #define FORGE_REQUEST_CHECK_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "request/request.h"
 #include "request/series.h"
 

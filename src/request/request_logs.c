@@ -2,13 +2,13 @@
 /*
  * request_logs.c - a LaunchRequest's `logs` object (request_logs.h):
  * {"live": bool}, kept as forge_launch_t's tri-state live_logs
- * (FORGE_LIVE_LOGS_UNSET when the request says nothing, core/config.h).
+ * (FORGE_LIVE_LOGS_UNSET when the request says nothing, config/config.h).
  * Its rules are schemas/launch-request.v1.json's `logs`: unlike the
  * request's other objects it names every member it may have, so a member
  * this version does not know is refused rather than ignored.
  */
 #include "request/request_logs.h"
-#include "core/config.h"
+#include "config/config.h"
 #include "request/request.h"
 
 #include <string.h>

@@ -3,7 +3,7 @@
  * request_logs.h - a LaunchRequest's `logs` object (issue 29, live logs):
  * {"live": true|false}, whether the launch's output is tailed onto the
  * logs topic while it runs, as request.c's field table reads it. Absent,
- * the fleet's FORGE_LOG_LIVE decides; its `off` always wins (core/config.h:
+ * the fleet's FORGE_LOG_LIVE decides; its `off` always wins (config/config.h:
  * forge_live_logs_wanted). docs/CONTRACT.md section 2 and
  * schemas/launch-request.v1.json say the rules.
  */

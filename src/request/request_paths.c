@@ -4,8 +4,8 @@
  * (request_paths.h).
  */
 #include "request/request_paths.h"
-#include "core/paths.h"
-#include "core/util.h"
+#include "fs/paths.h"
+#include "base/util.h"
 
 char *forge_request_image_path(const forge_config_t *cfg,
                                const forge_launch_t *l)

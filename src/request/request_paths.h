@@ -9,7 +9,7 @@
 #ifndef FORGE_REQUEST_PATHS_H
 #define FORGE_REQUEST_PATHS_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "request/request.h"
 
 /* The image file of a request, host side: relative paths are under the

@@ -7,7 +7,7 @@
  * object back in the order it was read; no state, no threads.
  */
 #include "request/request_redact.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <jansson.h>
 #include <stdlib.h>

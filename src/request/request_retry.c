@@ -4,12 +4,12 @@
  * {"max_tries": 1..10, "on": [cause, ...], "backoff_s": 0..600,
  * "exclude_failed_nodes": bool}, every key optional; what it sets
  * overrides the fleet's policy (FORGE_RETRY_*), key by key, and what it
- * leaves out stays the fleet's (core/retry.h: forge_retry_policy_merge).
+ * leaves out stays the fleet's (retry/retry.h: forge_retry_policy_merge).
  * Its rules are schemas/launch-request.v1.json's `retry`.
  */
 #include "request/request_retry.h"
-#include "core/buf.h"
-#include "core/retry.h"
+#include "base/buf.h"
+#include "retry/retry.h"
 #include "request/request.h"
 
 #include <stddef.h>
@@ -18,7 +18,7 @@
 #define COUNT(a)  (sizeof(a) / sizeof((a)[0]))
 #define RT(field) offsetof(forge_retry_policy_t, field)
 
-/* `on`: causes by name (core/retry.h), each once; [] names none (no try
+/* `on`: causes by name (retry/retry.h), each once; [] names none (no try
  * is then ever retried). */
 static forge_rc_t causes_array(const forge_jv_t *v, void *target,
                                forge_field_path_t *p, forge_error_t *err)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request_retry.h - a LaunchRequest's `retry` object (issue 26): its
- * override of the fleet's retry policy (core/retry.h), key by key, as
+ * override of the fleet's retry policy (retry/retry.h), key by key, as
  * request.c's field table reads it. docs/CONTRACT.md section 2 and
  * schemas/launch-request.v1.json say the rules.
  */

@@ -3,9 +3,9 @@
  * series.c - reading the GPU series catalogue (series.h).
  */
 #include "request/series.h"
-#include "core/document.h"
-#include "core/text.h"
-#include "core/util.h"
+#include "json/document.h"
+#include "text/text.h"
+#include "base/util.h"
 
 #include <jansson.h>
 #include <stdbool.h>

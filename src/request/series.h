@@ -11,7 +11,7 @@
 #ifndef FORGE_SERIES_H
 #define FORGE_SERIES_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 

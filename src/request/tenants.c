@@ -4,9 +4,9 @@
  * of schemas/tenants.v1.json, and which tenant a launch runs as.
  */
 #include "request/tenants.h"
-#include "core/document.h"
-#include "core/text.h"
-#include "core/util.h"
+#include "json/document.h"
+#include "text/text.h"
+#include "base/util.h"
 
 #include <jansson.h>
 #include <stdbool.h>

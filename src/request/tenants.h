@@ -20,7 +20,7 @@
 #ifndef FORGE_TENANTS_H
 #define FORGE_TENANTS_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "request/request.h"
 
 #include <stddef.h>

@@ -8,8 +8,8 @@
  * answer's are.
  */
 #include "slurm/accounting.h"
-#include "core/buf.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "base/util.h"
 #include "slurm/client_int.h"
 #include "slurm/verdict.h"
 

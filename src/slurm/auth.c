@@ -3,10 +3,10 @@
  * slurm/auth.c - token file watching and HS256 minting (auth.h).
  */
 #include "slurm/auth.h"
-#include "core/hooks.h"
-#include "core/log.h"
-#include "core/secrets.h"
-#include "core/util.h"
+#include "hooks/hooks.h"
+#include "log/log.h"
+#include "secrets/secrets.h"
+#include "base/util.h"
 
 #include <jansson.h>
 #include <jwt.h>
@@ -277,7 +277,7 @@ const char *forge_slurm_auth_token(forge_slurm_auth_t *a, bool force,
 {
     forge_rc_t rc = FORGE_OK;
 
-    /* wall time, not core/clock.h's: slurmrestd checks exp on its own
+    /* wall time, not clock/clock.h's: slurmrestd checks exp on its own
      * wall clock */
     if (a->token_file && (force || token_file_changed(a)))
         rc = reread_token(a, force, err);

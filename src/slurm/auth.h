@@ -13,7 +13,7 @@
 #ifndef FORGE_SLURM_AUTH_H
 #define FORGE_SLURM_AUTH_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 

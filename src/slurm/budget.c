@@ -11,9 +11,9 @@
  * under the lock, then sleeps without it.
  */
 #include "slurm/budget.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 
 #include <pthread.h>
 #include <stdlib.h>

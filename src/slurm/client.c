@@ -4,9 +4,9 @@
  * the operations share (client.h, client_int.h). The operations are in
  * ops.c, the HTTP call in http.c, the tokens in auth.c.
  */
-#include "core/buf.h"
+#include "base/buf.h"
 #include "slurm/client_int.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -26,8 +26,8 @@
 #ifndef FORGE_SLURM_CLIENT_H
 #define FORGE_SLURM_CLIENT_H
 
-#include "core/config.h"
-#include "core/error.h"
+#include "config/config.h"
+#include "base/error.h"
 #include "slurm/usage.h"
 
 #include <jansson.h>
@@ -57,7 +57,7 @@ typedef struct forge_slurm_result {
 const char *forge_slurm_status_name(forge_slurm_status_t s);
 
 /* Whether s is an answer of a slurmrestd that can act (OK, NOT_FOUND,
- * REJECTED): one that holds readiness up (core/hooks.h's slurm_request);
+ * REJECTED): one that holds readiness up (hooks/hooks.h's slurm_request);
  * no answer, a server error or an auth refusal is not. */
 bool forge_slurm_status_answered(forge_slurm_status_t s);
 

@@ -11,9 +11,9 @@
  * but the log and the caller's `each` function.
  */
 #include "slurm/endpoints.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "log/log.h"
+#include "base/util.h"
 
 #include <pthread.h>
 #include <stdlib.h>

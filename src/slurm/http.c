@@ -43,12 +43,12 @@
  * second), the backoff and budget sleeps in short slices, and no request or
  * retry starts once the flag is set. The call then ends like a cut-off one.
  */
-#include "core/hooks.h"
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "hooks/hooks.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "slurm/client_int.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * The state mapping itself is job_state.h's, the poll's.
  */
 #include "slurm/jobcomp.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "render/try.h"
 
 #include <jansson.h>

@@ -45,7 +45,7 @@
 #ifndef FORGE_SLURM_JOBCOMP_H
 #define FORGE_SLURM_JOBCOMP_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "record/state.h"
 #include "slurm/job_state.h"
 #include "slurm/usage.h"

@@ -5,11 +5,11 @@
  * v0.0.45 (their job and ping objects share the fields read here; numbers
  * may be plain or {set, infinite, number}, and both are read).
  */
-#include "core/buf.h"
-#include "core/clock.h"
-#include "core/log.h"
+#include "base/buf.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "slurm/client_int.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

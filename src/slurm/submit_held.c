@@ -7,9 +7,9 @@
  * On top of client.h's operations only; no state of its own.
  */
 #include "slurm/submit_held.h"
-#include "core/log.h"
-#include "core/testpoint.h"
-#include "core/util.h"
+#include "log/log.h"
+#include "testpoint/testpoint.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * worker reads, the arithmetic of hours and totals, the event's object.
  */
 #include "slurm/usage.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "slurm/client.h"
 
 #include <errno.h>

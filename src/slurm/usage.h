@@ -24,7 +24,7 @@
 #ifndef FORGE_SLURM_USAGE_H
 #define FORGE_SLURM_USAGE_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * of events (verdict.h).
  */
 #include "slurm/verdict.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -128,9 +128,9 @@ def env_example_names():
 
 
 def known_variables():
-    """Every variable of src/core/config_table.c's table (none found is an
+    """Every variable of src/config/config_table.c's table (none found is an
     error: a pattern that matches nothing would pass every check)."""
-    with open(os.path.join(TOP, "src", "core", "config_table.c")) as f:
+    with open(os.path.join(TOP, "src", "config", "config_table.c")) as f:
         names = set(re.findall(r'\.name = "(FORGE_[A-Z0-9_]+)"', f.read()))
     if len(names) < 20:
         fail(f"only {len(names)} variables read from config_table.c")

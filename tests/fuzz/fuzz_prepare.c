@@ -36,11 +36,11 @@
  * Built by tests/fuzz/CMakeLists.txt (FORGE_FUZZ=ON, clang); run by
  * scripts/fuzz. Temporary files go under $TMPDIR (default /tmp).
  */
-#include "core/paths.h"
+#include "fs/paths.h"
 #include "prepare/prepare.h"
 #include "render/render.h"
 #include "request/request_paths.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,6 +8,7 @@
 #include "request/series.h"
 #include "slurm/verdict.h"
 #include "render/render.h"
+#include "render/try.h"
 #include "render/staging.h"
 
 #include <criterion/criterion.h>
@@ -362,7 +363,7 @@ forge_slurm_status_t sl_submit_held(forge_slurm_client_t *c, sl_trace_t *t,
 {
     forge_prepared_t *p = prepare_staged(t, req);
     const forge_launch_t *l = &p->request->launch;
-    char *comment = forge_render_job_comment(l->launch_id, l->attempt);
+    char *comment = forge_try_tag(l->launch_id, l->attempt, 1);
     forge_slurm_held_job_t job = {
         .payload = p->payload, .comment = comment, .pool_count = l->pool_count};
     forge_slurm_status_t st = forge_slurm_submit_held(c, &job, made, res);

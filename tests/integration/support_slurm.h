@@ -24,7 +24,7 @@
 #ifndef FORGE_TEST_SUPPORT_SLURM_H
 #define FORGE_TEST_SUPPORT_SLURM_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "record/state.h"
 #include "slurm/client.h"
 #include "slurm/submit_held.h"

@@ -14,7 +14,7 @@
  * the worker's SASL_SSL settings are the e2e scenarios' (test_commands'
  * ping, test_kafka_security).
  */
-#include "core/config.h"
+#include "config/config.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>

@@ -9,8 +9,8 @@
  * Talks HTTP with libcurl directly: the project's slurmrestd client is
  * tested on its own elsewhere; this only proves the stack works.
  */
-#include "core/buf.h"
-#include "core/config.h"
+#include "base/buf.h"
+#include "config/config.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>

@@ -4,8 +4,8 @@
  * is for, and its threads, are written there).
  */
 #include "support_http.h"
-#include "core/buf.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

@@ -6,7 +6,7 @@
 #include "support_loop.h"
 #include "support_storage.h"
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
 #ifndef FORGE_SUPPORT_LOOP_H
 #define FORGE_SUPPORT_LOOP_H
 
-#include "core/config.h"
+#include "config/config.h"
 #include "loop/loop.h"
 #include "record/launch.h"
 #include "record/seal.h"

@@ -9,7 +9,7 @@
 #ifndef FORGE_SUPPORT_STORAGE_H
 #define FORGE_SUPPORT_STORAGE_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "record/seal.h"
 
 #include <stdarg.h>

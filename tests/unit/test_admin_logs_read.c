@@ -12,7 +12,7 @@
  */
 #include "admin/logs.h"
 #include "admin/topic_scan.h"
-#include "core/clock.h"
+#include "clock/clock.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -11,8 +11,8 @@
  * Each test has its own mkdtemp storage root.
  */
 #include "archive/archive.h"
-#include "core/secrets.h"
-#include "core/paths.h"
+#include "secrets/secrets.h"
+#include "fs/paths.h"
 #include "render/staging.h"
 
 #include <archive.h>

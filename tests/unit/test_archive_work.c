@@ -7,7 +7,7 @@
  * retried later, never the Slurm transport code it once borrowed), and a
  * cleanup refused through a planted link is final (FORGE_EUNSAFE_PATH).
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "loop/archive_work.h"
 #include "loop/work.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_clock.c - the monotonic clock (src/core/clock.c): it is
+ * test_clock.c - the monotonic clock (src/clock/clock.c): it is
  * CLOCK_MONOTONIC (not the wall clock, which a step moves), it never goes
  * back, a sleep lasts at least what was asked even when signals keep
  * interrupting it, and a condition variable made by forge_clock_cond_init
@@ -8,7 +8,7 @@
  * take a monotonic deadline as decades past and return at once).
  * Only lower bounds on time: never how fast.
  */
-#include "core/clock.h"
+#include "clock/clock.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

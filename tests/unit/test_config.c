@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_config.c - every rule of src/core/config.c: defaults, each variable's
+ * test_config.c - every rule of src/config/config.c: defaults, each variable's
  * accepted and refused values, the cross-variable checks, and the
  * requirements per command. A refused value must name its variable.
  */
-#include "core/config.h"
+#include "config/config.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

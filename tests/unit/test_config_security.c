@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config_security.c - the security variables of issue 27
- * (src/core/config_security.c, secret_file.c): each one's accepted and
+ * (src/config/config_security.c, secret_file.c): each one's accepted and
  * refused values and the rules between them (a refusal names the
  * variable), a FORGE_KAFKA_PROP_* naming the same property refused, the
  * password files read at start (trailing new line, empty, missing,
@@ -10,11 +10,11 @@
  * rd_kafka_conf_get: no broker), slurmrestd's client certificate in the
  * client's options, and the warnings at start.
  */
-#include "core/config.h"
-#include "core/config_security.h"
-#include "core/log.h"
-#include "core/secret_file.h"
-#include "core/secrets.h"
+#include "config/config.h"
+#include "config/config_security.h"
+#include "log/log.h"
+#include "secrets/secret_file.h"
+#include "secrets/secrets.h"
 #include "kafka/kafka_conf.h"
 #include "slurm/client.h"
 

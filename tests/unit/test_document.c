@@ -4,7 +4,7 @@
  * duplicate keys refused and syntax errors placed, and the site's files
  * read and parsed with errors that name the variable and the file.
  */
-#include "core/document.h"
+#include "json/document.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

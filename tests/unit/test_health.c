@@ -8,7 +8,7 @@
  * answered within its bound;
  * a standby owning nothing is ready and says so.
  */
-#include "core/clock.h"
+#include "clock/clock.h"
 #include "observe/health.h"
 #include "slurm/endpoints.h"
 

@@ -8,7 +8,7 @@
  * form (forge_held_to_json) read back the same.
  */
 #include "record/held.h"
-#include "core/config.h"
+#include "config/config.h"
 #include "render/render.h"
 
 #include <criterion/criterion.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_idmap.c - job ids to values (core/idmap.h): what a poll tick of
+ * test_idmap.c - job ids to values (base/idmap.h): what a poll tick of
  * 100,000 jobs leans on.
  */
-#include "core/idmap.h"
+#include "base/idmap.h"
 
 #include <criterion/criterion.h>
 

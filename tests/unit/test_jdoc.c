@@ -9,7 +9,7 @@
  * non-ASCII and broken UTF-8, numbers, brackets, duplicates).
  */
 #include "request/jdoc.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <glob.h>

@@ -11,7 +11,7 @@
  * pack_job_* beside them on an end) only for a het job, comment only with
  * send_comment.
  */
-#include "core/buf.h"
+#include "base/buf.h"
 #include "slurm/jobcomp.h"
 #include "slurm/usage.h"
 

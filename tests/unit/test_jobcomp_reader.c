@@ -8,7 +8,7 @@
  * one joining the empty queue calls notify; a topic that does not exist
  * is no error; a stop while nothing comes returns.
  */
-#include "core/clock.h"
+#include "clock/clock.h"
 #include "kafka/jobcomp_reader.h"
 
 #include <criterion/criterion.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_jscan.c - the borrowed-bytes JSON scanner (core/jscan.h): it reads
+ * test_jscan.c - the borrowed-bytes JSON scanner (json/jscan.h): it reads
  * byte for byte only what jansson would give the same (plain strings,
  * plain integers), reports escapes instead of reading them, and skips
  * any value. Its two callers hold their fast paths to jansson's answers
  * (test_launch.c, test_held.c); these are its own edges.
  */
-#include "core/jscan.h"
+#include "json/jscan.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

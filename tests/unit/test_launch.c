@@ -8,7 +8,7 @@
  * again), and a sealed request that does not open loses nothing else.
  */
 #include "record/launch.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * an address that cannot be resolved is a configuration error, a port in
  * use is not (a restart may find it free).
  */
-#include "core/config.h"
+#include "config/config.h"
 #include "observe/health.h"
 #include "observe/listener.h"
 #include "observe/observe.h"

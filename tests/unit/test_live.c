@@ -10,9 +10,9 @@
  * Each test has its own mkdtemp storage root.
  */
 #include "archive/live.h"
-#include "core/paths.h"
-#include "core/secrets.h"
-#include "core/util.h"
+#include "fs/paths.h"
+#include "secrets/secrets.h"
+#include "base/util.h"
 #include "render/staging.h"
 #include "support_storage.h"
 

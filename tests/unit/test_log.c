@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_log.c - src/core/log.c: line formats, levels, and above all redaction: a
+ * test_log.c - src/log/log.c: line formats, levels, and above all redaction: a
  * secret passed anywhere into a log call (message, argument, field key or
  * value, worker id), in any spelling the encoder could produce, never
  * reaches the output.
  */
-#include "core/log.h"
-#include "core/secrets.h"
+#include "log/log.h"
+#include "secrets/secrets.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

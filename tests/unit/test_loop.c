@@ -10,9 +10,9 @@
  * terminal state. What reaches "Kafka" is read back from the records that
  * committed, as a consumer of the topics would.
  */
-#include "core/timestamp.h"
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/timestamp.h"
+#include "clock/clock.h"
+#include "base/util.h"
 #include "record/events.h"
 #include "record/launch.h"
 #include "loop/loop.h"

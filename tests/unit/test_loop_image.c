@@ -9,7 +9,7 @@
  * cannot be read, and it goes out as Slurm said it; the same end seen
  * again meanwhile waits with the first read; another exit never waits.
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "render/render.h"
 #include "loop/loop.h"
 

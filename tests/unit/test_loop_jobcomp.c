@@ -12,8 +12,8 @@
  * end's archive waits for Slurm to show no COMPLETING; a retry policy
  * still applies to a pushed end.
  */
-#include "core/buf.h"
-#include "core/util.h"
+#include "base/buf.h"
+#include "base/util.h"
 #include "loop/loop.h"
 
 #include "support_loop.h"

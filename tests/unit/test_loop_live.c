@@ -9,7 +9,7 @@
  * rebuilt meanwhile dropped; the final read before the archive, which waits for
  * it; and a new owner reading on from the committed cursors.
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "record/launch.h"
 #include "loop/live_work.h"
 #include "loop/loop.h"

@@ -11,9 +11,9 @@
  * (and archives the earlier try's logs); a later try Slurm refuses ends
  * FAILED, never REJECTED.
  */
-#include "core/clock.h"
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "record/launch.h"
 #include "loop/loop.h"
 

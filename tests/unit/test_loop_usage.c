@@ -10,8 +10,8 @@
  * still shows live, is missing: the grace, then LOST; a missing job's
  * tick item carries the launch's tag.
  */
-#include "core/timestamp.h"
-#include "core/util.h"
+#include "clock/timestamp.h"
+#include "base/util.h"
 #include "record/launch.h"
 #include "loop/loop.h"
 

@@ -8,7 +8,7 @@
  * loop's beat when WATCHDOG_USEC asks for it, at most every quarter of it;
  * STOPPING=1 on drain.
  */
-#include "core/clock.h"
+#include "clock/clock.h"
 #include "observe/health.h"
 #include "observe/notify.h"
 

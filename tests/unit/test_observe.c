@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_observe.c - the worker's metrics (src/observe/observe.c), reached as
- * the worker's modules reach them, through core/hooks.h's table that
+ * the worker's modules reach them, through hooks/hooks.h's table that
  * forge_observe_start fills, and the consumer lag read from librdkafka's
  * statistics (src/kafka/kafka_stats.c): what a transaction carried counts
  * once it commits and never when it aborts; slurmrestd requests by
@@ -11,8 +11,8 @@
  * before start.
  */
 #include "support_text.h"
-#include "core/config.h"
-#include "core/hooks.h"
+#include "config/config.h"
+#include "hooks/hooks.h"
 #include "slurm/auth.h"
 #include "kafka/kafka_stats.h"
 #include "loop/census.h"

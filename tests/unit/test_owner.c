@@ -9,7 +9,7 @@
  * each secret_env value) is checked on a request built by hand. And the
  * partitions' generations the runners check (generation.h).
  */
-#include "core/log.h"
+#include "log/log.h"
 #include "record/owner.h"
 
 #include <criterion/criterion.h>

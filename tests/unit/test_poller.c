@@ -18,11 +18,11 @@
  * What is counted is what the server saw; the time bounds are generous
  * (the failures they catch take 30 s and more).
  */
-#include "core/buf.h"
-#include "core/timestamp.h"
+#include "base/buf.h"
+#include "clock/timestamp.h"
 #include "loop/poller.h"
 #include "loop/work.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include "support_http.h"
 #include "support_storage.h"

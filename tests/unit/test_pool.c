@@ -16,7 +16,7 @@
  * interrupt handler does, as a real one cuts its slurmrestd call short),
  * so what the pool holds at each moment is known without timing.
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "loop/pool.h"
 
 #include <criterion/criterion.h>

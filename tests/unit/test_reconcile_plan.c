@@ -5,7 +5,7 @@
  * jobs, an orphan job, a record without its job, an ended record whose job
  * came back, seqs that disagree, a request the group has not consumed.
  */
-#include "core/util.h"
+#include "base/util.h"
 #include "admin/reconcile.h"
 
 #include <criterion/criterion.h>

@@ -5,7 +5,7 @@
  * overlapping runs as one, adjacent ones each replaced, the text between
  * runs written through the caller's cleaner.
  */
-#include "core/redact.h"
+#include "secrets/redact.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -16,8 +16,8 @@
  */
 #include "prepare/prepare.h"
 #include "render/render.h"
-#include "core/shell.h"
-#include "core/util.h"
+#include "text/shell.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

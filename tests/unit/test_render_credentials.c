@@ -25,10 +25,10 @@
  * FORGE_KEEP_CREDENTIALS_TEST=1 keeps the temporary folders
  * (/tmp/forge-cred-*).
  */
-#include "core/buf.h"
+#include "base/buf.h"
 #include "prepare/prepare.h"
 #include "render/render.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

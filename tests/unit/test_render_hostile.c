@@ -28,7 +28,7 @@
  */
 #include "prepare/prepare.h"
 #include "render/render.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_retry.c - the retry policy (src/core/retry.h): causes by name and
+ * test_retry.c - the retry policy (src/retry/retry.h): causes by name and
  * by a terminal event's reason, the list the configuration reads, a
  * request's override merged key by key, and the decision a try's end
  * leads to: a cause in the policy with a try left is retried; tries
  * exhausted, a cause the policy does not name, a non-zero exit, an OOM or
  * a time limit (unless named) are not; the backoff doubles and is capped.
  */
-#include "core/retry.h"
+#include "retry/retry.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_safe_fs.c - src/core/safe_fs.c against real folders, every case
+ * test_safe_fs.c - src/fs/safe_fs.c against real folders, every case
  * twice: suite safe_fs2 through openat2 (where the kernel has it), suite
  * safe_fs_walk through the component walk (forced). Planted links in the
  * last and a middle component, links to "/" and "..", dangling links,
@@ -8,7 +8,7 @@
  * outside root-only files removed with their targets untouched (hashed
  * before and after). Runs as root, so owners are real.
  */
-#include "core/safe_fs.h"
+#include "fs/safe_fs.h"
 
 #include "support_storage.h"
 

@@ -8,10 +8,10 @@
  * drifting.) Examples of out events are produced by the worker, not parsed
  * by it: they are the Python side's alone.
  */
-#include "core/buf.h"
+#include "base/buf.h"
 #include "prepare/prepare.h"
 #include "request/tenants.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

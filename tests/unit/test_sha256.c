@@ -3,7 +3,7 @@
  * test_sha256.c - SHA-256 as hex (sha256.h), in one call and over pieces,
  * against the FIPS 180-2 test vectors.
  */
-#include "core/sha256.h"
+#include "text/sha256.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

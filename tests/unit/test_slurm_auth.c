@@ -13,7 +13,7 @@
  */
 #include "slurm/client.h"
 #include "support_http.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

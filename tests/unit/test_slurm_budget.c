@@ -9,8 +9,8 @@
  * two clients of one cluster, on two threads, keep to the rate together,
  * and the log says the budget held requests back.
  */
-#include "core/clock.h"
-#include "core/log.h"
+#include "clock/clock.h"
+#include "log/log.h"
 #include "slurm/budget.h"
 #include "slurm/client.h"
 #include "support_http.h"

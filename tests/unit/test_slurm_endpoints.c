@@ -13,7 +13,7 @@
 #include "slurm/client.h"
 #include "slurm/endpoints.h"
 #include "support_http.h"
-#include "core/clock.h"
+#include "clock/clock.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -9,11 +9,11 @@
  * bodies. Refused, rotated and minted tokens are in test_slurm_auth.c. The
  * ASan build checks for leaks.
  */
-#include "core/buf.h"
-#include "core/log.h"
+#include "base/buf.h"
+#include "log/log.h"
 #include "slurm/client.h"
 #include "support_http.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

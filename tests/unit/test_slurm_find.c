@@ -9,8 +9,8 @@
  * shaped at will (the real one cannot be given 100,000 jobs here;
  * tests/e2e covers an interrupted submit end to end).
  */
-#include "core/buf.h"
-#include "core/log.h"
+#include "base/buf.h"
+#include "log/log.h"
 #include "slurm/client.h"
 #include "support_http.h"
 

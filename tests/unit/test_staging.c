@@ -11,7 +11,7 @@
  */
 #include "render/render.h"
 #include "render/staging.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include "support_storage.h"
 

@@ -29,8 +29,8 @@
  * released by its own id, a job that cannot be released cancelled,
  * Slurm's refusal final.
  */
-#include "core/clock.h"
-#include "core/util.h"
+#include "clock/clock.h"
+#include "base/util.h"
 #include "record/generation.h"
 #include "prepare/prepare.h"
 #include "loop/submit.h"

@@ -4,7 +4,7 @@
  * catalogues share (text.h): control characters, the name shape and
  * http(s) URLs, plain and as a base URL.
  */
-#include "core/text.h"
+#include "text/text.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * test_timestamp.c - wall time as logs and events write it (timestamp.h):
  * RFC 3339, UTC, always three digits of milliseconds.
  */
-#include "core/timestamp.h"
+#include "clock/timestamp.h"
 
 #include <criterion/criterion.h>
 

@@ -3,7 +3,7 @@
  * test_utf8.c - UTF-8 once (utf8.h): which sequences are valid (strict,
  * as jansson is), how many characters a string holds, where a cut may go.
  */
-#include "core/utf8.h"
+#include "text/utf8.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

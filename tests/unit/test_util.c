@@ -4,8 +4,8 @@
  * limit, a larger one refused, a stream read past its limit handed back
  * as read (the caller says what is wrong), what cannot be read refused.
  */
-#include "core/error.h"
-#include "core/util.h"
+#include "base/error.h"
+#include "base/util.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * (a port in use: exit 1); `render --format payload` shows a checkpoint
  * signal as Slurm's fields; `logs`' usage errors are JSON, exit 2.
  */
-#include "core/version.h"
+#include "config/version.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>

@@ -7,7 +7,7 @@ worker gives up on the transaction, aborts it, rewinds, and carries on. It
 is never thrown out of its group for not polling (no partition lost or
 moved), and the launch whose transaction stalled completes exactly once.
 
-The stall is the test point FORGE_TEST_COMMIT_STALLS=1 (src/core/testpoint.h):
+The stall is the test point FORGE_TEST_COMMIT_STALLS=1 (src/testpoint/testpoint.h):
 every commit attempt of the worker's first transaction waits out its whole
 timeout and fails with a retriable timeout, as with a transaction
 coordinator that does not answer (a broker fault that cannot be made to

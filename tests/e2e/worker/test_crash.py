@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """
 kill -9 of a worker between the committed intent (ACCEPTED) and the recorded
-job id, at the three test points of src/core/testpoint.h: before the Slurm
+job id, at the three test points of src/testpoint/testpoint.h: before the Slurm
 call, after Slurm took the job (held), and after its release (it may run).
 The partition's next owner finds the intent at restore and adopts the job
 the launch's comment tag finds (a held one released, a released one

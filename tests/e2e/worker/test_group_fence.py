@@ -14,7 +14,7 @@ to the group's generation: two terminal events, two archives. Since
 them from an older generation.
 
 The pause is the test point FORGE_TEST_HOLD_STATE=SUCCEEDED:<file>
-(src/core/testpoint.h): A's loop stops right before it writes the launch's
+(src/testpoint/testpoint.h): A's loop stops right before it writes the launch's
 SUCCEEDED, after the transition was made and before any of it was sent, as
 a worker stalled there would (a broker outage cannot be made to stop one
 worker at that instant). A's max.poll.interval.ms is short, so the group
