@@ -227,9 +227,9 @@ void forge_loop_poll_item(forge_loop_t *w, forge_entry_t *e,
 
 /* restage.c: a requeued job's next run's credentials. A poll's details
  * (jobs) onto e's `restarts` (written: the caller writes e's record
- * anyway); a restage posted when one is due (also from each tick); its
- * result. */
-void forge_loop_saw_restarts(forge_loop_t *w, forge_entry_t *e,
+ * anyway; true when the count rose); a restage posted when one is due
+ * (also from each tick); its result. */
+bool forge_loop_saw_restarts(forge_loop_t *w, forge_entry_t *e,
                              const forge_slurm_job_list_t *jobs, bool written);
 void forge_loop_restage_due(forge_loop_t *w, forge_entry_t *e, long long now);
 void forge_loop_on_restaged(forge_loop_t *w, forge_entry_t *e,

@@ -28,7 +28,7 @@
 /* How long a failed restage waits before the next tick tries again. */
 #define RESTAGE_RETRY_MS 2000
 
-void forge_loop_saw_restarts(forge_loop_t *w, forge_entry_t *e,
+bool forge_loop_saw_restarts(forge_loop_t *w, forge_entry_t *e,
                              const forge_slurm_job_list_t *jobs, bool written)
 {
     int restarts = 0;
@@ -37,11 +37,12 @@ void forge_loop_saw_restarts(forge_loop_t *w, forge_entry_t *e,
         if (jobs->jobs[i].restart_count > restarts)
             restarts = jobs->jobs[i].restart_count;
     if (restarts <= e->rec->restarts)
-        return;
+        return false;
     e->rec->restarts = restarts;
     if (!written) /* else the move's record carries it */
         forge_loop_write_record(w, e);
     forge_loop_restage_due(w, e, forge_clock_ms());
+    return true;
 }
 
 void forge_loop_restage_due(forge_loop_t *w, forge_entry_t *e, long long now)

@@ -125,21 +125,51 @@ void forge_loop_job_moved(forge_loop_t *w, forge_entry_t *e, const change_t *c)
     forge_loop_publish_event(w, e, c, true);
 }
 
+/* Whether a raised restart count the poll found would be a requeue no
+ * poll saw: the record neither PENDING already nor moving there now
+ * (Slurm requeued the job and ran it again, or ended it, between two
+ * looks, or the one who looked died before it said so). */
+static bool requeue_unsaid(const forge_entry_t *e, forge_slurm_move_t m)
+{
+    return e->rec->state != FORGE_STATE_PENDING &&
+           !forge_state_is_terminal(e->rec->state) &&
+           !(m.moves && m.to == FORGE_STATE_PENDING);
+}
+
+/* The requeue's PENDING (requeued) published as it happened, before the
+ * move the poll saw after it; m that move, from PENDING. */
+static forge_slurm_move_t say_requeue(forge_loop_t *w, forge_entry_t *e,
+                                      const forge_slurm_job_list_t *jobs,
+                                      json_t *slurm)
+{
+    change_t c = {FORGE_STATE_PENDING, "requeued", slurm, NULL, NULL};
+
+    forge_log_info("job %u was requeued (restart %d) before a poll saw it "
+                   "pending: PENDING (requeued) said first",
+                   (unsigned)e->rec->job_id, e->rec->restarts);
+    forge_loop_publish_event(w, e, &c, true);
+    return forge_slurm_move(jobs, e->rec->state, e->rec->cancel_requested);
+}
+
 static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
                             forge_poll_item_t *it)
 {
     forge_slurm_move_t m =
         forge_slurm_move(&it->jobs, e->rec->state, e->rec->cancel_requested);
-    bool ends = m.moves && forge_state_is_terminal(m.to);
-    json_t *slurm = forge_slurm_verdict_json(&it->jobs);
-    json_t *usage =
-        ends && m.to != FORGE_STATE_LOST ? usage_json(&it->jobs) : NULL;
-    change_t c = {m.to, m.reason, slurm, NULL, usage};
+    json_t *slurm = forge_slurm_verdict_json(&it->jobs), *usage;
+    bool unsaid = requeue_unsaid(e, m), ends;
+    change_t c;
 
     learn_components(e, &it->jobs);
     e->rec->missing_since_ms = 0;
-    /* a requeue: its count goes with the move's record (restage.c) */
-    forge_loop_saw_restarts(w, e, &it->jobs, m.moves);
+    /* a requeue: its count goes with the move's record (restage.c), or
+     * with its own PENDING when no poll saw that */
+    if (forge_loop_saw_restarts(w, e, &it->jobs, m.moves || unsaid) &&
+        unsaid)
+        m = say_requeue(w, e, &it->jobs, slurm);
+    ends = m.moves && forge_state_is_terminal(m.to);
+    usage = ends && m.to != FORGE_STATE_LOST ? usage_json(&it->jobs) : NULL;
+    c = (change_t){m.to, m.reason, slurm, NULL, usage};
     if (remember_states(e, it, m.to, m.moves))
         forge_loop_write_record(w, e);
     if (ends)

@@ -112,9 +112,11 @@ const char *forge_slurm_base_name(uint32_t base_bit)
 /*
  * Flags that decide before the base, in this order. A rule applies when
  * one of its flags is set and none of its `unless` bases is.
+ *   REQUEUED / REQUEUE_HOLD / REQUEUE_FED: the same job id continues, its
+ *     run over (COMPLETING beside it is that run's epilog: the job goes
+ *     back to PENDING, which is what happened to the launch).
  *   COMPLETING: not yet final (epilog, logs still being written), even when
  *     the base already says COMPLETED/FAILED/CANCELLED.
- *   REQUEUED / REQUEUE_HOLD / REQUEUE_FED: the same job id continues.
  *   LAUNCH_FAILED: decides unless a final base other than FAILED says more,
  *     or the job is PENDING (Slurm may retry a failed launch: only a
  *     job that left PENDING is failed by it).
@@ -127,8 +129,8 @@ static const struct flag_rule {
     forge_state_t state;
     const char *reason;
 } flag_rules[] = {
-    {FORGE_SLURM_FLAG_COMPLETING, 0, FORGE_STATE_RUNNING, NULL},
     {REQUEUE_FLAGS, 0, FORGE_STATE_PENDING, "requeued"},
+    {FORGE_SLURM_FLAG_COMPLETING, 0, FORGE_STATE_RUNNING, NULL},
     {FORGE_SLURM_FLAG_LAUNCH_FAILED, FINAL_EXCEPT_FAILED | FORGE_SLURM_PENDING,
      FORGE_STATE_FAILED, "launch_failed"},
     {FORGE_SLURM_FLAG_CONFIGURING, ALL_BASES, FORGE_STATE_RUNNING, NULL},

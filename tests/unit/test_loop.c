@@ -682,6 +682,37 @@ Test(loop, a_requeued_job_gets_its_next_runs_credentials_staged)
     cr_assert_null(fake_pools_next(pools, FORGE_LANE_FILES));
 }
 
+/* Slurm requeued the running job and ran it again (or ended it) before a
+ * poll saw it pending: the PENDING (requeued) goes out first, as it
+ * happened, then what the poll saw; once, whatever the next polls see. */
+Test(loop, a_requeue_no_poll_saw_is_said_before_what_followed_it)
+{
+    forge_work_t *t;
+
+    stored(0, "Q3", FORGE_STATE_RUNNING, 73, 0);
+    stored(0, "Q4", FORGE_STATE_RUNNING, 74, 0);
+    assign(0);
+    step();
+    t = poll_tick();
+    changed(item_of(t, 73), "RUNNING");
+    item_of(t, 73)->jobs.jobs[0].restart_count = 1;
+    changed(item_of(t, 74), "COMPLETED");
+    item_of(t, 74)->jobs.jobs[0].restart_count = 1;
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("Q3", "PENDING RUNNING");
+    expect_states("Q4", "PENDING SUCCEEDED");
+    cr_expect_eq(record_int("Q3", "restarts"), 1);
+    cr_expect_not_null(next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q3"));
+    tick_step(); /* the same again: said once */
+    t = poll_tick();
+    changed(item_of(t, 73), "RUNNING");
+    item_of(t, 73)->jobs.jobs[0].restart_count = 1;
+    fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+    step();
+    expect_states("Q3", "PENDING RUNNING");
+}
+
 /* An owner that died between the requeue and its staging: the next owner's
  * first tick stages the run its restored record says is not staged yet,
  * and a failed staging is tried again. */

@@ -732,33 +732,20 @@ static forge_work_t *pending_tick(void)
     return w;
 }
 
-/* A launch already PENDING whose job a controller restored held (its
- * states in jobs/state the same: PENDING) is looked at once a tick found
- * no controller (a failed or a held call), and released; the long-pending one
- * costs nothing, nor does any one while every tick answers. */
-Test(poller, a_pending_job_held_again_after_a_lost_controller_is_released)
+/* A tick of pending_tick() whose jobs/state answer (states) comes after
+ * delay_ms, the recent launch's job held (held): it is looked at and
+ * released, the long-pending one costs nothing. */
+static void held_one_released(forge_pool_t *r, const char *states,
+                              const char *held, int delay_ms)
 {
-    char *states = states_answer(2, "PENDING");
-    char *held = details_with_reason(FIRST, "PENDING", "JobHeldUser");
-    const char *ok = "{\"errors\": [], \"warnings\": []}";
-    forge_pool_t *r = poller();
     forge_work_t *done;
     support_http_request_t req;
+    size_t before = requests_to(DETAILS);
 
-    support_http_push(srv, STATE, 200, states, 0);
-    done = ran(r, pending_tick());
-    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
-    forge_work_free(done);
-    /* no controller answers (any failure of the call counts) */
-    support_http_push(srv, STATE, 400, ok, 0);
-    done = ran(r, pending_tick());
-    cr_assert_neq(done->status, FORGE_SLURM_OK);
-    forge_work_free(done);
-    cr_assert_eq(requests_to(DETAILS), 0);
-    /* the first tick that answers looks at the recent one: released */
-    support_http_push(srv, STATE, 200, states, 0);
+    support_http_push(srv, STATE, 200, states, delay_ms);
     support_http_push(srv, DETAILS, 200, held, 0);
-    support_http_push(srv, DETAILS, 200, ok, 0);
+    support_http_push(srv, DETAILS, 200, "{\"errors\": [], \"warnings\": []}",
+                      0);
     done = ran(r, pending_tick());
     cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
     cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED);
@@ -768,23 +755,39 @@ Test(poller, a_pending_job_held_again_after_a_lost_controller_is_released)
     cr_assert_str_eq(req.target, DETAILS "1001");
     cr_assert_str_eq(req.body, "{\"hold\":false}");
     support_http_request_clear(&req);
-    cr_assert_eq(requests_to(DETAILS), 2);
+    cr_assert_eq(requests_to(DETAILS), before + 2);
+}
+
+/* A launch already PENDING whose job a controller restored held (its
+ * states in jobs/state the same: PENDING) is looked at once a tick found
+ * no controller (a failed or a held call), and released; the long-pending
+ * one costs nothing, nor does any one while every tick answers. */
+Test(poller, a_pending_job_held_again_after_a_lost_controller_is_released)
+{
+    char *states = states_answer(2, "PENDING");
+    char *held = details_with_reason(FIRST, "PENDING", "JobHeldUser");
+    forge_pool_t *r = poller();
+    forge_work_t *done;
+
+    support_http_push(srv, STATE, 200, states, 0);
+    done = ran(r, pending_tick());
+    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
+    forge_work_free(done);
+    /* no controller answers (any failure of the call counts) */
+    support_http_push(srv, STATE, 400, "{\"errors\": [], \"warnings\": []}", 0);
+    done = ran(r, pending_tick());
+    cr_assert_neq(done->status, FORGE_SLURM_OK);
+    forge_work_free(done);
+    cr_assert_eq(requests_to(DETAILS), 0);
+    held_one_released(r, states, held, 0); /* the first tick that answers */
     /* looked at once: the next tick costs nothing */
     support_http_push(srv, STATE, 200, states, 0);
     done = ran(r, pending_tick());
     cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_UNCHANGED);
     forge_work_free(done);
     cr_assert_eq(requests_to(DETAILS), 2);
-    /* an answer slurmrestd held (no controller had control) counts too:
-     * the tick it ends looks */
-    support_http_push(srv, STATE, 200, states, 5200);
-    support_http_push(srv, DETAILS, 200, held, 0);
-    support_http_push(srv, DETAILS, 200, ok, 0);
-    done = ran(r, pending_tick());
-    cr_assert_eq(done->poll.items[0].outcome, FORGE_POLL_CHANGED);
-    cr_assert_eq(done->poll.items[1].outcome, FORGE_POLL_UNCHANGED);
-    forge_work_free(done);
-    cr_assert_eq(requests_to(DETAILS), 4);
+    /* an answer slurmrestd held (no controller had control) counts too */
+    held_one_released(r, states, held, 5200);
     forge_pool_stop(r);
     free(states);
     free(held);
