@@ -77,8 +77,9 @@ typedef struct forge_change {
     const char *reason;
     const json_t *slurm;
     const forge_error_t *error;
-    const json_t *usage; /* a terminal move: what the job used (slurm/usage.h
-                            forge_slurm_usage_json), NULL unknown */
+    /* a try's end (a terminal move, or a retried try's PENDING): what its
+     * job used (slurm/usage.h forge_slurm_usage_json), NULL unknown */
+    const json_t *usage;
 } change_t;
 
 /* Work posted once the current transaction commits (stolen). */

@@ -157,11 +157,25 @@ int forge_loop_publish_event(forge_loop_t *w, forge_entry_t *e,
 {
     forge_state_t from = e->rec->state;
 
+    change_t with_tries = *c;
+    json_t *usage;
+    int rc;
+
     if (forge_launch_advance(e->rec, c->to, forge_timestamp_now_ms()))
         return 0; /* not a legal move: nothing to say */
     if (c->usage && forge_state_is_terminal(c->to))
-        forge_launch_set_usage(e->rec, c->usage); /* launches: GPU_H */
-    return emit(w, e, from, c, NULL, store);
+        forge_launch_add_usage(e->rec, c->usage); /* launches: GPU_H */
+    if (!c->usage || !forge_state_is_terminal(c->to) ||
+        forge_launch_try(e->rec) < 2)
+        return emit(w, e, from, c, NULL, store);
+    /* after retries: what every try used, beside this try's own */
+    usage = json_deep_copy(c->usage);
+    json_object_set_new(usage, "all_tries",
+                        forge_launch_tries_usage_json(e->rec));
+    with_tries.usage = usage;
+    rc = emit(w, e, from, &with_tries, NULL, store);
+    json_decref(usage);
+    return rc;
 }
 
 int forge_loop_publish_retry(forge_loop_t *w, forge_entry_t *e,

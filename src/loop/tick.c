@@ -164,8 +164,7 @@ static void on_poll_changed(forge_loop_t *w, forge_entry_t *e,
     e->rec->missing_since_ms = 0;
     /* a requeue: its count goes with the move's record (restage.c), or
      * with its own PENDING when no poll saw that */
-    if (forge_loop_saw_restarts(w, e, &it->jobs, m.moves || unsaid) &&
-        unsaid)
+    if (forge_loop_saw_restarts(w, e, &it->jobs, m.moves || unsaid) && unsaid)
         m = say_requeue(w, e, &it->jobs, slurm);
     ends = m.moves && forge_state_is_terminal(m.to);
     usage = ends && m.to != FORGE_STATE_LOST ? usage_json(&it->jobs) : NULL;

@@ -89,7 +89,10 @@ static bool retry(forge_loop_t *w, forge_entry_t *e, const change_t *c,
     forge_launch_record_t *r = e->rec;
     forge_state_t from = r->state;
     long long now = forge_timestamp_now_ms();
-    change_t pending = {FORGE_STATE_PENDING, "retrying", c->slurm, NULL, NULL};
+    /* the ended try's usage goes with its PENDING (retrying), and into the
+     * record's sum of the tries (launch.h: forge_launch_add_usage) */
+    change_t pending = {FORGE_STATE_PENDING, "retrying", c->slurm, NULL,
+                        c->usage};
     char *nodes = failed_nodes(c->slurm);
     uint32_t job = r->job_id;
     json_t *object;
@@ -105,6 +108,8 @@ static bool retry(forge_loop_t *w, forge_entry_t *e, const change_t *c,
     e->submit_unknown = false; /* nothing of the next try is submitted */
     e->sweep_at_ms = 0;
     e->cancel_sent_ms = 0;
+    if (c->usage)
+        forge_launch_add_usage(r, c->usage);
     object = retry_object(r);
     forge_loop_publish_retry(w, e, from, &pending, object);
     forge_log_fields(FORGE_LOG_INFO, f, 2,

@@ -110,18 +110,26 @@ char *forge_launch_seal_aad(const char *launch_id, int attempt)
     return aad;
 }
 
-void forge_launch_set_usage(forge_launch_record_t *r, const json_t *usage)
+void forge_launch_add_usage(forge_launch_record_t *r, const json_t *usage)
 {
     const json_t *gpu = json_object_get(usage, "gpu_hours");
     const json_t *elapsed = json_object_get(usage, "elapsed_s");
+    long long gpu_s, elapsed_s;
 
     if (!json_is_number(gpu) || json_number_value(gpu) < 0)
         return;
+    gpu_s = llround(json_number_value(gpu) * 3600.0);
+    elapsed_s = json_is_integer(elapsed) && json_integer_value(elapsed) >= 0
+                    ? json_integer_value(elapsed)
+                    : -1;
+    if (r->has_usage) { /* a later try: what the tries used together */
+        gpu_s += r->gpu_seconds;
+        elapsed_s =
+            r->elapsed_s >= 0 && elapsed_s >= 0 ? r->elapsed_s + elapsed_s : -1;
+    }
     r->has_usage = true;
-    r->gpu_seconds = llround(json_number_value(gpu) * 3600.0);
-    r->elapsed_s = json_is_integer(elapsed) && json_integer_value(elapsed) >= 0
-                       ? json_integer_value(elapsed)
-                       : -1;
+    r->gpu_seconds = gpu_s;
+    r->elapsed_s = elapsed_s;
 }
 
 double forge_launch_gpu_hours(const forge_launch_record_t *r)

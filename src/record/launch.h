@@ -126,7 +126,8 @@ typedef struct forge_launch_record {
     char *excluded_nodes;
     long long retry_not_before_ms;
     /* What the job used, from its terminal move's `usage` (issue 28:
-     * forge_launch_set_usage): GPU-seconds over its components (each
+     * forge_launch_add_usage; with retries, every try's end summed, issue
+     * 40): GPU-seconds over its components (each
      * component's GPUs x its elapsed seconds: the event's gpu_hours x
      * 3600, whole seconds, so the record keeps plain integers) and the
      * elapsed seconds (-1 unknown). has_usage false: none said (LOST, no
@@ -197,10 +198,17 @@ forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,
  * "gpu[1-4]"; [] for none): new reference. */
 json_t *forge_launch_excluded_json(const forge_launch_record_t *r);
 
-/* The usage object of r's terminal event (slurm/usage.h:
- * forge_slurm_usage_json, borrowed) into r: its gpu_hours and elapsed_s.
- * Nothing changes when it is not an object with a gpu_hours number. */
-void forge_launch_set_usage(forge_launch_record_t *r, const json_t *usage);
+/* The usage object of a try's end (slurm/usage.h: forge_slurm_usage_json,
+ * borrowed: a terminal event's, or a retried try's PENDING) added to r's:
+ * its gpu_hours and elapsed_s, summed over the tries (elapsed unknown once
+ * one try's is). Nothing changes when it is not an object with a
+ * gpu_hours number. */
+void forge_launch_add_usage(forge_launch_record_t *r, const json_t *usage);
+
+/* What r's tries used together, for its terminal event's usage after
+ * more than one try (new): {"tries", "gpu_hours", "elapsed_s"}, from what
+ * forge_launch_add_usage summed (launch_retry.c). */
+json_t *forge_launch_tries_usage_json(const forge_launch_record_t *r);
 
 /* r's file cursors become cursors (taken: the caller's are freed), and
  * log_chunks n, log_final final: after a chunk is published. */

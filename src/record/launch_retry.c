@@ -13,6 +13,7 @@
 #include "record/launch_int.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,17 @@ json_t *forge_launch_excluded_json(const forge_launch_record_t *r)
             json_array_append_new(list, json_stringn(e, n));
     }
     return list;
+}
+
+json_t *forge_launch_tries_usage_json(const forge_launch_record_t *r)
+{
+    double hours = r->has_usage ? (double)r->gpu_seconds / 3600.0 : 0.0;
+
+    return json_pack("{s:i, s:f, s:o}", "tries", forge_launch_try(r),
+                     "gpu_hours", round(hours * 1e6) / 1e6, "elapsed_s",
+                     r->has_usage && r->elapsed_s >= 0
+                         ? json_integer(r->elapsed_s)
+                         : json_null());
 }
 
 forge_rc_t forge_launch_retry(forge_launch_record_t *r, const char *cause,

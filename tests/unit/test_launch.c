@@ -281,7 +281,7 @@ Test(launch, usage_round_trips_and_is_absent_while_unknown)
     forge_launch_record_free(back);
     free(text);
 
-    forge_launch_set_usage(r, usage);
+    forge_launch_add_usage(r, usage);
     cr_assert(r->has_usage);
     cr_assert_eq(r->gpu_seconds, 4 * 5400);
     text = encode_ok(r, NULL);
@@ -292,16 +292,17 @@ Test(launch, usage_round_trips_and_is_absent_while_unknown)
     cr_assert(fabs(forge_launch_gpu_hours(back) - 6.0) < 1e-9);
     forge_launch_record_free(back);
     free(text);
-    /* elapsed unknown: gpu_seconds alone */
+    /* a later try's end: the tries summed; its elapsed unknown, so is
+     * the sum's (gpu_seconds alone) */
     json_object_set_new(usage, "elapsed_s", json_null());
-    json_object_set_new(usage, "gpu_hours", json_real(0.0));
-    forge_launch_set_usage(r, usage);
+    json_object_set_new(usage, "gpu_hours", json_real(1.5));
+    forge_launch_add_usage(r, usage);
     text = encode_ok(r, NULL);
     cr_assert_null(strstr(text, "elapsed_s"), "%s", text);
     back = decode_ok(text, NULL);
     cr_assert(back->has_usage);
     cr_assert_eq(back->elapsed_s, -1);
-    cr_assert_eq(forge_launch_gpu_hours(back), 0.0);
+    cr_assert(fabs(forge_launch_gpu_hours(back) - 7.5) < 1e-9);
     forge_launch_record_free(back);
     free(text);
     json_decref(usage);

@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "record/launch.h"
 #include "loop/loop.h"
+#include "slurm/usage.h"
 
 #include "support_loop.h"
 #include "support_storage.h"
@@ -57,17 +58,30 @@ static void answer(forge_work_t *w, uint32_t job_id, forge_slurm_status_t st)
 }
 
 /* The next poll tick's answer: job_id ended in slurm_state, on nodes,
- * with exit code exit_code. */
+ * with exit code exit_code, after half an hour on 4 GPUs (2 GPU-hours). */
 static void job_ended(uint32_t job_id, const char *slurm_state,
                       const char *nodes, int exit_code)
 {
     forge_work_t *t = poll_tick();
     const char *const states[] = {slurm_state, NULL};
     forge_slurm_job_t *j = item_changed(item_of(t, job_id), states);
+    forge_error_t err = {0};
 
     j->nodes = forge_xstrdup(nodes);
     j->exit_code = exit_code;
+    j->use = forge_slurm_job_use_new();
+    cr_assert_eq(forge_slurm_tres_parse_text("cpu=8,node=1,gres/gpu=4",
+                                             &j->use->tres_alloc, &err),
+                 FORGE_OK);
+    j->use->elapsed_s = 1800;
     fake_pools_finish(pools, FORGE_LANE_POLLER, t);
+}
+
+/* A number of the usage object of data (an event's), at key. */
+static double usage_number(const json_t *data, const char *key)
+{
+    return json_number_value(
+        json_object_get(json_object_get(data, "usage"), key));
 }
 
 /* A launch of id with retry, accepted and submitted as job `job`. */
@@ -92,7 +106,7 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
 {
     forge_launch_record_t *r;
     forge_work_t *w;
-    json_t *data, *retry;
+    json_t *data, *retry, *tries;
 
     assign(0);
     submitted("R1", TWO_TRIES, 71);
@@ -120,6 +134,8 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
     cr_assert_eq(json_integer_value(
                      json_object_get(json_object_get(data, "slurm"), "job_id")),
                  71, "the failed try's job");
+    cr_assert_float_eq(usage_number(data, "gpu_hours"), 2.0, 1e-9,
+                       "the failed try's usage");
     json_decref(data);
     r = last_record("R1");
     cr_assert_eq(r->state, FORGE_STATE_PENDING);
@@ -157,7 +173,17 @@ Test(tries, a_node_failure_with_a_try_left_is_retried_then_fails)
                      "node_fail");
     cr_assert_eq(json_integer_value(json_object_get(data, "try")), 2);
     cr_assert_null(json_object_get(data, "retry"));
+    cr_assert_float_eq(usage_number(data, "gpu_hours"), 2.0, 1e-9,
+                       "this try's own");
+    tries = json_object_get(json_object_get(data, "usage"), "all_tries");
+    cr_assert_eq(json_integer_value(json_object_get(tries, "tries")), 2);
+    cr_assert_float_eq(json_number_value(json_object_get(tries, "gpu_hours")),
+                       4.0, 1e-9, "both tries");
+    cr_assert_eq(json_integer_value(json_object_get(tries, "elapsed_s")), 3600);
     json_decref(data);
+    r = last_record("R1");
+    cr_assert_eq(r->gpu_seconds, 4 * 3600, "the record: both tries");
+    forge_launch_record_free(r);
 }
 
 /* A non-zero exit is the job's own end: never retried unless the policy

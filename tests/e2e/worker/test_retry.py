@@ -107,6 +107,13 @@ def check_retried(slurm, status, logs, lid, node, t0):
     assert r["retry"]["cause"] == "node_fail"
     assert r["retry"]["excluded_nodes"] == [node]
     first = r["slurm"]["job_id"]
+    # usage per try: the failed try's own, then every try's at the end
+    assert r["usage"]["components"][0]["job_id"] == first, r
+    assert r["usage"]["gpus"] >= 1, r
+    done = end["data"]["usage"]
+    assert done["all_tries"]["tries"] == 2, done
+    assert abs(done["all_tries"]["gpu_hours"] - r["usage"]["gpu_hours"]
+               - done["gpu_hours"]) < 1e-5, (r["usage"], done)
     after = events[events.index(next(e for e in events
                                      if e["data"]["reason"] == "retrying")) + 1:]
     assert after[0]["data"]["state"] == "SUBMITTED", seen(events, t0)
