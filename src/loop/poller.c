@@ -115,10 +115,11 @@ typedef struct poller {
      * tick saw (a 64-bit hash), for the jobs of that tick only. */
     forge_idmap_t seen;
     unsigned long sig_epoch; /* the loop's generation `seen` belongs to */
-    /* A controller may have taken over (a jobs/state call failed): PENDING
-     * launches that took their state at or after this wall-clock time get
-     * a details call at the next tick that succeeds (0: none); and when
-     * the last jobs/state call that succeeded started (wall clock). */
+    /* A controller may have taken over (a jobs/state call failed or was
+     * held): PENDING launches that took their state at or after this
+     * wall-clock time get a details call at the next tick that answers
+     * (0: none); and when the last jobs/state call that answered started
+     * (wall clock). */
     long long recheck_from_ms;
     long long answered_at_ms;
     bool recheck_failed; /* a recheck's details or release failed */
