@@ -111,10 +111,15 @@ const char *forge_slurm_base_name(uint32_t base_bit)
 
 /*
  * Flags that decide before the base, in this order. A rule applies when
- * one of its flags is set and none of its `unless` bases is.
+ * one of its flags is set, one of its `needs` bases (if any) is, and none
+ * of its `unless` bases is.
  *   REQUEUED / REQUEUE_HOLD / REQUEUE_FED: the same job id continues, its
  *     run over (COMPLETING beside it is that run's epilog: the job goes
  *     back to PENDING, which is what happened to the launch).
+ *   COMPLETING on a PENDING base: a requeue under way too (seen on 26.05:
+ *     `scontrol requeue` shows PENDING,COMPLETING with the restart count
+ *     already raised, then PENDING with reason BeginTime); a job that
+ *     never ran is never COMPLETING.
  *   COMPLETING: not yet final (epilog, logs still being written), even when
  *     the base already says COMPLETED/FAILED/CANCELLED.
  *   LAUNCH_FAILED: decides unless a final base other than FAILED says more,
@@ -125,15 +130,19 @@ const char *forge_slurm_base_name(uint32_t base_bit)
  */
 static const struct flag_rule {
     uint32_t flags;
+    uint32_t needs; /* bases one of which must be set (0: none) */
     uint32_t unless;
     forge_state_t state;
     const char *reason;
 } flag_rules[] = {
-    {REQUEUE_FLAGS, 0, FORGE_STATE_PENDING, "requeued"},
-    {FORGE_SLURM_FLAG_COMPLETING, 0, FORGE_STATE_RUNNING, NULL},
-    {FORGE_SLURM_FLAG_LAUNCH_FAILED, FINAL_EXCEPT_FAILED | FORGE_SLURM_PENDING,
-     FORGE_STATE_FAILED, "launch_failed"},
-    {FORGE_SLURM_FLAG_CONFIGURING, ALL_BASES, FORGE_STATE_RUNNING, NULL},
+    {REQUEUE_FLAGS, 0, 0, FORGE_STATE_PENDING, "requeued"},
+    {FORGE_SLURM_FLAG_COMPLETING, FORGE_SLURM_PENDING, 0, FORGE_STATE_PENDING,
+     "requeued"},
+    {FORGE_SLURM_FLAG_COMPLETING, 0, 0, FORGE_STATE_RUNNING, NULL},
+    {FORGE_SLURM_FLAG_LAUNCH_FAILED, 0,
+     FINAL_EXCEPT_FAILED | FORGE_SLURM_PENDING, FORGE_STATE_FAILED,
+     "launch_failed"},
+    {FORGE_SLURM_FLAG_CONFIGURING, 0, ALL_BASES, FORGE_STATE_RUNNING, NULL},
 };
 
 typedef enum base_kind {
@@ -199,7 +208,8 @@ forge_slurm_state_map(const forge_slurm_component_state_t *c,
     for (size_t i = 0; i < COUNT(flag_rules); i++) {
         const struct flag_rule *r = &flag_rules[i];
 
-        if ((c->set.flags & r->flags) != 0 && (c->set.base & r->unless) == 0)
+        if ((c->set.flags & r->flags) != 0 && (c->set.base & r->unless) == 0 &&
+            (!r->needs || (c->set.base & r->needs) != 0))
             return verdict(r->state, r->reason);
     }
     for (size_t i = 0; i < COUNT(base_rules); i++) {

@@ -81,8 +81,10 @@ static map_case_t map_cases[] = {
     {{"OUT_OF_MEMORY", "COMPLETING"}, 0, 0, 0, RUNNING, ""},
     {{"PREEMPTED", "COMPLETING"}, 0, 0, 0, RUNNING, ""},
     {{"SUSPENDED", "COMPLETING"}, 0, 0, 0, RUNNING, ""},
-    /* a requeue still completing its run's epilog: requeued already */
+    /* a requeue still completing its run's epilog: requeued already (26.05
+     * shows PENDING,COMPLETING after `scontrol requeue`) */
     {{"PENDING", "COMPLETING", "REQUEUED"}, 0, 0, 0, PENDING, "requeued"},
+    {{"PENDING", "COMPLETING"}, 0, 0, 0, PENDING, "requeued"},
     {{"COMPLETED", "COMPLETING", "STAGE_OUT"}, 0, 0, 0, RUNNING, ""},
 
     /* ---- requeue flags: the same job id continues ---- */
