@@ -73,34 +73,38 @@ typedef struct forge_launch_record {
     forge_state_t state;
     long seq; /* events published so far for (launch_id, attempt) */
     char digest[FORGE_SHA256_HEX]; /* of the request bytes */
+    /* The flags, one byte each, where the digest leaves room (the record
+     * is every tracked launch's: docs/BENCHMARKS.md, memory). */
+    /* decoded: request was opened from a sealed value (it authenticated:
+     * the worker wrote it, after validating it), not read in clear */
+    bool request_was_sealed;
+    bool cancel_requested;
+    bool archived; /* the logs_archived event is published */
+    bool cleaned;  /* staging and scheduler logs deleted (or never made) */
+    /* The clean of an interrupted submit of this attempt ran: a POST of
+     * it slurmrestd still held may land later (held, never started), so
+     * the owner looks for the jobs the tag finds again and cancels those
+     * not the launch's (the worker's sweep), then drops the flag. */
+    bool sweep_due;
+    bool has_usage; /* gpu_seconds and elapsed_s are known (below) */
+    bool log_final; /* the final live chunk is published (below) */
     /* the request as received, or NULL; with a job id recorded: what the
      * sealed value opened to (decoded), or NULL (forge_launch_compact) */
     char *request;
     size_t request_len;
     json_t *request_sealed; /* could not be opened: kept as read, or NULL */
     forge_error_t *request_error; /* why not (no secret in it), or NULL */
-    /* decoded: request was opened from a sealed value (it authenticated:
-     * the worker wrote it, after validating it), not read in clear */
-    bool request_was_sealed;
-    uint32_t job_id;         /* 0: intent recorded, no job id yet */
-    uint32_t *component_ids; /* het components, in het_offset order */
-    size_t component_count;
-    bool cancel_requested;
-    bool archived; /* the logs_archived event is published */
-    bool cleaned;  /* staging and scheduler logs deleted (or never made) */
-    long long accepted_at_ms;
-    long long updated_at_ms;
-    long long missing_since_ms; /* 0: Slurm knows the job */
-    char *slurm_states;         /* see above; NULL: none seen yet */
+    uint32_t job_id;              /* 0: intent recorded, no job id yet */
     /* The highest later attempt refused while this one was live (0: none):
      * that (launch_id, attempt) was decided REJECTED, so reading its
      * request again (a replay, a resend) changes nothing. */
     int refused_attempt;
-    /* The clean of an interrupted submit of this attempt ran: a POST of it
-     * slurmrestd still held may land later (held, never started), so the
-     * owner looks for the jobs the tag finds again and cancels those not
-     * the launch's (the worker's sweep), then drops the flag. */
-    bool sweep_due;
+    uint32_t *component_ids; /* het components, in het_offset order */
+    size_t component_count;
+    long long accepted_at_ms;
+    long long updated_at_ms;
+    long long missing_since_ms; /* 0: Slurm knows the job */
+    char *slurm_states;         /* see above; NULL: none seen yet */
     /* Slurm requeued the job (a preemption, a node failure, `scontrol
      * requeue`): restarts is the highest restart count a poll saw (written
      * with the PENDING move it came with), restarts_staged the highest run
@@ -130,21 +134,20 @@ typedef struct forge_launch_record {
      * 40): GPU-seconds over its components (each
      * component's GPUs x its elapsed seconds: the event's gpu_hours x
      * 3600, whole seconds, so the record keeps plain integers) and the
-     * elapsed seconds (-1 unknown). has_usage false: none said (LOST, no
-     * job, a live launch, records from before). Optional, absent while
-     * unknown: "gpu_seconds", "elapsed_s". */
-    bool has_usage;
+     * elapsed seconds (-1 unknown). has_usage (above) false: none said
+     * (LOST, no job, a live launch, records from before). Optional, absent
+     * while unknown: "gpu_seconds", "elapsed_s". */
     long long gpu_seconds;
     long long elapsed_s;
     /* Live logs (issue 29, archive/live.h): the chunks published for this
-     * attempt (the last one's n), whether the final one is, and where each
+     * attempt (the last one's n), whether the final one is (log_final,
+     * above), and where each
      * file of its staging folder stands: written with each chunk, in its
      * transaction, so a new owner continues where the last committed chunk
      * ended. Optional, absent until the first chunk: "logs": {"n",
      * "final", "files": [{"name", "offset", "ino"}]} (launch_logs.c). A
      * record with it takes the general decoder. */
     long log_chunks;
-    bool log_final;
     forge_live_cursor_t *log_cursors;
     size_t log_cursor_count;
 } forge_launch_record_t;

@@ -38,6 +38,9 @@ typedef struct forge_entry {
      * secrets); NULL: none, or the request is unknown or dropped */
     forge_held_t *held;
     int32_t partition;
+    /* failed submits in a row: retry_at_ms's backoff (below; here, where
+     * the partition leaves room) */
+    int submit_failures;
     uint64_t generation; /* the partition's when the entry was made */
     bool busy;           /* a submit/cancel for it is in flight */
     /* Memory only: its job's end waits for the image check's note
@@ -57,7 +60,6 @@ typedef struct forge_entry {
     /* a retry's next try (loop/tries.c) is not submitted before then: its
      * backoff, from the record's retry_not_before */
     long long next_try_ms;
-    int submit_failures;
     long long cancel_sent_ms; /* when a cancel was last posted; 0: never */
     /* when to look for late jobs of an interrupted submit (its clean ran:
      * a POST slurmrestd still held may land after it); 0: no need */
