@@ -687,7 +687,7 @@ Test(loop, a_requeued_job_gets_its_next_runs_credentials_staged)
  * happened, then what the poll saw; once, whatever the next polls see. */
 Test(loop, a_requeue_no_poll_saw_is_said_before_what_followed_it)
 {
-    forge_work_t *t;
+    forge_work_t *t, *w;
 
     stored(0, "Q3", FORGE_STATE_RUNNING, 73, 0);
     stored(0, "Q4", FORGE_STATE_RUNNING, 74, 0);
@@ -703,7 +703,10 @@ Test(loop, a_requeue_no_poll_saw_is_said_before_what_followed_it)
     expect_states("Q3", "PENDING RUNNING");
     expect_states("Q4", "PENDING SUCCEEDED");
     cr_expect_eq(record_int("Q3", "restarts"), 1);
-    cr_expect_not_null(next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q3"));
+    w = next_work(FORGE_LANE_FILES, FORGE_WORK_RESTAGE, "Q3");
+    cr_expect_eq(w->files.restart, 1, "its run's credentials staged");
+    fake_pools_finish(pools, FORGE_LANE_FILES, w);
+    step();
     tick_step(); /* the same again: said once */
     t = poll_tick();
     changed(item_of(t, 73), "RUNNING");
